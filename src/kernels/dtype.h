@@ -1,0 +1,56 @@
+// Weight element types the kernels understand, their block layouts (byte
+// compatible with GGUF/ggml) and the WeightView that kernels read.
+#ifndef REDLINE_KERNELS_DTYPE_H_
+#define REDLINE_KERNELS_DTYPE_H_
+
+#include <cstdint>
+#include <string_view>
+
+namespace redline::kernels {
+
+enum class DType : uint8_t { kF32, kF16, kBF16, kQ8_0, kQ4_0 };
+
+// Elements per quantization block for Q8_0 and Q4_0.
+inline constexpr int64_t kQkBlock = 32;
+
+// Q8_0: x[i] = d * qs[i]. 34 bytes, no padding (ggml block_q8_0).
+struct BlockQ8_0 {
+  uint16_t d;  // binary16 scale
+  int8_t qs[kQkBlock];
+};
+static_assert(sizeof(BlockQ8_0) == 34);
+
+// Q4_0: x[j] = d * ((qs[j] & 15) - 8), x[j + 16] = d * ((qs[j] >> 4) - 8).
+// 18 bytes (ggml block_q4_0).
+struct BlockQ4_0 {
+  uint16_t d;  // binary16 scale
+  uint8_t qs[kQkBlock / 2];
+};
+static_assert(sizeof(BlockQ4_0) == 18);
+
+std::string_view DTypeName(DType type);  // "f32", "f16", "bf16", "q8_0", "q4_0"
+
+// Elements per block: 1 for float types, 32 for quantized ones.
+int64_t BlockElements(DType type);
+
+// Bytes of one row of `cols` elements; cols must be a multiple of
+// BlockElements(type).
+int64_t RowBytes(DType type, int64_t cols);
+
+// A read-only weight matrix [rows, cols], row-major: row r starts at
+// data + r * RowBytes(type, cols). Not owned; typically points into a
+// memory-mapped GGUF file, so rows may be unaligned.
+struct WeightView {
+  DType type = DType::kF32;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  const void* data = nullptr;
+
+  const uint8_t* Row(int64_t r) const {
+    return static_cast<const uint8_t*>(data) + r * RowBytes(type, cols);
+  }
+};
+
+}  // namespace redline::kernels
+
+#endif  // REDLINE_KERNELS_DTYPE_H_

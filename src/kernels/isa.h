@@ -1,0 +1,32 @@
+// Runtime instruction-set selection. Every kernel has a scalar reference
+// (kernels/ref) and SIMD variants in their own translation units
+// (kernels/x86/*_avx2.cc, *_avx512.cc); one table of function pointers is
+// chosen once from the CPU's features. RL_FORCE_ISA=scalar|avx2|avx512
+// overrides detection (for debugging and A/B runs).
+#ifndef REDLINE_KERNELS_ISA_H_
+#define REDLINE_KERNELS_ISA_H_
+
+#include <string_view>
+#include <vector>
+
+namespace redline::kernels {
+
+// kAvx512 means AVX-512 F/BW/VL (+VNNI used where present).
+enum class Isa { kScalar, kAvx2, kAvx512 };
+
+std::string_view IsaName(Isa isa);
+
+// Variants this CPU can run, scalar first.
+std::vector<Isa> AvailableIsas();
+
+// The variant the public kernel functions currently dispatch to.
+Isa ActiveIsa();
+
+// Switches dispatch (tests and benchmarks iterate over AvailableIsas()).
+// Not thread-safe with concurrent kernel calls. Returns false if this CPU
+// cannot run `isa`.
+bool SetActiveIsa(Isa isa);
+
+}  // namespace redline::kernels
+
+#endif  // REDLINE_KERNELS_ISA_H_

@@ -1,0 +1,38 @@
+// Matrix products with a weight matrix in any DType.
+#ifndef REDLINE_KERNELS_MATMUL_H_
+#define REDLINE_KERNELS_MATMUL_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "base/thread_pool.h"
+#include "kernels/dtype.h"
+
+namespace redline::kernels {
+
+// Bytes of scratch that MatMul needs for these shapes (e.g. the activations
+// quantized to Q8 for integer dot products). 0 when none.
+size_t MatMulScratchBytes(DType weight_type, int64_t cols, int64_t n_tokens);
+
+// y = x * w^T:  y[t, r] = sum_c w[r, c] * x[t, c].
+//   x: [n_tokens, w.cols] f32, row stride w.cols
+//   y: [n_tokens, w.rows] f32, row stride w.rows (overwritten)
+// n_tokens == 1 is the matrix-vector product of a decode step; larger
+// n_tokens is the matrix-matrix product of prefill. Splits rows over `pool`.
+// For Q8_0/Q4_0 weights, x is first rounded to Q8_0 blocks (as ggml does),
+// so the result differs from the float reference by that rounding.
+void MatMul(const WeightView& w, const float* x, int64_t n_tokens, float* y,
+            std::span<std::byte> scratch, ThreadPool& pool);
+
+// out[0, w.cols) = row `row` of w as f32.
+void DequantizeRow(const WeightView& w, int64_t row, float* out);
+
+// Writes n floats as `type` into dst (RowBytes(type, n) bytes); n must be a
+// multiple of BlockElements(type). Round to nearest; Q8_0/Q4_0 choose the
+// block scale as ggml's reference quantizers do.
+void QuantizeRow(DType type, const float* src, int64_t n, void* dst);
+
+}  // namespace redline::kernels
+
+#endif  // REDLINE_KERNELS_MATMUL_H_
