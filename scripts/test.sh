@@ -17,7 +17,6 @@ if [[ "${RL_SKIP_FUZZ:-0}" != 1 ]]; then
   cmake --preset fuzz >/dev/null
   cmake --build --preset fuzz --target gguf_fuzz
   mkdir -p build/fuzz/corpus
-  ./build/fuzz/bin/redline make-model --preset tiny --type q8_0 -o build/fuzz/corpus/tiny.gguf 2>/dev/null || true
   corpus=(build/fuzz/corpus)
   [[ -d "$root/tests/data/gguf_seeds" ]] && corpus+=("$root/tests/data/gguf_seeds")
   ./build/fuzz/fuzz/gguf_fuzz -max_total_time="${RL_FUZZ_SECONDS:-30}" -rss_limit_mb=2048 \
