@@ -35,4 +35,8 @@ struct CommandRegistrar {
 #define RL_REGISTER_COMMAND(name, description, setup) \
   static ::redline::cli::CommandRegistrar rl_command_registrar_##name(#name, description, setup)
 
+// For command names that are not identifiers ("make-model").
+#define RL_REGISTER_COMMAND_NAMED(ident, name, description, setup) \
+  static ::redline::cli::CommandRegistrar rl_command_registrar_##ident(name, description, setup)
+
 #endif  // REDLINE_CLI_COMMAND_REGISTRY_H_

@@ -4,6 +4,13 @@
 // Layout: header (magic "GGUF", version, tensor_count, kv_count), kv_count
 // metadata pairs, tensor_count tensor infos, padding to general.alignment
 // (default 32), tensor data. Tensor offsets are relative to the data start.
+// Everything is little-endian; v2 and v3 share one layout (v1, with 32-bit
+// counts, is rejected). Big-endian files are recognised and rejected.
+//
+// The reader treats every file as hostile: each count and length is checked
+// against the bytes that remain before anything is allocated, so a truncated,
+// corrupt or malicious file yields a Status, never a crash, a hang, an
+// out-of-bounds read or an allocation out of proportion to the file.
 #ifndef REDLINE_MODEL_GGUF_GGUF_H_
 #define REDLINE_MODEL_GGUF_GGUF_H_
 
@@ -22,12 +29,36 @@
 
 namespace redline::model::gguf {
 
+// Limits the reader enforces (and the writer respects).
+// ggml's GGML_MAX_DIMS: tensors have at most 4 dimensions.
+inline constexpr int kMaxDims = 4;
+// Nesting depth of arrays inside arrays. Real files nest at most once; the
+// limit bounds the parser's recursion on hostile input.
+inline constexpr int kMaxArrayDepth = 8;
+// Total number of array elements over all metadata values. Each parsed element
+// costs one Value (~48 bytes), so this caps the reader's memory at ~800 MiB even
+// for a file built to maximise it; the largest real vocabularies hold well
+// under 1M elements (e.g. 128k tokens x 3 arrays + 280k merges).
+inline constexpr uint64_t kMaxMetadataArrayElements = uint64_t{1} << 24;
+// general.alignment above this is treated as corrupt: page (4 KiB) and huge
+// page (2 MiB) alignments are plausible, anything larger is not.
+inline constexpr uint64_t kMaxAlignment = uint64_t{1} << 21;
+// Default general.alignment (GGUF_DEFAULT_ALIGNMENT).
+inline constexpr uint64_t kDefaultAlignment = 32;
+// ggml's GGML_MAX_NAME is 64 including the terminating NUL, so engines built
+// on ggml refuse tensor names of 64 bytes or more. The writer enforces it; the
+// reader accepts longer names.
+inline constexpr size_t kMaxTensorNameBytes = 63;
+// The spec limits metadata keys to 2^16 - 1 bytes.
+inline constexpr size_t kMaxKeyBytes = 65535;
+
 // Metadata value types (numbering as in the spec).
 enum class ValueType : uint32_t {
   kUint8 = 0, kInt8 = 1, kUint16 = 2, kInt16 = 3, kUint32 = 4, kInt32 = 5,
   kFloat32 = 6, kBool = 7, kString = 8, kArray = 9, kUint64 = 10, kInt64 = 11,
   kFloat64 = 12,
 };
+// "uint8", "float32", "string", "array", ...; "unknown" for other numbers.
 std::string_view ValueTypeName(ValueType type);
 
 // ggml tensor types (numbering as in ggml.h). Only F32, F16, BF16, Q8_0 and
@@ -44,28 +75,44 @@ enum class TensorType : uint32_t {
 std::string TensorTypeName(TensorType type);
 // True for the types Redline can compute with.
 bool IsSupportedTensorType(TensorType type);
-// Elements per block and bytes per block of a supported type.
+// Elements per block and bytes per block of any type listed in TensorType
+// (F32: 1 and 4; Q8_0: 32 and 34; Q4_K: 256 and 144). 0 for numbers that are
+// not in the enum. A tensor's dims[0] must be a multiple of the block size.
 int64_t TensorTypeBlockElements(TensorType type);
 int64_t TensorTypeBlockBytes(TensorType type);
 
 // One metadata value. Arrays hold elements of one type; nested arrays are
-// allowed. Numeric arrays are stored typed to keep big vocabularies compact.
+// allowed (each inner array has its own element type). Every array element is
+// a full Value (~48 bytes); GetIntArray/GetFloatArray/GetStringArray copy out
+// plain vectors.
+//
+// Copying a Value is shallow for arrays (the shared_ptr is shared), so
+// copies are cheap and arrays are immutable once built.
 struct Value;
 using Array = std::vector<Value>;
 struct Value {
   ValueType type = ValueType::kUint8;
-  // Scalars: integers in i (signed) or u (unsigned), floats in f, bools in b.
+  // Unsigned integers in uint64_t, signed integers in int64_t, floats (32 and
+  // 64 bit) in double, bools in bool, strings in std::string, arrays in
+  // shared_ptr<Array> (never null when built by the reader or ArrayOf).
   std::variant<uint64_t, int64_t, double, bool, std::string, std::shared_ptr<Array>> data;
   // For kArray: the element type.
   ValueType array_type = ValueType::kUint8;
 
   // Convenience constructors for writers and tests.
+  static Value U8(uint8_t v);
+  static Value I8(int8_t v);
+  static Value U16(uint16_t v);
+  static Value I16(int16_t v);
   static Value U32(uint32_t v);
   static Value I32(int32_t v);
   static Value U64(uint64_t v);
+  static Value I64(int64_t v);
   static Value F32(float v);
+  static Value F64(double v);
   static Value Bool(bool v);
   static Value Str(std::string v);
+  // Every element must have type `element_type` (checked when written).
   static Value ArrayOf(ValueType element_type, Array elements);
   static Value StrArray(const std::vector<std::string>& v);
   static Value F32Array(const std::vector<float>& v);
@@ -73,7 +120,8 @@ struct Value {
 
   bool is_integer() const;  // any of the 8 integer types
   bool is_float() const;    // kFloat32 / kFloat64
-  // Valid only for the matching kinds.
+  // Valid only for the matching kinds (RL_CHECK). AsInt of a uint64 value
+  // above INT64_MAX wraps; GetInt reports that case as an error instead.
   int64_t AsInt() const;
   double AsDouble() const;  // integers convert too
   bool AsBool() const;
@@ -84,39 +132,65 @@ struct Value {
 struct TensorInfo {
   std::string name;
   // ne: dims[0] is the innermost (contiguous) dimension, as in ggml. A 2-D
-  // weight [rows, cols] has dims {cols, rows}.
+  // weight [rows, cols] has dims {cols, rows}. 1 to kMaxDims entries, each >= 1.
   std::vector<int64_t> dims;
   TensorType type = TensorType::kF32;
-  uint64_t offset = 0;      // relative to the start of tensor data
+  uint64_t offset = 0;      // relative to the start of tensor data; aligned
   uint64_t size_bytes = 0;  // computed from dims and type
-  const uint8_t* data = nullptr;  // into the mapping; null for vocab-only reads
+  const uint8_t* data = nullptr;  // [size_bytes] into the file's bytes
   int64_t NumElements() const;
 };
 
-// A parsed, validated GGUF file. Owns the memory map; tensor data pointers
-// stay valid for its lifetime. Thread-safety: immutable after Open, safe to
-// share across threads.
+// A parsed, validated GGUF file.
+//
+// Ownership: Open owns the memory map; Parse borrows the caller's bytes,
+// which must outlive the GgufFile. Tensor data pointers stay valid for that
+// lifetime (moving a GgufFile keeps them valid). Metadata is copied out of the
+// file, so it does not depend on the bytes.
+// Thread-safety: immutable after Open/Parse; all const methods are safe to call
+// from any number of threads.
+// Cost: Open/Parse are O(file header): metadata is decoded (a 150k-token
+// vocabulary takes tens of milliseconds), tensor data is never touched.
+//
+// Validation (all before returning): magic, version 2 or 3, every count and
+// length within the file, value types, array nesting depth, duplicate keys,
+// general.alignment (an integer power of two <= kMaxAlignment), tensor infos
+// (1..4 dims, each >= 1, no element-count or byte-size overflow, known type,
+// dims[0] a multiple of the type's block size, unique names), and tensor data
+// (offset aligned, inside the file, no two tensors overlapping).
+//
+// Error codes: DataLoss for truncation and for counts, lengths or offsets
+// past the end of the file; InvalidArgument for malformed content (bad magic,
+// unknown value or tensor type, bad alignment, bad shape, misaligned or
+// overlapping tensors, duplicates); Unimplemented for GGUF v1 and for tensor
+// types Redline cannot compute with; NotFound/IoError from Open for the file.
 class GgufFile {
  public:
   // Maps and validates `path`. Every count, length, offset and shape is
   // checked against the file size before use; errors name the problem
   // ("tensor blk.0.ffn_down.weight has type Q4_K, not supported yet",
   // "file truncated: tensor info 3 ends at byte N of M"). Unsupported tensor
-  // types are reported here only if `require_supported_types`.
+  // types are reported here only if `require_supported_types`; without it,
+  // every type in TensorType is accepted (sizes come from its block size).
   static Result<GgufFile> Open(const std::string& path, bool require_supported_types = true);
   // Same over bytes in memory (the fuzzer and tests). Bytes must outlive the file.
   static Result<GgufFile> Parse(std::span<const uint8_t> bytes, bool require_supported_types = true);
 
   uint32_t version() const { return version_; }
   uint64_t alignment() const { return alignment_; }
+  // Empty for Parse.
   const std::string& path() const { return path_; }
+  // Byte offset of the tensor data section in the file (aligned).
+  uint64_t data_offset() const { return data_offset_; }
 
   // Metadata in file order and by key.
   const std::vector<std::pair<std::string, Value>>& metadata() const { return metadata_; }
   const Value* Find(std::string_view key) const;
 
   // Typed getters: NotFound if absent, InvalidArgument if the type does not
-  // fit (any integer type is accepted for GetInt, ints or floats for GetFloat).
+  // fit (any integer type is accepted for GetInt, ints or floats for GetFloat;
+  // array getters take arrays whose elements fit the same way; a uint64 above
+  // INT64_MAX does not fit GetInt). Errors name the key.
   Result<std::string> GetString(std::string_view key) const;
   Result<int64_t> GetInt(std::string_view key) const;
   Result<double> GetFloat(std::string_view key) const;
@@ -125,6 +199,7 @@ class GgufFile {
   Result<std::vector<float>> GetFloatArray(std::string_view key) const;
   Result<std::vector<int64_t>> GetIntArray(std::string_view key) const;
 
+  // Tensors in file order.
   const std::vector<TensorInfo>& tensors() const { return tensors_; }
   const TensorInfo* FindTensor(std::string_view name) const;
 
@@ -132,8 +207,11 @@ class GgufFile {
   MappedFile* mapping() { return mapping_.get(); }
 
  private:
+  friend class GgufParser;  // gguf.cc fills the fields while validating.
+
   uint32_t version_ = 0;
-  uint64_t alignment_ = 32;
+  uint64_t alignment_ = kDefaultAlignment;
+  uint64_t data_offset_ = 0;
   std::string path_;
   std::vector<std::pair<std::string, Value>> metadata_;
   std::map<std::string, size_t, std::less<>> metadata_index_;

@@ -1,0 +1,80 @@
+// redline bench-model: prefill/decode throughput and decode roofline share.
+#include <fmt/format.h>
+
+#include <fstream>
+
+#include "base/thread_pool.h"
+#include "cli/command_registry.h"
+#include "engine/model_bench.h"
+#include "kernels/isa.h"
+
+namespace redline::cli {
+namespace {
+
+struct BenchModelFlags {
+  std::string model;
+  int threads = 0;
+  std::vector<int64_t> prefill = {128, 512};
+  int64_t decode = 64;
+  int repeats = 5;
+  std::string output = "md";
+  std::string json_file;
+  bool no_bandwidth = false;
+};
+
+int RunBenchModel(const BenchModelFlags& f) {
+  model::LoadOptions lo;
+  lo.load_tokenizer = false;
+  auto m = model::Model::Load(f.model, lo);
+  if (!m.ok()) {
+    fmt::print(stderr, "bench-model: {}\n", m.status().ToString());
+    return 1;
+  }
+  ThreadPool pool(f.threads);
+  engine::ModelBenchOptions o;
+  o.prefill_tokens = f.prefill;
+  o.decode_tokens = f.decode;
+  o.repeats = std::max(1, f.repeats);
+  o.measure_bandwidth = !f.no_bandwidth;
+  auto r = engine::RunModelBench(**m, pool, o);
+  if (!r.ok()) {
+    fmt::print(stderr, "bench-model: {}\n", r.status().ToString());
+    return 1;
+  }
+  if (f.output == "json") {
+    fmt::print("{}", r->ToJson());
+  } else {
+    fmt::print("{}", r->ToMarkdown());
+  }
+  if (!f.json_file.empty()) {
+    std::ofstream out(f.json_file);
+    out << r->ToJson();
+    if (!out) {
+      fmt::print(stderr, "bench-model: cannot write {}\n", f.json_file);
+      return 1;
+    }
+  }
+  return 0;
+}
+
+void Setup(CLI::App& sub, int* exit_code) {
+  auto f = std::make_shared<BenchModelFlags>();
+  sub.add_option("-m,--model", f->model, "GGUF model file")->required();
+  sub.add_option("-t,--threads", f->threads, "Threads (default: physical cores)");
+  sub.add_option("-p,--prefill", f->prefill, "Prompt lengths to measure prefill at")->capture_default_str();
+  sub.add_option("-n,--decode", f->decode, "Tokens to decode for the decode test")->capture_default_str();
+  sub.add_option("-r,--repeats", f->repeats, "Repeats per test; the median is reported")->capture_default_str();
+  sub.add_option("-o,--output", f->output, "Output on stdout: md (table) or json")
+      ->check(CLI::IsMember({"md", "json"}))
+      ->capture_default_str();
+  sub.add_option("--json", f->json_file, "Also write the JSON result to this file");
+  sub.add_flag("--no-bandwidth", f->no_bandwidth, "Skip the memory bandwidth measurement (no roofline share)");
+  sub.callback([f, exit_code] { *exit_code = RunBenchModel(*f); });
+}
+
+}  // namespace
+
+RL_REGISTER_COMMAND_NAMED(bench_model, "bench-model",
+                          "Measure prefill and decode tok/s and the decode roofline share of a model", Setup);
+
+}  // namespace redline::cli

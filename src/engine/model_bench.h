@@ -1,0 +1,57 @@
+// ModelBench: llama-bench-style throughput of a model on this machine —
+// prefill tok/s at given prompt lengths, decode tok/s over N tokens (median
+// of repeats), and the decode roofline share:
+//   weight bytes read per token x decode tok/s / measured memory bandwidth.
+#ifndef REDLINE_ENGINE_MODEL_BENCH_H_
+#define REDLINE_ENGINE_MODEL_BENCH_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/memory_bandwidth.h"
+#include "base/result.h"
+#include "base/thread_pool.h"
+#include "model/arch/model.h"
+
+namespace redline::engine {
+
+struct ModelBenchOptions {
+  std::vector<int64_t> prefill_tokens = {128, 512};
+  int64_t decode_tokens = 64;
+  int repeats = 5;
+  bool measure_bandwidth = true;
+};
+
+struct ModelBenchTest {
+  std::string name;  // "pp128", "tg64"
+  int64_t tokens = 0;
+  std::vector<double> tok_per_s;  // one per repeat
+  double median() const;
+  double min() const;
+  double max() const;
+};
+
+struct ModelBenchResult {
+  std::string model_path, model_name, arch, weight_types;
+  int64_t params = 0;
+  int64_t weight_bytes = 0;
+  int64_t decode_bytes_per_token = 0;
+  int threads = 0;
+  std::string isa;
+  std::vector<ModelBenchTest> tests;
+  BandwidthResult bandwidth;
+  // decode_bytes_per_token x median decode tok/s / bandwidth.best_gbps(); 0 if not measured.
+  double roofline_share = 0;
+
+  std::string ToMarkdown() const;
+  std::string ToJson() const;
+};
+
+// Runs the benchmark. Cost: seconds to minutes (model size x repeats).
+Result<ModelBenchResult> RunModelBench(const model::Model& model, ThreadPool& pool,
+                                       const ModelBenchOptions& options);
+
+}  // namespace redline::engine
+
+#endif  // REDLINE_ENGINE_MODEL_BENCH_H_

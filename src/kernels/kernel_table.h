@@ -1,0 +1,93 @@
+// Internal to kernels/: the table of per-ISA kernel entry points behind the
+// public API (matmul.h, ops.h), and the argument structs they share.
+//
+// Every ISA translation unit (ref/, x86/*_avx2.cc, x86/*_avx512.cc) fills a
+// KernelTable; dispatch.cc picks one at start-up. This header holds plain
+// data and declarations only: no intrinsics and no inline functions, because
+// an inline function odr-used in an ISA TU is compiled with that TU's flags
+// and the linker may keep that copy for baseline callers.
+#ifndef REDLINE_KERNELS_KERNEL_TABLE_H_
+#define REDLINE_KERNELS_KERNEL_TABLE_H_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/dtype.h"
+#include "kernels/isa.h"
+#include "kernels/ops.h"
+
+namespace redline::kernels {
+
+// Activations rounded to Q8_0 blocks (ggml's reference quantizer) in the
+// layout every ISA reads. Token rows are padded with zeros to qs_stride and
+// d_stride so SIMD loads of a whole 64-byte pair of blocks (or 16 scales)
+// never leave the buffer and read zeros past `cols`.
+struct Q8Activations {
+  const int8_t* qs = nullptr;  // [n_tokens, qs_stride]: block b at qs + 32 * b
+  const float* d = nullptr;    // [n_tokens, d_stride]: fp16-rounded block scale, as f32
+  int64_t qs_stride = 0;       // bytes; multiple of 64, >= cols + 64
+  int64_t d_stride = 0;        // floats; multiple of 16, >= cols / 32 + 16
+};
+
+// Row strides of Q8Activations for `cols` columns.
+int64_t Q8QsStride(int64_t cols);
+int64_t Q8DStride(int64_t cols);
+
+// One MatMul call as the row kernels see it: y[t, r] = sum_c w[r, c] x[t, c].
+struct MatMulArgs {
+  DType type = DType::kF32;
+  const uint8_t* w = nullptr;  // [rows, row_bytes]
+  int64_t row_bytes = 0;       // RowBytes(type, cols)
+  int64_t cols = 0;
+  int64_t n_tokens = 0;
+  const float* x = nullptr;  // [n_tokens, cols] f32 (float weight types)
+  Q8Activations xq;          // [n_tokens, cols] as Q8_0 (quantized weight types)
+  float* y = nullptr;        // [n_tokens, y_stride]
+  int64_t y_stride = 0;      // usually rows
+};
+
+// Computes rows [row_begin, row_end) of y for all n_tokens tokens.
+using MatMulRowsFn = void (*)(const MatMulArgs& args, int64_t row_begin, int64_t row_end);
+
+// Quantizes one token row x [cols] (cols a multiple of 32) into
+// qs [cols] and d [cols / 32] exactly as ref::QuantizeQ8Activations does
+// (bit-identical output across ISAs). Does not write the padding.
+using QuantizeQ8Fn = void (*)(const float* x, int64_t cols, int8_t* qs, float* d);
+
+struct KernelTable {
+  Isa isa = Isa::kScalar;
+  QuantizeQ8Fn quantize_q8 = nullptr;
+  MatMulRowsFn matmul[5] = {};  // indexed by DType
+  void (*rms_norm)(const float* x, const float* weight, int64_t n, float eps,
+                   float* out) = nullptr;
+  void (*softmax)(float* x, int64_t n) = nullptr;
+  void (*silu_mul)(const float* gate, const float* up, int64_t n, float* out) = nullptr;
+  void (*add)(const float* x, int64_t n, float* y) = nullptr;
+  void (*rope)(float* x, int64_t n_heads, int64_t head_dim, int64_t pos,
+               const float* inv_freq, RopeStyle style) = nullptr;
+  void (*attention_head)(const float* q, const float* k, const float* v, int64_t n_kv,
+                         int64_t head_dim, int64_t kv_stride, float scale, float* scores,
+                         float* out) = nullptr;
+};
+
+// The table the public functions use (see isa.h for how it is chosen).
+const KernelTable& ActiveKernels();
+
+// Each ISA's table. Only call FillTable of an ISA the CPU supports.
+// FillTable (in the ISA's ops TU) calls FillMatMulTable (its matmul TU).
+namespace ref {
+void FillTable(KernelTable* table);
+void FillMatMulTable(KernelTable* table);
+}  // namespace ref
+namespace avx2 {
+void FillTable(KernelTable* table);
+void FillMatMulTable(KernelTable* table);
+}  // namespace avx2
+namespace avx512 {
+void FillTable(KernelTable* table);
+void FillMatMulTable(KernelTable* table);
+}  // namespace avx512
+
+}  // namespace redline::kernels
+
+#endif  // REDLINE_KERNELS_KERNEL_TABLE_H_

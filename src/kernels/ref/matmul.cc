@@ -1,0 +1,113 @@
+// Scalar reference matrix products: the oracle for every SIMD variant and the
+// portable fallback. Quantized weights use exactly the integer math of the
+// SIMD paths (activations rounded to Q8_0, exact int32 block dot products,
+// f32 accumulation of d_w * d_x * dot), so the two agree to float rounding.
+#include <cmath>
+#include <cstring>
+
+#include "base/float16.h"
+#include "kernels/kernel_table.h"
+
+namespace redline::kernels::ref {
+namespace {
+
+// ggml's quantize_row_q8_0_ref: d = amax / 127, q = round(x / d) computed as
+// roundf(x * (1 / d)); the stored scale is d rounded to fp16.
+void QuantizeQ8Activations(const float* x, int64_t cols, int8_t* qs, float* d) {
+  for (int64_t b = 0; b < cols / kQkBlock; ++b) {
+    const float* xb = x + b * kQkBlock;
+    float amax = 0.0f;
+    for (int j = 0; j < kQkBlock; ++j) amax = std::fmax(amax, std::fabs(xb[j]));
+    const float scale = amax / 127.0f;
+    const float inv = scale != 0.0f ? 1.0f / scale : 0.0f;
+    for (int j = 0; j < kQkBlock; ++j) {
+      qs[b * kQkBlock + j] = static_cast<int8_t>(std::roundf(xb[j] * inv));
+    }
+    d[b] = Fp16ToFp32(Fp32ToFp16(scale));
+  }
+}
+
+uint16_t LoadU16(const uint8_t* p) {
+  uint16_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+float LoadF32(const uint8_t* p) {
+  float v;
+  std::memcpy(&v, p, sizeof(v));
+  return v;
+}
+
+// Float weight types: f64 accumulation makes the reference more accurate
+// than any SIMD order of f32 sums, so tests measure the SIMD error alone.
+template <DType kType>
+void MatMulFloatRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
+  for (int64_t r = row_begin; r < row_end; ++r) {
+    const uint8_t* row = a.w + r * a.row_bytes;
+    for (int64_t t = 0; t < a.n_tokens; ++t) {
+      const float* x = a.x + t * a.cols;
+      double sum = 0.0;
+      for (int64_t c = 0; c < a.cols; ++c) {
+        float w;
+        if constexpr (kType == DType::kF32) {
+          w = LoadF32(row + 4 * c);
+        } else if constexpr (kType == DType::kF16) {
+          w = Fp16ToFp32(LoadU16(row + 2 * c));
+        } else {
+          w = Bf16ToFp32(LoadU16(row + 2 * c));
+        }
+        sum += static_cast<double>(w) * x[c];
+      }
+      a.y[t * a.y_stride + r] = static_cast<float>(sum);
+    }
+  }
+}
+
+// Integer dot product of one weight block with one Q8 activation block.
+int32_t BlockDot(DType type, const uint8_t* block, const int8_t* xq) {
+  int32_t sum = 0;
+  if (type == DType::kQ8_0) {
+    const int8_t* q = reinterpret_cast<const int8_t*>(block + 2);
+    for (int j = 0; j < kQkBlock; ++j) sum += q[j] * xq[j];
+  } else {
+    const uint8_t* q = block + 2;
+    for (int j = 0; j < kQkBlock / 2; ++j) {
+      sum += ((q[j] & 15) - 8) * xq[j];
+      sum += ((q[j] >> 4) - 8) * xq[j + kQkBlock / 2];
+    }
+  }
+  return sum;
+}
+
+void MatMulQuantRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
+  const int64_t block_bytes = a.type == DType::kQ8_0 ? sizeof(BlockQ8_0) : sizeof(BlockQ4_0);
+  const int64_t n_blocks = a.cols / kQkBlock;
+  for (int64_t r = row_begin; r < row_end; ++r) {
+    const uint8_t* row = a.w + r * a.row_bytes;
+    for (int64_t t = 0; t < a.n_tokens; ++t) {
+      const int8_t* xq = a.xq.qs + t * a.xq.qs_stride;
+      const float* xd = a.xq.d + t * a.xq.d_stride;
+      float sum = 0.0f;
+      for (int64_t b = 0; b < n_blocks; ++b) {
+        const uint8_t* block = row + b * block_bytes;
+        const float scale = Fp16ToFp32(LoadU16(block)) * xd[b];
+        sum += scale * static_cast<float>(BlockDot(a.type, block, xq + b * kQkBlock));
+      }
+      a.y[t * a.y_stride + r] = sum;
+    }
+  }
+}
+
+}  // namespace
+
+void FillMatMulTable(KernelTable* table) {
+  table->quantize_q8 = &QuantizeQ8Activations;
+  table->matmul[static_cast<int>(DType::kF32)] = &MatMulFloatRows<DType::kF32>;
+  table->matmul[static_cast<int>(DType::kF16)] = &MatMulFloatRows<DType::kF16>;
+  table->matmul[static_cast<int>(DType::kBF16)] = &MatMulFloatRows<DType::kBF16>;
+  table->matmul[static_cast<int>(DType::kQ8_0)] = &MatMulQuantRows;
+  table->matmul[static_cast<int>(DType::kQ4_0)] = &MatMulQuantRows;
+}
+
+}  // namespace redline::kernels::ref

@@ -1,0 +1,79 @@
+#include "model/arch/model.h"
+
+#include <set>
+
+#include "kernels/dtype.h"
+#include "model/tokenizer/tokenizer.h"
+
+namespace redline::model {
+
+Model::~Model() = default;
+
+Result<std::unique_ptr<Model>> Model::Load(const std::string& path, const LoadOptions& options) {
+  auto report = [&](double p) {
+    if (options.progress) options.progress(p);
+  };
+  report(0.0);
+  std::unique_ptr<Model> m(new Model());
+  auto file = gguf::GgufFile::Open(path, /*require_supported_types=*/true);
+  if (!file.ok()) return file.status().WithContext(path);
+  m->file_ = std::make_unique<gguf::GgufFile>(std::move(file).value());
+  report(0.1);
+  auto config = ModelConfig::FromGguf(*m->file_);
+  if (!config.ok()) return config.status().WithContext(path);
+  m->config_ = *config;
+  auto weights = LoadWeights(*m->file_, &m->config_);
+  if (!weights.ok()) return weights.status().WithContext(path);
+  m->weights_ = std::move(weights).value();
+  report(0.2);
+  if (options.load_tokenizer) {
+    auto tok = Tokenizer::FromGguf(*m->file_);
+    if (tok.ok()) {
+      m->tokenizer_ = std::move(tok).value();
+      if (m->tokenizer_->vocab_size() > m->config_.vocab_size) {
+        m->tokenizer_status_ = Status::InvalidArgument("vocabulary is larger than the embedding table");
+        m->tokenizer_.reset();
+      }
+    } else {
+      m->tokenizer_status_ = tok.status();
+    }
+  }
+  if (auto t = m->file_->GetString("tokenizer.chat_template"); t.ok()) m->chat_template_ = *t;
+  report(0.3);
+  MappedFile* mapping = m->file_->mapping();
+  if (mapping != nullptr) {
+    if (options.mlock) RL_RETURN_IF_ERROR(mapping->Lock());
+    if (options.prefetch || options.mlock) {
+      mapping->Prefetch();
+      // Touch one byte per page so weights are resident before the first
+      // request; report progress as we go (this is most of the load time).
+      const uint8_t* data = mapping->data();
+      const size_t size = mapping->size();
+      constexpr size_t kPage = 4096;
+      volatile uint8_t sink = 0;
+      const size_t step = std::max<size_t>(size / 64, kPage);
+      for (size_t chunk = 0; chunk < size; chunk += step) {
+        const size_t end = std::min(size, chunk + step);
+        for (size_t off = chunk; off < end; off += kPage) sink = sink + data[off];
+        report(0.3 + 0.7 * static_cast<double>(end) / static_cast<double>(size));
+      }
+    }
+  }
+  report(1.0);
+  return m;
+}
+
+std::string Model::WeightTypeSummary() const {
+  std::set<std::string_view> types;
+  for (const LayerWeights& l : weights_.layers) {
+    for (const auto* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) {
+      types.insert(kernels::DTypeName(w->type));
+    }
+  }
+  types.insert(kernels::DTypeName(weights_.output.type));
+  std::string out;
+  for (auto t : types) out += (out.empty() ? "" : "+") + std::string(t);
+  return out;
+}
+
+}  // namespace redline::model

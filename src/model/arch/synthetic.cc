@@ -1,0 +1,316 @@
+#include "model/arch/synthetic.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <cmath>
+#include <cstring>
+#include <numbers>
+
+#include "kernels/matmul.h"
+#include "model/gguf/gguf_writer.h"
+
+namespace redline::model {
+namespace {
+
+using gguf::TensorType;
+using gguf::Value;
+
+// Tokens with fixed ids at the start of every synthetic vocabulary.
+constexpr const char* kSpecialTokens[] = {"<unk>", "<s>", "</s>", "<|im_start|>", "<|im_end|>"};
+constexpr int32_t kNumSpecial = 5;
+constexpr int32_t kFirstByteToken = kNumSpecial;
+constexpr int32_t kFirstPiece = kFirstByteToken + 256;
+
+// ChatML, the format SmolLM2 and Qwen2.5 instruct models use.
+constexpr const char* kChatMlTemplate =
+    "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + "
+    "'<|im_end|>' + '\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}"
+    "{% endif %}";
+
+uint64_t SplitMix64(uint64_t& state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+uint64_t HashName(std::string_view s, uint64_t seed) {
+  uint64_t h = 1469598103934665603ull ^ seed;
+  for (char ch : s) h = (h ^ static_cast<uint8_t>(ch)) * 1099511628211ull;
+  return h;
+}
+
+// Uniform in [-1, 1): std 1/sqrt(3).
+inline float UniformSym(uint64_t& state) {
+  return static_cast<float>(static_cast<int64_t>(SplitMix64(state) >> 40) - (1ll << 23)) *
+         (1.0f / static_cast<float>(1 << 23));
+}
+
+TensorType ToTensorType(kernels::DType t) {
+  switch (t) {
+    case kernels::DType::kF32: return TensorType::kF32;
+    case kernels::DType::kF16: return TensorType::kF16;
+    case kernels::DType::kBF16: return TensorType::kBF16;
+    case kernels::DType::kQ8_0: return TensorType::kQ8_0;
+    case kernels::DType::kQ4_0: return TensorType::kQ4_0;
+  }
+  return TensorType::kF32;
+}
+
+// general.file_type values (llama_ftype) of llama.cpp.
+uint32_t FileType(kernels::DType t) {
+  switch (t) {
+    case kernels::DType::kF32: return 0;
+    case kernels::DType::kF16: return 1;
+    case kernels::DType::kQ4_0: return 2;
+    case kernels::DType::kQ8_0: return 7;
+    case kernels::DType::kBF16: return 32;
+  }
+  return 0;
+}
+
+// Pieces "a".."z", "▁a", then syllable words, unique and deterministic.
+std::vector<std::string> MakePieces(int64_t count) {
+  std::vector<std::string> pieces;
+  pieces.reserve(count);
+  const std::string space = "\xe2\x96\x81";  // U+2581, SentencePiece's space mark
+  auto push = [&](std::string s) {
+    if (static_cast<int64_t>(pieces.size()) < count) pieces.push_back(std::move(s));
+  };
+  push(space);
+  for (int ch = 33; ch < 127; ++ch) {
+    push(std::string(1, static_cast<char>(ch)));
+    push(space + static_cast<char>(ch));
+  }
+  static const char kConsonants[] = "bcdfghjklmnprstvwz";
+  static const char kVowels[] = "aeiou";
+  std::vector<std::string> syllables;
+  for (char c : std::string_view(kConsonants)) {
+    for (char v : std::string_view(kVowels)) syllables.push_back(std::string{c, v});
+  }
+  // Words of 1, 2, 3, ... syllables, each as "▁word" and "word".
+  std::vector<std::string> words = syllables;
+  while (static_cast<int64_t>(pieces.size()) < count) {
+    for (const std::string& w : words) {
+      push(space + w);
+      push(w);
+      if (static_cast<int64_t>(pieces.size()) >= count) break;
+    }
+    std::vector<std::string> longer;
+    for (const std::string& w : words) {
+      for (const std::string& s : syllables) {
+        longer.push_back(w + s);
+        if (longer.size() > static_cast<size_t>(count)) break;
+      }
+      if (longer.size() > static_cast<size_t>(count)) break;
+    }
+    words = std::move(longer);
+  }
+  return pieces;
+}
+
+// Llama 3.x frequency divisors (rope_freqs.weight) for the given base and
+// head size, from the published scaling rule (factor 32, low/high frequency
+// factors 1 and 4, original context 8192).
+std::vector<float> Llama3RopeFactors(float base, int64_t head_dim) {
+  constexpr double kFactor = 32.0, kLow = 1.0, kHigh = 4.0, kOriginalCtx = 8192.0;
+  const double low_wavelen = kOriginalCtx / kLow;
+  const double high_wavelen = kOriginalCtx / kHigh;
+  std::vector<float> factors(head_dim / 2);
+  for (int64_t i = 0; i < head_dim / 2; ++i) {
+    const double freq = 1.0 / std::pow(static_cast<double>(base), 2.0 * i / static_cast<double>(head_dim));
+    const double wavelen = 2.0 * std::numbers::pi / freq;
+    double f;
+    if (wavelen < high_wavelen) {
+      f = 1.0;
+    } else if (wavelen > low_wavelen) {
+      f = kFactor;
+    } else {
+      const double smooth = (kOriginalCtx / wavelen - kLow) / (kHigh - kLow);
+      f = 1.0 / ((1.0 - smooth) / kFactor + smooth);
+    }
+    factors[i] = static_cast<float>(f);
+  }
+  return factors;
+}
+
+}  // namespace
+
+std::vector<std::string> SyntheticPresetNames() {
+  return {"tiny", "tiny-qwen2", "smollm2-135m", "qwen2.5-0.5b", "llama3.2-1b"};
+}
+
+Result<SyntheticSpec> SyntheticPreset(std::string_view name) {
+  SyntheticSpec s;
+  s.preset = std::string(name);
+  if (name == "tiny") {
+    s.arch = Arch::kLlama;
+    s.vocab_size = 512; s.embedding_length = 64; s.block_count = 2; s.feed_forward_length = 192;
+    s.head_count = 4; s.head_count_kv = 2; s.context_length = 2048;
+    s.tied_embeddings = false;
+  } else if (name == "tiny-qwen2") {
+    s.arch = Arch::kQwen2;
+    s.vocab_size = 640; s.embedding_length = 64; s.block_count = 2; s.feed_forward_length = 160;
+    s.head_count = 4; s.head_count_kv = 1; s.context_length = 2048;
+    s.rms_norm_eps = 1e-6f; s.rope_freq_base = 1000000.0f;
+  } else if (name == "smollm2-135m") {
+    s.arch = Arch::kLlama;
+    s.vocab_size = 49152; s.embedding_length = 576; s.block_count = 30; s.feed_forward_length = 1536;
+    s.head_count = 9; s.head_count_kv = 3; s.context_length = 8192;
+    s.rope_freq_base = 100000.0f;
+  } else if (name == "qwen2.5-0.5b") {
+    s.arch = Arch::kQwen2;
+    s.vocab_size = 151936; s.embedding_length = 896; s.block_count = 24; s.feed_forward_length = 4864;
+    s.head_count = 14; s.head_count_kv = 2; s.context_length = 32768;
+    s.rms_norm_eps = 1e-6f; s.rope_freq_base = 1000000.0f;
+  } else if (name == "llama3.2-1b") {
+    s.arch = Arch::kLlama;
+    s.vocab_size = 128256; s.embedding_length = 2048; s.block_count = 16; s.feed_forward_length = 8192;
+    s.head_count = 32; s.head_count_kv = 8; s.context_length = 131072;
+    s.rope_freq_base = 500000.0f; s.llama3_rope_scaling = true;
+  } else {
+    return Status::InvalidArgument(fmt::format("unknown preset '{}' (known: {})", name,
+                                               fmt::join(SyntheticPresetNames(), ", ")));
+  }
+  return s;
+}
+
+Result<kernels::DType> ParseDType(std::string_view name) {
+  for (auto t : {kernels::DType::kF32, kernels::DType::kF16, kernels::DType::kBF16, kernels::DType::kQ8_0,
+                 kernels::DType::kQ4_0}) {
+    if (kernels::DTypeName(t) == name) return t;
+  }
+  return Status::InvalidArgument(fmt::format("unknown weight type '{}' (known: f32, f16, bf16, q8_0, q4_0)", name));
+}
+
+Status WriteSyntheticModel(const SyntheticSpec& s, kernels::DType type, uint64_t seed, const std::string& path,
+                           ThreadPool& pool) {
+  if (s.vocab_size < kFirstPiece + 1) return Status::InvalidArgument("vocabulary too small");
+  const std::string arch(ArchName(s.arch));
+  const int64_t head_dim = s.embedding_length / s.head_count;
+  const int64_t kv_dim = s.head_count_kv * head_dim;
+  gguf::GgufWriter w;
+  w.Set("general.architecture", Value::Str(arch));
+  w.Set("general.type", Value::Str("model"));
+  w.Set("general.name", Value::Str(fmt::format("redline-synthetic-{}", s.preset)));
+  w.Set("general.file_type", Value::U32(FileType(type)));
+  w.Set("general.quantization_version", Value::U32(2));
+  w.Set(arch + ".vocab_size", Value::U32(static_cast<uint32_t>(s.vocab_size)));
+  w.Set(arch + ".context_length", Value::U32(static_cast<uint32_t>(s.context_length)));
+  w.Set(arch + ".embedding_length", Value::U32(static_cast<uint32_t>(s.embedding_length)));
+  w.Set(arch + ".block_count", Value::U32(static_cast<uint32_t>(s.block_count)));
+  w.Set(arch + ".feed_forward_length", Value::U32(static_cast<uint32_t>(s.feed_forward_length)));
+  w.Set(arch + ".attention.head_count", Value::U32(static_cast<uint32_t>(s.head_count)));
+  w.Set(arch + ".attention.head_count_kv", Value::U32(static_cast<uint32_t>(s.head_count_kv)));
+  w.Set(arch + ".attention.layer_norm_rms_epsilon", Value::F32(s.rms_norm_eps));
+  w.Set(arch + ".rope.freq_base", Value::F32(s.rope_freq_base));
+  if (s.arch == Arch::kLlama) {
+    w.Set(arch + ".rope.dimension_count", Value::U32(static_cast<uint32_t>(head_dim)));
+    w.Set(arch + ".attention.key_length", Value::U32(static_cast<uint32_t>(head_dim)));
+    w.Set(arch + ".attention.value_length", Value::U32(static_cast<uint32_t>(head_dim)));
+  }
+
+  // Vocabulary: SentencePiece ("llama") with byte fallback.
+  std::vector<std::string> tokens;
+  std::vector<float> scores;
+  std::vector<int32_t> types;
+  tokens.reserve(s.vocab_size);
+  for (int32_t i = 0; i < kNumSpecial; ++i) {
+    tokens.push_back(kSpecialTokens[i]);
+    scores.push_back(0.0f);
+    types.push_back(i == 0 ? 2 : 3);  // unknown, control
+  }
+  for (int b = 0; b < 256; ++b) {
+    tokens.push_back(fmt::format("<0x{:02X}>", b));
+    scores.push_back(0.0f);
+    types.push_back(6);  // byte
+  }
+  const std::vector<std::string> pieces = MakePieces(s.vocab_size - kFirstPiece);
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    tokens.push_back(pieces[i]);
+    scores.push_back(-static_cast<float>(i));
+    types.push_back(1);  // normal
+  }
+  w.Set("tokenizer.ggml.model", Value::Str("llama"));
+  w.Set("tokenizer.ggml.pre", Value::Str("default"));
+  w.Set("tokenizer.ggml.tokens", Value::StrArray(tokens));
+  w.Set("tokenizer.ggml.scores", Value::F32Array(scores));
+  w.Set("tokenizer.ggml.token_type", Value::I32Array(types));
+  w.Set("tokenizer.ggml.unknown_token_id", Value::U32(0));
+  w.Set("tokenizer.ggml.bos_token_id", Value::U32(1));
+  w.Set("tokenizer.ggml.eos_token_id", Value::U32(2));
+  w.Set("tokenizer.ggml.eot_token_id", Value::U32(4));
+  w.Set("tokenizer.ggml.add_bos_token", Value::Bool(true));
+  w.Set("tokenizer.ggml.add_eos_token", Value::Bool(false));
+  w.Set("tokenizer.chat_template", Value::Str(kChatMlTemplate));
+
+  ThreadPool* p = &pool;
+  // A random matrix [rows, cols] with entries uniform, standard deviation
+  // `stddev`, quantized to `t` row by row on all threads.
+  auto matrix = [&](const std::string& name, int64_t rows, int64_t cols, float stddev, kernels::DType t,
+                    float special_row_scale = 1.0f) {
+    const uint64_t name_seed = HashName(name, seed);
+    const float amplitude = stddev * std::sqrt(3.0f);
+    w.AddTensor(name, ToTensorType(t), {cols, rows}, [=](std::span<uint8_t> dst) {
+      const int64_t row_bytes = kernels::RowBytes(t, cols);
+      p->ParallelFor(rows, 64, [&](int64_t begin, int64_t end, int) {
+        std::vector<float> row(cols);
+        for (int64_t r = begin; r < end; ++r) {
+          uint64_t state = name_seed ^ (static_cast<uint64_t>(r) * 0x9e3779b97f4a7c15ull);
+          // Special tokens get small rows so a random model rarely ends early.
+          const float scale = amplitude * (r < kNumSpecial ? special_row_scale : 1.0f);
+          for (int64_t c = 0; c < cols; ++c) row[c] = UniformSym(state) * scale;
+          kernels::QuantizeRow(t, row.data(), cols, dst.data() + r * row_bytes);
+        }
+      });
+    });
+  };
+  auto vector = [&](const std::string& name, int64_t n, float center, float spread) {
+    const uint64_t name_seed = HashName(name, seed);
+    w.AddTensor(name, TensorType::kF32, {n}, [=](std::span<uint8_t> dst) {
+      uint64_t state = name_seed;
+      for (int64_t i = 0; i < n; ++i) {
+        const float v = center + spread * UniformSym(state);
+        std::memcpy(dst.data() + 4 * i, &v, 4);
+      }
+    });
+  };
+
+  const int64_t d = s.embedding_length;
+  const float in_std = 1.0f / std::sqrt(static_cast<float>(d));
+  // Embedding rows with std 8/sqrt(d) give logits with std ~8: wide gaps
+  // between the best tokens, so greedy decoding is robust to rounding and
+  // engines agree token for token.
+  const float embd_std = 8.0f / std::sqrt(static_cast<float>(d));
+  matrix("token_embd.weight", s.vocab_size, d, embd_std, type, 0.05f);
+  vector("output_norm.weight", d, 1.0f, 0.1f);
+  if (!s.tied_embeddings) matrix("output.weight", s.vocab_size, d, embd_std, type, 0.05f);
+  if (s.llama3_rope_scaling) {
+    const std::vector<float> factors = Llama3RopeFactors(s.rope_freq_base, head_dim);
+    w.AddTensor("rope_freqs.weight", TensorType::kF32, {head_dim / 2}, [factors](std::span<uint8_t> dst) {
+      std::memcpy(dst.data(), factors.data(), factors.size() * 4);
+    });
+  }
+  const float ff_std = 1.0f / std::sqrt(static_cast<float>(s.feed_forward_length));
+  for (int64_t i = 0; i < s.block_count; ++i) {
+    const std::string b = fmt::format("blk.{}.", i);
+    vector(b + "attn_norm.weight", d, 1.0f, 0.1f);
+    matrix(b + "attn_q.weight", d, d, in_std, type);
+    matrix(b + "attn_k.weight", kv_dim, d, in_std, type);
+    matrix(b + "attn_v.weight", kv_dim, d, in_std, type);
+    matrix(b + "attn_output.weight", d, d, in_std, type);
+    if (s.arch == Arch::kQwen2) {
+      vector(b + "attn_q.bias", d, 0.0f, 0.1f);
+      vector(b + "attn_k.bias", kv_dim, 0.0f, 0.1f);
+      vector(b + "attn_v.bias", kv_dim, 0.0f, 0.1f);
+    }
+    vector(b + "ffn_norm.weight", d, 1.0f, 0.1f);
+    matrix(b + "ffn_gate.weight", s.feed_forward_length, d, in_std, type);
+    matrix(b + "ffn_up.weight", s.feed_forward_length, d, in_std, type);
+    matrix(b + "ffn_down.weight", d, s.feed_forward_length, ff_std, type);
+  }
+  return w.Write(path);
+}
+
+}  // namespace redline::model

@@ -1,0 +1,85 @@
+// Transformer: the forward pass of llama- and qwen2-style decoders.
+//
+// Per layer (pre-norm):
+//   h  = x + Wo * Attention(RoPE(Wq*RmsNorm(x) + bq), RoPE(Wk*.. + bk), Wv*.. + bv)
+//   x' = h + Wdown * (SiLU(Wgate*RmsNorm(h)) * (Wup*RmsNorm(h)))
+// then RmsNorm and the output projection (the token embedding when tied).
+//
+// One call runs a batch of tokens that may belong to different sequences
+// (continuous batching): matrix products run once over the whole batch,
+// attention per token over its own sequence's KV cache. Prefill of one
+// prompt is a batch of consecutive positions of one sequence.
+//
+// Ownership: borrows config, weights, pool; owns scratch buffers sized for
+// max_batch_tokens. Thread-safety: not thread-safe; one owner thread calls
+// Forward (it fans out over the pool internally).
+#ifndef REDLINE_MODEL_ARCH_TRANSFORMER_H_
+#define REDLINE_MODEL_ARCH_TRANSFORMER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "base/status.h"
+#include "base/thread_pool.h"
+#include "model/arch/kv_cache.h"
+#include "model/arch/model_config.h"
+#include "model/arch/weights.h"
+
+namespace redline::model {
+
+// One token of a forward batch.
+struct BatchToken {
+  int32_t token = 0;
+  int64_t pos = 0;           // position in its sequence
+  KvCache* cache = nullptr;  // its sequence's cache; positions < pos must be filled
+  bool want_logits = false;  // produce a logits row for this token
+};
+
+class Transformer {
+ public:
+  // Cost: allocates ~max_batch_tokens * (4 * n_embd + 2 * n_ff) floats.
+  Transformer(const ModelConfig& config, const ModelWeights& weights, ThreadPool& pool,
+              int64_t max_batch_tokens = 256);
+
+  const ModelConfig& config() const { return config_; }
+  const ModelWeights& weights() const { return weights_; }
+  int64_t max_batch_tokens() const { return max_batch_; }
+
+  // Runs `batch` (any size; split internally into max_batch_tokens pieces),
+  // writing each token's K/V into its cache at its position.
+  //   logits: [count(want_logits), vocab_size], rows in batch order.
+  // Errors: InvalidArgument (token id out of range, null cache, logits size),
+  // OutOfRange (pos >= cache n_ctx). Nothing is written on error.
+  Status Forward(std::span<const BatchToken> batch, std::span<float> logits);
+
+  // Convenience: prefill/decode `tokens` at positions start_pos.. of one
+  // sequence; logits [vocab_size] of the last token.
+  Status ForwardSequence(std::span<const int32_t> tokens, int64_t start_pos, KvCache& cache,
+                         std::span<float> last_logits);
+
+  // A KV cache shaped for this model.
+  KvCache NewCache(int64_t n_ctx) const;
+
+ private:
+  Status ForwardChunk(std::span<const BatchToken> batch, float* logits);
+  void MatMul(const kernels::WeightView& w, const float* x, int64_t n, float* y);
+  void Attention(std::span<const BatchToken> batch, int64_t layer);
+
+  const ModelConfig& config_;
+  const ModelWeights& weights_;
+  ThreadPool& pool_;
+  int64_t max_batch_;
+  std::vector<float> inv_freq_;  // [head_dim / 2]
+  // Scratch, [max_batch, width] each.
+  std::vector<float> x_, xn_, q_, k_, v_, attn_, gate_, up_;
+  std::vector<float> scores_;  // [num_threads, scores_stride_]
+  int64_t scores_stride_ = 0;
+  std::vector<std::byte> matmul_scratch_;
+  std::vector<int64_t> logit_rows_;
+};
+
+}  // namespace redline::model
+
+#endif  // REDLINE_MODEL_ARCH_TRANSFORMER_H_

@@ -1,0 +1,280 @@
+// The fast forward pass against a plain float reference kept here: naive
+// loops, weights dequantized to float, no batching, no SIMD.
+#include "model/arch/transformer.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <map>
+
+#include "kernels/isa.h"
+#include "kernels/matmul.h"
+#include "model/arch/model.h"
+#include "model/arch/synthetic.h"
+
+namespace redline::model {
+namespace {
+
+using kernels::DType;
+
+// Reference transformer over dequantized weights.
+class ReferenceModel {
+ public:
+  explicit ReferenceModel(const Model& m) : c_(m.config()), w_(m.weights()) {}
+
+  // Logits [n_tokens][vocab] for every position of `tokens` from position 0.
+  std::vector<std::vector<float>> Run(const std::vector<int32_t>& tokens) {
+    const int64_t d = c_.embedding_length, hd = c_.head_dim, n = static_cast<int64_t>(tokens.size());
+    std::vector<std::vector<float>> x(n, std::vector<float>(d));
+    for (int64_t t = 0; t < n; ++t) x[t] = Row(w_.token_embd, tokens[t]);
+    for (int64_t li = 0; li < c_.block_count; ++li) {
+      const LayerWeights& l = w_.layers[li];
+      std::vector<std::vector<float>> q(n), k(n), v(n), att(n);
+      for (int64_t t = 0; t < n; ++t) {
+        auto xn = Norm(x[t], l.attn_norm);
+        q[t] = MatVec(l.wq, xn, l.bq);
+        k[t] = MatVec(l.wk, xn, l.bk);
+        v[t] = MatVec(l.wv, xn, l.bv);
+        RopeRef(q[t], c_.head_count, t);
+        RopeRef(k[t], c_.head_count_kv, t);
+      }
+      const int64_t group = c_.head_count / c_.head_count_kv;
+      for (int64_t t = 0; t < n; ++t) {
+        att[t].assign(c_.q_dim(), 0.0f);
+        for (int64_t h = 0; h < c_.head_count; ++h) {
+          const int64_t g = h / group;
+          std::vector<double> s(t + 1);
+          double mx = -1e300;
+          for (int64_t p = 0; p <= t; ++p) {
+            double dot = 0;
+            for (int64_t i = 0; i < hd; ++i) dot += double(q[t][h * hd + i]) * k[p][g * hd + i];
+            s[p] = dot / std::sqrt(double(hd));
+            mx = std::max(mx, s[p]);
+          }
+          double sum = 0;
+          for (auto& e : s) sum += (e = std::exp(e - mx));
+          for (int64_t p = 0; p <= t; ++p) {
+            for (int64_t i = 0; i < hd; ++i) att[t][h * hd + i] += float(s[p] / sum * v[p][g * hd + i]);
+          }
+        }
+        auto o = MatVec(l.wo, att[t], {});
+        for (int64_t i = 0; i < d; ++i) x[t][i] += o[i];
+        auto xn = Norm(x[t], l.ffn_norm);
+        auto gate = MatVec(l.w_gate, xn, {});
+        auto up = MatVec(l.w_up, xn, {});
+        for (size_t i = 0; i < gate.size(); ++i) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+        auto down = MatVec(l.w_down, gate, {});
+        for (int64_t i = 0; i < d; ++i) x[t][i] += down[i];
+      }
+    }
+    std::vector<std::vector<float>> logits(n);
+    for (int64_t t = 0; t < n; ++t) logits[t] = MatVec(w_.output, Norm(x[t], w_.output_norm), {});
+    return logits;
+  }
+
+ private:
+  std::vector<float> Row(const kernels::WeightView& w, int64_t r) {
+    auto key = std::make_pair(w.data, r);
+    auto it = rows_.find(key);
+    if (it != rows_.end()) return it->second;
+    std::vector<float> out(w.cols);
+    kernels::DequantizeRow(w, r, out.data());
+    return rows_[key] = out;
+  }
+  std::vector<float> MatVec(const kernels::WeightView& w, const std::vector<float>& x, const std::vector<float>& b) {
+    std::vector<float> y(w.rows);
+    for (int64_t r = 0; r < w.rows; ++r) {
+      auto row = Row(w, r);
+      double acc = 0;
+      for (int64_t c = 0; c < w.cols; ++c) acc += double(row[c]) * x[c];
+      y[r] = float(acc) + (b.empty() ? 0.0f : b[r]);
+    }
+    return y;
+  }
+  std::vector<float> Norm(const std::vector<float>& x, const std::vector<float>& w) {
+    double ss = 0;
+    for (float v : x) ss += double(v) * v;
+    const double inv = 1.0 / std::sqrt(ss / x.size() + c_.rms_norm_eps);
+    std::vector<float> out(x.size());
+    for (size_t i = 0; i < x.size(); ++i) out[i] = float(x[i] * inv) * w[i];
+    return out;
+  }
+  void RopeRef(std::vector<float>& x, int64_t heads, int64_t pos) {
+    const int64_t hd = c_.head_dim;
+    for (int64_t h = 0; h < heads; ++h) {
+      for (int64_t i = 0; i < hd / 2; ++i) {
+        double freq = std::pow(double(c_.rope_freq_base), -2.0 * i / hd);
+        if (!w_.rope_freqs.empty()) freq /= w_.rope_freqs[i];
+        const double a = pos * freq;
+        const int64_t i0 = c_.rope_style == kernels::RopeStyle::kNorm ? 2 * i : i;
+        const int64_t i1 = c_.rope_style == kernels::RopeStyle::kNorm ? 2 * i + 1 : i + hd / 2;
+        const double x0 = x[h * hd + i0], x1 = x[h * hd + i1];
+        x[h * hd + i0] = float(x0 * std::cos(a) - x1 * std::sin(a));
+        x[h * hd + i1] = float(x0 * std::sin(a) + x1 * std::cos(a));
+      }
+    }
+  }
+
+  const ModelConfig& c_;
+  const ModelWeights& w_;
+  std::map<std::pair<const void*, int64_t>, std::vector<float>> rows_;
+};
+
+std::string TempModel(const std::string& preset, DType type) {
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("redline_transformer_test_" + preset + "_" + std::string(kernels::DTypeName(type)) +
+                             ".gguf"))
+                               .string();
+  if (!std::filesystem::exists(path)) {
+    ThreadPool pool(2);
+    auto spec = SyntheticPreset(preset);
+    EXPECT_TRUE(spec.ok());
+    EXPECT_TRUE(WriteSyntheticModel(*spec, type, 7, path, pool).ok());
+  }
+  return path;
+}
+
+// Max |logit difference| allowed against the float reference, per weight
+// type. Logits have a standard deviation of ~8 in synthetic models. Q8_0 and
+// Q4_0 round activations to 8 bits before each product (as ggml does).
+double Tolerance(DType t) {
+  switch (t) {
+    case DType::kF32: return 2e-3;
+    case DType::kF16: return 2e-3;
+    case DType::kBF16: return 2e-3;
+    case DType::kQ8_0: return 0.15;
+    case DType::kQ4_0: return 0.15;
+  }
+  return 0;
+}
+
+struct Case {
+  std::string preset;
+  DType type;
+  kernels::Isa isa;
+};
+
+class TransformerVsReference : public ::testing::TestWithParam<Case> {};
+
+TEST_P(TransformerVsReference, LogitsMatchForPrefillAndDecode) {
+  const Case& tc = GetParam();
+  ASSERT_TRUE(kernels::SetActiveIsa(tc.isa));
+  auto m = Model::Load(TempModel(tc.preset, tc.type));
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  const ModelConfig& c = (*m)->config();
+  const std::vector<int32_t> tokens = {1, 300, 301, 17, 455, 262, 263, 390, 5, 499, 270, 271, 272};
+  ReferenceModel ref(**m);
+  auto expected = ref.Run(tokens);
+
+  ThreadPool pool(2);
+  // A batch limit of 5 splits the 13-token prefill into chunks.
+  Transformer tf(c, (*m)->weights(), pool, 5);
+  KvCache cache = tf.NewCache(64);
+  std::vector<float> logits(c.vocab_size);
+  // Prefill the first 9 tokens at once, then decode the rest one by one.
+  double max_diff = 0;
+  ASSERT_TRUE(tf.ForwardSequence(std::span(tokens).first(9), 0, cache, logits).ok());
+  for (int64_t i = 0; i < c.vocab_size; ++i) max_diff = std::max<double>(max_diff, std::abs(logits[i] - expected[8][i]));
+  for (size_t t = 9; t < tokens.size(); ++t) {
+    ASSERT_TRUE(tf.ForwardSequence(std::span(&tokens[t], 1), t, cache, logits).ok());
+    for (int64_t i = 0; i < c.vocab_size; ++i) {
+      max_diff = std::max<double>(max_diff, std::abs(logits[i] - expected[t][i]));
+    }
+  }
+  RecordProperty("maxdiff", std::to_string(max_diff));
+  std::printf("%s %s %s: max |logit diff| vs reference = %.3g (tolerance %.3g)\n", tc.preset.c_str(),
+              std::string(kernels::DTypeName(tc.type)).c_str(), std::string(kernels::IsaName(tc.isa)).c_str(),
+              max_diff, Tolerance(tc.type));
+  EXPECT_LE(max_diff, Tolerance(tc.type));
+  kernels::SetActiveIsa(kernels::AvailableIsas().back());
+}
+
+std::vector<Case> AllCases() {
+  std::vector<Case> cases;
+  for (const char* preset : {"tiny", "tiny-qwen2"}) {
+    for (DType t : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0}) {
+      for (kernels::Isa isa : kernels::AvailableIsas()) cases.push_back({preset, t, isa});
+    }
+  }
+  return cases;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllTypes, TransformerVsReference, ::testing::ValuesIn(AllCases()),
+                         [](const auto& info) {
+                           std::string name = info.param.preset + "_" +
+                                              std::string(kernels::DTypeName(info.param.type)) + "_" +
+                                              std::string(kernels::IsaName(info.param.isa));
+                           for (char& ch : name) {
+                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+                           }
+                           return name;
+                         });
+
+// Two sequences in one batch give the same logits as each run alone.
+TEST(TransformerTest, MixedBatchEqualsSeparateRuns) {
+  auto m = Model::Load(TempModel("tiny-qwen2", DType::kQ8_0));
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  const ModelConfig& c = (*m)->config();
+  ThreadPool pool(2);
+  Transformer tf(c, (*m)->weights(), pool, 16);
+  const std::vector<int32_t> a = {1, 300, 301, 302}, b = {1, 400, 401};
+  KvCache ca = tf.NewCache(32), cb = tf.NewCache(32);
+  std::vector<float> la(c.vocab_size), lb(c.vocab_size);
+  ASSERT_TRUE(tf.ForwardSequence(a, 0, ca, la).ok());
+  ASSERT_TRUE(tf.ForwardSequence(b, 0, cb, lb).ok());
+
+  KvCache ca2 = tf.NewCache(32), cb2 = tf.NewCache(32);
+  std::vector<BatchToken> batch;
+  for (size_t i = 0; i < a.size(); ++i) batch.push_back({a[i], int64_t(i), &ca2, i + 1 == a.size()});
+  for (size_t i = 0; i < b.size(); ++i) batch.push_back({b[i], int64_t(i), &cb2, i + 1 == b.size()});
+  std::vector<float> both(2 * c.vocab_size);
+  ASSERT_TRUE(tf.Forward(batch, both).ok());
+  for (int64_t i = 0; i < c.vocab_size; ++i) {
+    ASSERT_NEAR(both[i], la[i], 1e-3);
+    ASSERT_NEAR(both[c.vocab_size + i], lb[i], 1e-3);
+  }
+}
+
+TEST(TransformerTest, BadInputsAreErrors) {
+  auto m = Model::Load(TempModel("tiny", DType::kF32));
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  const ModelConfig& c = (*m)->config();
+  ThreadPool pool(1);
+  Transformer tf(c, (*m)->weights(), pool, 8);
+  KvCache cache = tf.NewCache(4);
+  std::vector<float> logits(c.vocab_size);
+  const std::vector<int32_t> bad_id = {1, int32_t(c.vocab_size)};
+  EXPECT_EQ(tf.ForwardSequence(bad_id, 0, cache, logits).code(), StatusCode::kInvalidArgument);
+  const std::vector<int32_t> too_long = {1, 2, 3, 4, 5};
+  EXPECT_EQ(tf.ForwardSequence(too_long, 0, cache, logits).code(), StatusCode::kOutOfRange);
+  std::vector<float> small(3);
+  EXPECT_EQ(tf.ForwardSequence(std::vector<int32_t>{1}, 0, cache, small).code(), StatusCode::kInvalidArgument);
+}
+
+TEST(TransformerTest, GreedyDecodingIsDeterministic) {
+  auto m = Model::Load(TempModel("tiny", DType::kQ4_0));
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  const ModelConfig& c = (*m)->config();
+  auto generate = [&](int threads) {
+    ThreadPool pool(threads);
+    Transformer tf(c, (*m)->weights(), pool, 8);
+    KvCache cache = tf.NewCache(64);
+    std::vector<float> logits(c.vocab_size);
+    std::vector<int32_t> out;
+    std::vector<int32_t> prompt = {1, 290, 291, 292};
+    EXPECT_TRUE(tf.ForwardSequence(prompt, 0, cache, logits).ok());
+    for (int i = 0; i < 24; ++i) {
+      int32_t next = int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
+      out.push_back(next);
+      EXPECT_TRUE(tf.ForwardSequence(std::span(&next, 1), prompt.size() + i, cache, logits).ok());
+    }
+    return out;
+  };
+  auto first = generate(1);
+  EXPECT_EQ(first, generate(1));
+  EXPECT_EQ(first, generate(2));
+}
+
+}  // namespace
+}  // namespace redline::model

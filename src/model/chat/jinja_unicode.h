@@ -1,0 +1,52 @@
+// Unicode helpers for the Jinja interpreter: Python's `str` counts, indexes,
+// strips and case-maps by code point, while Redline keeps strings as UTF-8.
+//
+// Decoding is lossless: a byte that is not part of valid UTF-8 decodes to a
+// lone surrogate U+DC80..U+DCFF (Python's "surrogateescape") and encodes back
+// to the same byte, so a template never corrupts odd input it passes through.
+//
+// Case mapping and character classes cover ASCII, Latin-1, Latin Extended-A,
+// Greek and Cyrillic (what chat content and templates use in practice);
+// other scripts are treated as uncased letters. All functions are pure and
+// thread-safe.
+#ifndef REDLINE_MODEL_CHAT_JINJA_UNICODE_H_
+#define REDLINE_MODEL_CHAT_JINJA_UNICODE_H_
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace redline::model::chat::jinja {
+
+// True when every byte is < 0x80 (then bytes are code points).
+bool IsAscii(std::string_view s);
+
+// Code points of `s` (see the note on invalid bytes above). O(n).
+std::u32string DecodeUtf8(std::string_view s);
+// Appends the UTF-8 encoding of `cp` (lone surrogates from DecodeUtf8 turn
+// back into their original byte).
+void AppendUtf8(char32_t cp, std::string* out);
+std::string EncodeUtf8(std::u32string_view s);
+
+// Number of code points in `s`. O(n).
+size_t CountCodePoints(std::string_view s);
+
+// Python's str.isspace() for one code point.
+bool IsSpace(char32_t cp);
+// Python-like classes (see the coverage note above).
+bool IsDigit(char32_t cp);
+bool IsAlpha(char32_t cp);
+bool IsAlnum(char32_t cp);
+// Has an upper or lower case form (Python "cased").
+bool IsCased(char32_t cp);
+bool IsUpper(char32_t cp);
+bool IsLower(char32_t cp);
+char32_t ToUpper(char32_t cp);
+char32_t ToLower(char32_t cp);
+// Python's str.isprintable() for one code point (approximate outside the
+// ranges above: format characters, separators and controls are caught).
+bool IsPrintable(char32_t cp);
+
+}  // namespace redline::model::chat::jinja
+
+#endif  // REDLINE_MODEL_CHAT_JINJA_UNICODE_H_
