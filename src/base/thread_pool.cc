@@ -64,9 +64,14 @@ void ThreadPool::WorkerLoop(int index) {
     uint64_t gen;
     int spins = 0;
     while ((gen = generation_.load(std::memory_order_acquire)) == seen) {
-      CpuRelax();
-      if (++spins % 1024 == 0 &&
-          std::chrono::steady_clock::now() - spin_start > kSpinBeforeSleep) {
+      if (++spins < 4096) {
+        CpuRelax();
+        continue;
+      }
+      // Past the first spins, yield so an oversubscribed machine still
+      // makes progress, and sleep once the job gap is long.
+      std::this_thread::yield();
+      if (std::chrono::steady_clock::now() - spin_start > kSpinBeforeSleep) {
         generation_.wait(seen, std::memory_order_acquire);
       }
     }
@@ -87,7 +92,15 @@ void ThreadPool::Run(const std::function<void(int)>& fn) {
   generation_.fetch_add(1, std::memory_order_acq_rel);
   generation_.notify_all();
   fn(0);
-  while (pending_.load(std::memory_order_acquire) != 0) CpuRelax();
+  // Spin first (workers usually finish within microseconds of us), then
+  // yield: on an oversubscribed machine a descheduled worker needs our core.
+  for (int spins = 0; pending_.load(std::memory_order_acquire) != 0; ++spins) {
+    if (spins < 4096) {
+      CpuRelax();
+    } else {
+      std::this_thread::yield();
+    }
+  }
   job_ = nullptr;
 }
 

@@ -339,6 +339,7 @@ struct Connection : std::enable_shared_from_this<Connection> {
                             self->Handshake();
                           } else {
                             self->phase = Phase::kIdle;
+                            self->ArmTimer();  // connect limit no longer applies
                             self->Write();
                           }
                         });
@@ -360,6 +361,7 @@ struct Connection : std::enable_shared_from_this<Connection> {
                              return;
                            }
                            self->phase = Phase::kIdle;
+                           self->ArmTimer();
                            self->Write();
                          });
   }

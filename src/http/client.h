@@ -134,8 +134,10 @@ class Client {
 
   ClientStats stats() const;
 
- private:
+  // Implementation (defined in the .cc file only).
   struct Impl;
+
+ private:
   std::shared_ptr<Impl> impl_;
 };
 

@@ -107,8 +107,10 @@ class Server {
   uint16_t port() const;
   ServerStats stats() const;
 
- private:
+  // Implementation (defined in the .cc file only).
   struct Impl;
+
+ private:
   std::shared_ptr<Impl> impl_;
 };
 

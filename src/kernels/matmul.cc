@@ -1,6 +1,7 @@
 #include "kernels/matmul.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "base/check.h"

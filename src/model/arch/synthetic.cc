@@ -258,8 +258,9 @@ Status WriteSyntheticModel(const SyntheticSpec& s, kernels::DType type, uint64_t
         std::vector<float> row(cols);
         for (int64_t r = begin; r < end; ++r) {
           uint64_t state = name_seed ^ (static_cast<uint64_t>(r) * 0x9e3779b97f4a7c15ull);
-          // Special tokens get small rows so a random model rarely ends early.
-          const float scale = amplitude * (r < kNumSpecial ? special_row_scale : 1.0f);
+          // Special and byte tokens get small rows, so a random model rarely
+          // ends early or emits raw bytes: its output reads as words.
+          const float scale = amplitude * (r < kFirstPiece ? special_row_scale : 1.0f);
           for (int64_t c = 0; c < cols; ++c) row[c] = UniformSym(state) * scale;
           kernels::QuantizeRow(t, row.data(), cols, dst.data() + r * row_bytes);
         }

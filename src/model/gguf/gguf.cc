@@ -196,7 +196,8 @@ Value Value::I64(int64_t v) { return Value{ValueType::kInt64, v}; }
 Value Value::F32(float v) { return Value{ValueType::kFloat32, double{v}}; }
 Value Value::F64(double v) { return Value{ValueType::kFloat64, v}; }
 Value Value::Bool(bool v) {
-  Value out{ValueType::kBool};
+  Value out;
+  out.type = ValueType::kBool;
   out.data.emplace<bool>(v);
   return out;
 }

@@ -58,8 +58,7 @@ int32_t Sampler::Sample(std::span<float> logits, std::span<const int32_t> histor
       Softmax(&candidates_);                                // 7
       ApplyTopP(&candidates_, params_.top_p);               // 8
       ApplyMinP(&candidates_, params_.min_p);               // 9
-      Renormalize(&candidates_);                            // 10
-      token = SampleCandidate(candidates_, u);
+      token = SampleCandidate(candidates_, u);              // 10
     }
   }
 

@@ -60,10 +60,11 @@ inline bool CandidateBefore(const Candidate& a, const Candidate& b) {
   return a.logit > b.logit || (a.logit == b.logit && a.token < b.token);
 }
 
-// exp(x) computed with only IEEE-754 double +, *, floor and ldexp in a fixed
-// order, so it is bit-identical on every platform (libm's exp may differ in
-// the last place between implementations). Relative error < 1e-14 for x in
-// [-745, 709]; 0 below, +inf above, NaN for NaN.
+// exp(x) computed with only IEEE-754 double + and * in a fixed order (no
+// libm), so it is bit-identical on every platform; libm's exp may differ in
+// the last place between implementations. Relative error < 3e-10 for x in
+// [-708, 709] (subnormal results lose precision gradually); 0 below -745,
+// +inf above 709.7, NaN for NaN. About 20 flops.
 double PortableExp(double x);
 
 // ---------------------------------------------------------------------------
@@ -128,7 +129,8 @@ void FillCandidates(std::span<const float> logits, CandidateList* out);
 // k <= 0 means FillCandidates (unsorted).
 void SelectTopK(std::span<const float> logits, int32_t k, CandidateList* out);
 
-// logit /= temperature for every candidate. temperature > 0 (RL_DCHECK).
+// logit *= 1 / temperature for every candidate (one division, then
+// multiplies); temperature == 1 is a no-op. temperature > 0 (RL_DCHECK).
 // Order-preserving, so it commutes with top-k and keeps `sorted`.
 void ApplyTemperature(CandidateList* list, float temperature);
 
@@ -141,12 +143,17 @@ void ApplyTopK(CandidateList* list, int32_t k);
 // prob = exp(logit - max) / sum over the list. O(n).
 void Softmax(CandidateList* list);
 
-// Nucleus: keeps the smallest prefix, in canonical order, whose cumulative
-// probability is >= top_p (so at least one token), and leaves the list
-// sorted. If rounding keeps the sum below top_p, everything is kept.
-// top_p >= 1 is a no-op. Precondition: Softmax ran (probs valid). Unsorted
-// lists are sorted only as far as needed, in growing chunks (64, 128, ...),
-// so a peaked distribution over 150k tokens costs O(n), not O(n log n).
+// Nucleus: keeps the smallest set of most likely candidates (a prefix in
+// canonical order) whose total probability is >= top_p, so at least one
+// token. If rounding keeps the sum below top_p, everything is kept.
+// top_p >= 1 is a no-op. Precondition: Softmax ran (probs valid).
+// Result order: sorted lists and lists of <= 1024 entries come out sorted
+// (sorted = true). Larger unsorted lists are bucketed by logit: the buckets
+// above the boundary are kept in their current order and only the boundary
+// bucket is sorted, so a flat 150k distribution costs O(n); the list is then
+// in a deterministic but not canonical order (sorted = false). The mass is
+// summed per bucket there, so the boundary may differ from a fully sorted
+// run's only when the cumulative sum is within double rounding of top_p.
 void ApplyTopP(CandidateList* list, float top_p);
 
 // Keeps candidates with prob >= min_p * (largest prob), in their current

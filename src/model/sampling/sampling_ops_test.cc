@@ -37,10 +37,12 @@ TEST(PortableExpTest, MatchesLibmClosely) {
   EXPECT_EQ(PortableExp(-800.0), 0.0);
   EXPECT_TRUE(std::isinf(PortableExp(710.0)));
   EXPECT_TRUE(std::isnan(PortableExp(std::nan(""))));
-  for (double x = -700.0; x <= 700.0; x += 0.37) {
+  for (double x = -708.0; x <= 709.0; x += 0.037) {
     const double want = std::exp(x);
-    EXPECT_NEAR(PortableExp(x) / want, 1.0, 1e-14) << x;
+    EXPECT_NEAR(PortableExp(x) / want, 1.0, 3e-10) << x;
   }
+  // Subnormal results: still close in absolute terms.
+  EXPECT_NEAR(PortableExp(-740.0), std::exp(-740.0), 1e-323);
 }
 
 TEST(ArgmaxTest, PicksLargestTiesToLowestIdSkipsNaN) {
@@ -239,28 +241,45 @@ TEST(TopPTest, KeepsSmallestPrefixReachingP) {
   EXPECT_EQ(Tokens(list), (std::vector<int32_t>{0, 1, 2, 3}));
 }
 
-TEST(TopPTest, ChunkedSortMatchesFullSortOnLargeLists) {
+TEST(TopPTest, BucketedSelectionMatchesFullSortOnLargeLists) {
   SamplingRng rng(11);
-  std::vector<float> logits(20000);
-  for (float& l : logits) l = static_cast<float>(rng.NextDouble() * 4.0);
-  for (float p : {0.01f, 0.3f, 0.9f, 0.999f}) {
-    CandidateList chunked;
-    FillCandidates(logits, &chunked);
-    Softmax(&chunked);
-    CandidateList full = chunked;
-    std::sort(full.items.begin(), full.items.end(), CandidateBefore);
-    full.sorted = true;
-    ApplyTopP(&chunked, p);
-    ApplyTopP(&full, p);
-    EXPECT_GT(chunked.items.size(), 0u);
-    EXPECT_EQ(Tokens(chunked), Tokens(full)) << "p=" << p;
-    // Smallest prefix: without its last token the mass is below p.
-    double without_last = 0.0;
-    for (size_t i = 0; i + 1 < chunked.items.size(); ++i) {
-      without_last += chunked.items[i].prob;
+  for (double spread : {0.5, 4.0, 30.0}) {
+    std::vector<float> logits(20000);
+    for (float& l : logits) l = static_cast<float>(rng.NextDouble() * spread);
+    logits[123] = static_cast<float>(spread) + 3.0f;  // one standout token
+    for (float p : {0.01f, 0.3f, 0.9f, 0.999f}) {
+      CandidateList bucketed;
+      FillCandidates(logits, &bucketed);
+      Softmax(&bucketed);
+      CandidateList full = bucketed;
+      std::sort(full.items.begin(), full.items.end(), CandidateBefore);
+      full.sorted = true;
+      ApplyTopP(&bucketed, p);
+      ApplyTopP(&full, p);
+      ASSERT_GT(bucketed.items.size(), 0u);
+      // Same set of tokens; the bucketed order is not canonical.
+      std::vector<int32_t> a = Tokens(bucketed), b = Tokens(full);
+      std::sort(a.begin(), a.end());
+      std::sort(b.begin(), b.end());
+      EXPECT_EQ(a, b) << "spread=" << spread << " p=" << p;
+      // Smallest prefix: without its last token the mass is below p.
+      double without_last = 0.0;
+      for (size_t i = 0; i + 1 < full.items.size(); ++i) without_last += full.items[i].prob;
+      EXPECT_LT(without_last, p);
     }
-    EXPECT_LT(without_last, p);
   }
+}
+
+TEST(TopPTest, FlatDistributionsKeepTheLowestIds) {
+  // 2000 equal logits (range 0: the sort path): top_p = 0.25 keeps exactly
+  // the 500 lowest ids.
+  const std::vector<float> logits(2000, 1.0f);
+  CandidateList list;
+  FillCandidates(logits, &list);
+  Softmax(&list);
+  ApplyTopP(&list, 0.25f);
+  ASSERT_EQ(list.items.size(), 500u);
+  EXPECT_EQ(list.items.back().token, 499);
 }
 
 TEST(MinPTest, KeepsTokensAtLeastMinPTimesMax) {

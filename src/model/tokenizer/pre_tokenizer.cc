@@ -4,7 +4,6 @@
 #include <pcre2.h>
 
 #include <algorithm>
-#include <initializer_list>
 #include <utility>
 
 #include "base/check.h"
@@ -37,8 +36,8 @@ constexpr const char* kPoro = R"re( ?[^(\s|.,!?…。，、।۔،)]+)re";
 constexpr const char* kCjkDeepseek = R"re([一-龥ࠀ-一가-퟿]+)re";
 
 struct Entry {
-  std::initializer_list<const char*> names;
-  std::initializer_list<const char*> patterns;
+  std::vector<const char*> names;
+  std::vector<const char*> patterns;
   bool ignore_merges = false;
   bool add_bos = false;
   bool no_bos = false;
@@ -68,9 +67,13 @@ const std::vector<Entry>& Registry() {
         "megrez"},
        {kQwen2}},
       {{"qwen35"}, {kQwen35}},
+      // The letter class is the cased letters (Lu, Ll, Lt) of the original;
+      // six Greek Extended / letterlike code points are escaped because they
+      // have singleton canonical decompositions that text tools "normalize"
+      // into different (out-of-order) characters.
       {{"deepseek-llm"},
        {R"re([\r\n])re",
-        R"re(\s?[A-Za-zµÀ-ÖØ-öø-ƺƼ-ƿǄ-ʓʕ-ʯͰ-ͳͶͷͻ-ͽͿΆΈ-ΊΌΎ-ΡΣ-ϵϷ-ҁҊ-ԯԱ-ՖႠ-ჅᎠ-Ᏽᏸ-ᏽᲐ-ᲺᲽ-Ჿᴀ-ᴫᵫ-ᵷᵹ-ᶚḀ-ἕἘ-Ἕἠ-ὅὈ-Ὅὐ-ὗὙὛὝὟ-ώᾀ-ᾴᾶ-ᾼιῂ-ῄῆ-ῌῐ-ΐῖ-Ίῠ-Ῥῲ-ῴῶ-ῼℂℇℊ-ℓℕℙ-ℝℤΩℨK-ℭℯ-ℴℹℼ-ℿⅅ-ⅉⅎↃↄⰀ-ⱻⱾ-ⳤⳫ-ⳮⳲⳳꙀ-ꙭꚀ-ꚛꜢ-ꝯꝱ-ꞇꞋ-ꞎꭰ-ꮿﬀ-ﬆﬓ-ﬗＡ-Ｚａ-ｚ𐐀-𐑏𐒰-𐓓𐓘-𐓻𐲀-𐲲𐳀-𐳲𑢠-𑣟𞤀-𞥃]+)re",
+        R"re(\s?[A-Za-zµÀ-ÖØ-öø-ƺƼ-ƿǄ-ʓʕ-ʯͰ-ͳͶͷͻ-ͽͿΆΈ-ΊΌΎ-ΡΣ-ϵϷ-ҁҊ-ԯԱ-ՖႠ-ჅᎠ-Ᏽᏸ-ᏽᲐ-ᲺᲽ-Ჿᴀ-ᴫᵫ-ᵷᵹ-ᶚḀ-ἕἘ-Ἕἠ-ὅὈ-Ὅὐ-ὗὙὛὝὟ-\x{1F7D}ᾀ-ᾴᾶ-ᾼ\x{1FBE}ῂ-ῄῆ-ῌῐ-\x{1FD3}ῖ-\x{1FDB}ῠ-Ῥῲ-ῴῶ-ῼℂℇℊ-ℓℕℙ-ℝℤ\x{2126}ℨ\x{212A}-ℭℯ-ℴℹℼ-ℿⅅ-ⅉⅎↃↄⰀ-ⱻⱾ-ⳤⳫ-ⳮⳲⳳꙀ-ꙭꚀ-ꚛꜢ-ꝯꝱ-ꞇꞋ-ꞎꭰ-ꮿﬀ-ﬆﬓ-ﬗＡ-Ｚａ-ｚ𐐀-𐑏𐒰-𐓓𐓘-𐓻𐲀-𐲲𐳀-𐳲𑢠-𑣟𞤀-𞥃]+)re",
         R"re(\s?[!-/:-~！-／：-～‘-‟　-。]+)re", R"re(\s+$)re", kCjkDeepseek, R"re(\p{N}+)re"}},
       {{"deepseek-coder"},
        {R"re([\r\n])re", R"re(\s?\p{L}+)re", R"re(\s?\p{P}+)re", kCjkDeepseek, R"re(\p{N})re"}},

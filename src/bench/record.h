@@ -1,0 +1,103 @@
+// RequestRecord: everything bench keeps about one attempted request, and the
+// error classification of metrics.md §8.
+//
+// Times are absolute nanoseconds on the monotonic clock (http::NowNs() in a
+// real run, a FakeClock in tests); 0 means "did not happen". The per-request
+// results file writes every field, so any metric can be recomputed later
+// (metrics.md §1).
+//
+// Thread-safety: plain values; thread-compatible.
+#ifndef REDLINE_BENCH_RECORD_H_
+#define REDLINE_BENCH_RECORD_H_
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace redline::bench {
+
+// Phase of a request, decided by its t_sched (metrics.md §10).
+enum class Phase : uint8_t { kCold, kWarmup, kMeasure, kCooldown };
+inline constexpr int kNumPhases = 4;
+std::string_view PhaseName(Phase phase);
+
+// Error classes in first-match order (metrics.md §8). kNone means ok.
+enum class ErrorClass : uint8_t { kNone, kConnect, kTimeout, kHttp429, kHttp4xx, kHttp5xx, kAbort, kParse };
+inline constexpr int kNumErrorClasses = 8;
+// "connect", "timeout", "http_429", "http_4xx", "http_5xx", "abort", "parse"
+// ("ok" for kNone): the metric keys thresholds use.
+std::string_view ErrorClassKey(ErrorClass error);
+
+// Where a request's output token count came from (metrics.md §9).
+enum class TokenSource : uint8_t { kNone, kUsage, kTokenizer, kChunks };
+std::string_view TokenSourceName(TokenSource source);
+
+enum class TimeoutKind : uint8_t { kNone, kTotal, kIdle };
+
+// What the client observed about one attempt; the input of Classify().
+struct AttemptFacts {
+  // DNS, TCP or TLS failure, connect timeout, or reset/closed before the
+  // request was fully written.
+  bool connect_failed = false;
+  TimeoutKind timeout = TimeoutKind::kNone;  // a client deadline expired
+  int status = 0;                            // HTTP status, 0 when none arrived
+  bool streaming = false;                    // the request asked for SSE
+  bool closed_early = false;                 // connection closed before the response completed
+  bool error_event = false;                  // an in-stream error object arrived
+  bool done_seen = false;                    // data: [DONE]
+  bool finish_seen = false;                  // a chunk carried finish_reason
+  bool parse_error = false;                  // bad JSON/SSE or missing required fields
+};
+
+// Applies the first-match order of metrics.md §8:
+// connect > timeout > http_429 > http_4xx > http_5xx > abort > parse.
+// Two cases the table leaves open are settled here and documented in
+// docs/BENCH_JSON.md: a connection closed after the request was written but
+// before any status arrived is `abort`; a status outside 2xx/4xx/5xx (1xx,
+// 3xx) is `parse` (not a valid OpenAI response).
+ErrorClass Classify(const AttemptFacts& facts);
+
+struct RequestRecord {
+  uint64_t id = 0;          // 0-based attempt number in the run
+  int32_t task = 0;         // index of the workload task
+  int32_t turn = 0;         // turn within a multi-turn session (0 = first)
+  int64_t session = -1;     // session id for multi-turn workloads
+  Phase phase = Phase::kMeasure;
+  bool streamed = true;
+
+  int64_t t_sched_ns = 0;         // intended send time
+  int64_t t_send_ns = 0;          // first request byte written
+  int64_t t_first_ns = 0;         // c_first: first content or reasoning chunk
+  int64_t t_first_output_ns = 0;  // first non-empty content/text chunk (TTFO)
+  int64_t t_last_ns = 0;          // c_last: last content or reasoning chunk
+  int64_t t_end_ns = 0;           // [DONE], connection close, last body byte or error time
+
+  int http_status = 0;
+  ErrorClass error = ErrorClass::kNone;
+  TimeoutKind timeout = TimeoutKind::kNone;
+  std::string error_detail;  // transport/parser message or the server's error message
+
+  int64_t output_tokens = -1;  // N, reasoning included; -1 unknown
+  TokenSource token_source = TokenSource::kNone;
+  int64_t usage_completion_tokens = -1;
+  int64_t prompt_tokens = -1;  // from usage when present
+  int64_t cached_tokens = -1;
+  int64_t input_tokens_planned = -1;  // what the workload aimed for
+
+  // Arrival time c_j of each content/reasoning chunk, j = 1..K.
+  std::vector<int64_t> chunk_ns;
+  bool done_seen = false;
+  bool finish_seen = false;
+
+  bool ok() const { return error == ErrorClass::kNone; }
+  bool sent() const { return t_send_ns != 0; }
+
+  // "<status> - <reason>" grouping label for failures (metrics.md §8),
+  // e.g. "503 - Service Unavailable", "000 - connect: Connection refused".
+  std::string FailureLabel() const;
+};
+
+}  // namespace redline::bench
+
+#endif  // REDLINE_BENCH_RECORD_H_

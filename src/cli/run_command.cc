@@ -1,0 +1,158 @@
+// redline run: generate from a GGUF model on the command line, streaming the
+// text, then print timings (load, prefill, TTFT, decode).
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdio>
+#include <sstream>
+
+#include "base/thread_pool.h"
+#include "cli/command_registry.h"
+#include "engine/generator.h"
+#include "model/tokenizer/tokenizer.h"
+
+namespace redline::cli {
+namespace {
+
+struct RunFlags {
+  std::string model;
+  std::string prompt;
+  std::string prompt_ids;
+  bool print_ids = false;
+  int threads = 0;
+  int64_t ctx = 4096;
+  int64_t batch = 256;
+  int32_t max_tokens = 128;
+  model::SamplingParams sampling;
+  bool no_bos = false;
+  bool mlock = false;
+};
+
+Result<std::vector<int32_t>> ParseIds(const std::string& text) {
+  std::vector<int32_t> ids;
+  std::string item;
+  std::stringstream ss(text);
+  while (std::getline(ss, item, ',')) {
+    size_t used = 0;
+    long long v = 0;
+    try {
+      v = std::stoll(item, &used);
+    } catch (...) {
+      used = 0;
+    }
+    if (used == 0 || used != item.size() || v < 0 || v > INT32_MAX) {
+      return Status::InvalidArgument("--prompt-ids: '" + item + "' is not a token id");
+    }
+    ids.push_back(static_cast<int32_t>(v));
+  }
+  if (ids.empty()) return Status::InvalidArgument("--prompt-ids is empty");
+  return ids;
+}
+
+int RunRun(RunFlags f) {
+  const auto load_start = std::chrono::steady_clock::now();
+  model::LoadOptions lo;
+  lo.mlock = f.mlock;
+  auto loaded = model::Model::Load(f.model, lo);
+  if (!loaded.ok()) {
+    fmt::print(stderr, "run: {}\n", loaded.status().ToString());
+    return 1;
+  }
+  const model::Model& m = **loaded;
+  const double load_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - load_start).count();
+
+  std::vector<int32_t> prompt;
+  if (!f.prompt_ids.empty()) {
+    auto ids = ParseIds(f.prompt_ids);
+    if (!ids.ok()) {
+      fmt::print(stderr, "run: {}\n", ids.status().message());
+      return 2;
+    }
+    prompt = *ids;
+  } else {
+    if (m.tokenizer() == nullptr) {
+      fmt::print(stderr, "run: this model has no usable tokenizer ({}); use --prompt-ids\n",
+                 m.tokenizer_status().ToString());
+      return 1;
+    }
+    prompt = m.tokenizer()->Encode(f.prompt, /*add_special=*/!f.no_bos, /*parse_special=*/false);
+    if (prompt.empty()) {
+      fmt::print(stderr, "run: the prompt encodes to no tokens\n");
+      return 2;
+    }
+  }
+  f.sampling.max_tokens = f.max_tokens;
+  ThreadPool pool(f.threads);
+  engine::Generator gen(m, pool, f.ctx, f.batch);
+  auto r = gen.Generate(prompt, f.sampling, [](std::string_view text, int32_t) {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    std::fflush(stdout);
+    return true;
+  });
+  if (!r.ok()) {
+    fmt::print(stderr, "\nrun: {}\n", r.status().ToString());
+    return r.status().code() == StatusCode::kInternal ? 1 : 2;
+  }
+  std::fputc('\n', stdout);
+  if (f.print_ids) {
+    std::string ids;
+    for (int32_t id : r->tokens) ids += fmt::format("{}{}", ids.empty() ? "" : " ", id);
+    fmt::print("{}\n", ids);
+  }
+  std::fflush(stdout);
+  fmt::print(stderr,
+             "\n{} | {} threads | finish: {}\n"
+             "model load        {:9.1f} ms\n"
+             "prompt tokens     {:9d}\n"
+             "prefill           {:9.1f} tok/s ({:.1f} ms)\n"
+             "time to 1st token {:9.1f} ms\n"
+             "decode            {:9.1f} tok/s ({} tokens in {:.1f} ms)\n",
+             m.config().name.empty() ? f.model : m.config().name, pool.num_threads(),
+             model::FinishReasonName(r->finish), load_ms, r->prompt_tokens, r->prefill_tok_per_s(), r->prefill_ms,
+             r->ttft_ms, r->decode_tok_per_s(), r->tokens.size(), r->decode_ms);
+  return 0;
+}
+
+void Setup(CLI::App& sub, int* exit_code) {
+  auto f = std::make_shared<RunFlags>();
+  sub.add_option("-m,--model", f->model, "GGUF model file")->required();
+  auto* p = sub.add_option("-p,--prompt", f->prompt, "Prompt text");
+  auto* ids = sub.add_option("--prompt-ids", f->prompt_ids, "Prompt as comma-separated token ids (exact input)");
+  p->excludes(ids);
+  sub.add_flag("--print-ids", f->print_ids, "Print the generated token ids on one line at the end");
+  sub.add_option("-n,--max-tokens", f->max_tokens, "Tokens to generate at most (-1: until the context is full)")
+      ->capture_default_str();
+  sub.add_option("-c,--ctx", f->ctx, "Context length in tokens (KV cache size)")->capture_default_str();
+  sub.add_option("-b,--batch", f->batch, "Prefill batch size in tokens")->capture_default_str();
+  sub.add_option("-t,--threads", f->threads, "Threads (default: physical cores)");
+  sub.add_option("--temp,--temperature", f->sampling.temperature, "Temperature; 0 = greedy")->capture_default_str();
+  sub.add_option("--top-k", f->sampling.top_k, "Keep the k most likely tokens (0 = off)")->capture_default_str();
+  sub.add_option("--top-p", f->sampling.top_p, "Nucleus sampling mass")->capture_default_str();
+  sub.add_option("--min-p", f->sampling.min_p, "Drop tokens below min_p x the top probability")->capture_default_str();
+  sub.add_option("--repeat-penalty", f->sampling.repetition_penalty, "Repetition penalty (1 = off)")
+      ->capture_default_str();
+  sub.add_option("--repeat-last-n", f->sampling.penalty_last_n, "Tokens the repetition penalty looks back over")
+      ->capture_default_str();
+  sub.add_option("--presence-penalty", f->sampling.presence_penalty, "Presence penalty")->capture_default_str();
+  sub.add_option("--frequency-penalty", f->sampling.frequency_penalty, "Frequency penalty")->capture_default_str();
+  sub.add_option("-s,--seed", f->sampling.seed, "Sampling seed (same seed + same input = same output)");
+  sub.add_option("--stop", f->sampling.stop, "Stop string (repeatable); not included in the output");
+  sub.add_flag("--ignore-eos", f->sampling.ignore_eos, "Keep generating after end-of-generation tokens");
+  sub.add_flag("--no-bos", f->no_bos, "Do not add the BOS token to a text prompt");
+  sub.add_flag("--mlock", f->mlock, "Pin the weights in RAM");
+  sub.callback([f, exit_code, p, ids] {
+    if (p->count() == 0 && ids->count() == 0) {
+      fmt::print(stderr, "run: give a prompt with -p TEXT or --prompt-ids 1,2,3\n");
+      *exit_code = 2;
+      return;
+    }
+    *exit_code = RunRun(*f);
+  });
+}
+
+}  // namespace
+
+RL_REGISTER_COMMAND(run, "Generate text from a GGUF model and print timings", Setup);
+
+}  // namespace redline::cli

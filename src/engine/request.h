@@ -1,0 +1,96 @@
+// Requests into the engine and the events that come back on each request's
+// own stream.
+//
+// Ownership: the caller builds an EngineRequest and gives it to
+// Engine::Submit, which returns a shared RequestStream. The engine thread
+// pushes events; any other thread consumes them and may Cancel().
+// Thread-safety: RequestStream is thread-safe.
+#ifndef REDLINE_ENGINE_REQUEST_H_
+#define REDLINE_ENGINE_REQUEST_H_
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "model/sampling/sampling_ops.h"
+#include "model/sampling/sampling_params.h"
+#include "model/sampling/stop_matcher.h"
+
+namespace redline::engine {
+
+using Clock = std::chrono::steady_clock;
+
+struct EngineRequest {
+  std::vector<int32_t> prompt;  // token ids, BOS included if wanted
+  model::SamplingParams sampling;
+  // Absolute deadline; the request ends with kDeadlineExceeded after it.
+  std::optional<Clock::time_point> deadline;
+  // When the request arrived at the front end (for queue/TTFT timings).
+  Clock::time_point arrival = Clock::now();
+};
+
+// Timings of a finished request, in milliseconds from `arrival`.
+struct RequestTimings {
+  double queue_ms = 0;    // arrival -> admitted into a slot
+  double prefill_ms = 0;  // admitted -> prompt fully processed
+  double ttft_ms = 0;     // arrival -> first token sampled
+  double decode_ms = 0;   // first token -> last token
+  double e2e_ms = 0;      // arrival -> finished
+};
+
+struct RequestEvent {
+  enum class Type {
+    kToken,  // text (possibly empty while a stop string or UTF-8 char is held) and token
+    kDone,   // finish_reason, usage, timings
+    kError,  // status (deadline, cancelled, internal)
+  };
+  Type type = Type::kToken;
+  std::string text;
+  int32_t token = -1;
+  std::optional<model::SampleLogprobs> logprobs;
+  // kDone:
+  model::FinishReason finish_reason = model::FinishReason::kNone;
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+  int64_t cached_tokens = 0;  // prompt tokens served from the prefix cache
+  RequestTimings timings;
+  // kError:
+  Status status;
+};
+
+class RequestStream {
+ public:
+  // Engine side: appends an event and calls the notifier (if any) outside the lock.
+  void Push(RequestEvent event);
+
+  // Consumer side. Pops the next event, waiting up to `timeout`; false on timeout.
+  bool Pop(RequestEvent* event, std::chrono::milliseconds timeout);
+  // Pops without waiting; false when empty.
+  bool TryPop(RequestEvent* event);
+  // Called (from the engine thread) after every Push; set before events flow.
+  void SetNotifier(std::function<void()> notifier);
+
+  // Asks the engine to stop this request; it is removed within one step and
+  // its slot freed. A final kError(kCancelled) event follows.
+  void Cancel() { cancelled_.store(true, std::memory_order_relaxed); }
+  bool cancelled() const { return cancelled_.load(std::memory_order_relaxed); }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<RequestEvent> events_;  // guarded by mu_
+  std::function<void()> notifier_;   // guarded by mu_
+  std::atomic<bool> cancelled_{false};
+};
+
+}  // namespace redline::engine
+
+#endif  // REDLINE_ENGINE_REQUEST_H_

@@ -1,0 +1,437 @@
+// MatMul, QuantizeRow and DequantizeRow on every ISA this CPU runs x every
+// weight type, against the scalar reference (kernels/ref) and against plain
+// float products.
+//
+// Tolerances are stated relative to the "magnitude" of an output,
+// m = sum_c |w[r, c] * x[t, c]| (the sum of absolute terms), which bounds
+// any summation-order error:
+//   SIMD vs ref, every type: 1e-5 * m. Float types convert weights exactly
+//     in both; quantized types quantize x bit-identically and take exact
+//     integer block dots, so only f32 summation order differs.
+//   Quantized vs float product of dequantized weights and unrounded x:
+//     sum_c |w_c| * 0.6 * d_x(c) (x rounding is at most d_x / 2, plus the
+//     fp16 rounding of the stored scale, 127 * 2^-11 * d_x) + 1e-5 * m.
+//   Against the original f32 weights (quantization error of the weights):
+//     F16 1e-3 * m, BF16 8e-3 * m, Q8_0 2e-2 * m, Q4_0 0.2 * m.
+#include "kernels/matmul.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "base/float16.h"
+#include "kernels/isa.h"
+#include "kernels/kernel_table.h"
+
+namespace redline::kernels {
+namespace {
+
+// Restores the ISA that was active before the test.
+class ScopedIsa {
+ public:
+  explicit ScopedIsa(Isa isa) : saved_(ActiveIsa()) { EXPECT_TRUE(SetActiveIsa(isa)); }
+  ~ScopedIsa() { SetActiveIsa(saved_); }
+  ScopedIsa(const ScopedIsa&) = delete;
+  ScopedIsa& operator=(const ScopedIsa&) = delete;
+
+ private:
+  Isa saved_;
+};
+
+bool IsQuantized(DType type) { return type == DType::kQ8_0 || type == DType::kQ4_0; }
+
+std::vector<float> RandomFloats(int64_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& f : v) f = dist(rng);
+  return v;
+}
+
+// A weight matrix in `type` built from random floats, with its dequantized
+// values.
+struct TestMatrix {
+  DType type;
+  int64_t rows, cols;
+  std::vector<float> original;     // [rows, cols] before quantization
+  std::vector<uint8_t> bytes;      // [rows, RowBytes]
+  std::vector<float> dequantized;  // [rows, cols]
+
+  WeightView View() const { return WeightView{type, rows, cols, bytes.data()}; }
+};
+
+TestMatrix MakeMatrix(DType type, int64_t rows, int64_t cols, uint32_t seed) {
+  TestMatrix m{type, rows, cols, RandomFloats(rows * cols, seed), {}, {}};
+  // Vary the row scales so per-block scales differ.
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t c = 0; c < cols; ++c) m.original[r * cols + c] *= 0.25f + 0.1f * static_cast<float>(r % 13);
+  }
+  const int64_t row_bytes = RowBytes(type, cols);
+  m.bytes.resize(static_cast<size_t>(rows * row_bytes));
+  m.dequantized.resize(static_cast<size_t>(rows * cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    QuantizeRow(type, m.original.data() + r * cols, cols, m.bytes.data() + r * row_bytes);
+  }
+  const WeightView view = m.View();
+  for (int64_t r = 0; r < rows; ++r) DequantizeRow(view, r, m.dequantized.data() + r * cols);
+  return m;
+}
+
+std::vector<float> RunMatMul(const TestMatrix& m, const std::vector<float>& x, int64_t n_tokens,
+                             ThreadPool& pool, size_t scratch_offset = 0) {
+  std::vector<float> y(static_cast<size_t>(n_tokens * m.rows), std::nanf(""));
+  std::vector<std::byte> scratch(MatMulScratchBytes(m.type, m.cols, n_tokens) + scratch_offset);
+  MatMul(m.View(), x.data(), n_tokens, y.data(),
+         std::span<std::byte>(scratch).subspan(scratch_offset), pool);
+  return y;
+}
+
+// sum_c |w[r, c] * x[t, c]|
+double Magnitude(const std::vector<float>& w, const std::vector<float>& x, int64_t cols,
+                 int64_t r, int64_t t) {
+  double m = 0.0;
+  for (int64_t c = 0; c < cols; ++c) m += std::fabs(static_cast<double>(w[r * cols + c]) * x[t * cols + c]);
+  return m;
+}
+
+double Dot(const std::vector<float>& w, const std::vector<float>& x, int64_t cols, int64_t r,
+           int64_t t) {
+  double s = 0.0;
+  for (int64_t c = 0; c < cols; ++c) s += static_cast<double>(w[r * cols + c]) * x[t * cols + c];
+  return s;
+}
+
+// Bound on |(w . x_quantized) - (w . x)| from rounding x to Q8_0.
+double ActivationRoundingBound(const std::vector<float>& w, const std::vector<float>& x,
+                               int64_t cols, int64_t r, int64_t t) {
+  double bound = 0.0;
+  for (int64_t b = 0; b < cols / kQkBlock; ++b) {
+    float amax = 0.0f;
+    for (int j = 0; j < kQkBlock; ++j) amax = std::fmax(amax, std::fabs(x[t * cols + b * kQkBlock + j]));
+    const double d = amax / 127.0;
+    for (int j = 0; j < kQkBlock; ++j) bound += std::fabs(w[r * cols + b * kQkBlock + j]) * 0.6 * d;
+  }
+  return bound;
+}
+
+double OriginalTolerance(DType type) {
+  switch (type) {
+    case DType::kF32: return 1e-5;
+    case DType::kF16: return 1e-3;
+    case DType::kBF16: return 8e-3;
+    case DType::kQ8_0: return 2e-2;
+    case DType::kQ4_0: return 0.2;
+  }
+  return 0.0;
+}
+
+using IsaDType = std::tuple<Isa, DType>;
+
+std::vector<IsaDType> AllIsaDTypes() {
+  std::vector<IsaDType> out;
+  for (Isa isa : AvailableIsas()) {
+    for (DType type : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0}) {
+      out.emplace_back(isa, type);
+    }
+  }
+  return out;
+}
+
+std::string ParamName(const testing::TestParamInfo<IsaDType>& info) {
+  return std::string(IsaName(std::get<0>(info.param))) + "_" +
+         std::string(DTypeName(std::get<1>(info.param)));
+}
+
+class MatMulTest : public testing::TestWithParam<IsaDType> {
+ protected:
+  Isa isa() const { return std::get<0>(GetParam()); }
+  DType type() const { return std::get<1>(GetParam()); }
+};
+
+struct Shape {
+  int64_t rows, cols;
+};
+
+// Rows not multiples of any tile; block counts that leave partial 16-block
+// groups and odd final pairs (576 = 18 blocks, 1056 = 33). Float types also
+// get column counts that are not multiples of a vector.
+std::vector<Shape> ShapesFor(DType type) {
+  std::vector<Shape> shapes = {{1, 32},   {7, 64},   {33, 96},  {70, 576},
+                               {45, 896}, {19, 1056}, {5, 4096}, {17, 160}};
+  if (!IsQuantized(type)) {
+    shapes.insert(shapes.end(), {{5, 33}, {9, 47}, {3, 1}, {4, 100}, {6, 17}});
+  }
+  return shapes;
+}
+
+TEST_P(MatMulTest, MatchesReferenceAndFloatProduct) {
+  ThreadPool pool(2);
+  uint32_t seed = 1;
+  for (const Shape& s : ShapesFor(type())) {
+    const TestMatrix m = MakeMatrix(type(), s.rows, s.cols, seed++);
+    for (int64_t n_tokens : {1, 2, 3, 5, 17}) {
+      const std::vector<float> x = RandomFloats(n_tokens * s.cols, seed++);
+      std::vector<float> expected;
+      {
+        ScopedIsa scalar(Isa::kScalar);
+        expected = RunMatMul(m, x, n_tokens, pool);
+      }
+      std::vector<float> actual;
+      {
+        ScopedIsa scoped(isa());
+        actual = RunMatMul(m, x, n_tokens, pool);
+      }
+      for (int64_t t = 0; t < n_tokens; ++t) {
+        for (int64_t r = 0; r < s.rows; ++r) {
+          const size_t i = static_cast<size_t>(t * s.rows + r);
+          const double mag = Magnitude(m.dequantized, x, s.cols, r, t);
+          const std::string where = "rows=" + std::to_string(s.rows) + " cols=" + std::to_string(s.cols) +
+                                    " n_tokens=" + std::to_string(n_tokens) + " t=" + std::to_string(t) +
+                                    " r=" + std::to_string(r);
+          ASSERT_NEAR(actual[i], expected[i], 1e-5 * mag + 1e-30) << "vs ref, " << where;
+          const double exact = Dot(m.dequantized, x, s.cols, r, t);
+          const double act_bound =
+              IsQuantized(type()) ? ActivationRoundingBound(m.dequantized, x, s.cols, r, t) : 0.0;
+          ASSERT_NEAR(actual[i], exact, act_bound + 1e-5 * mag + 1e-30) << "vs float, " << where;
+          const double original = Dot(m.original, x, s.cols, r, t);
+          ASSERT_NEAR(actual[i], original, OriginalTolerance(type()) * Magnitude(m.original, x, s.cols, r, t) + 1e-30)
+              << "vs original weights, " << where;
+        }
+      }
+    }
+  }
+}
+
+TEST_P(MatMulTest, ThreadCountsGiveIdenticalResults) {
+  ScopedIsa scoped(isa());
+  const TestMatrix m = MakeMatrix(type(), 131, 896, 7);
+  for (int64_t n_tokens : {1, 5}) {
+    const std::vector<float> x = RandomFloats(n_tokens * m.cols, 8);
+    ThreadPool one(1);
+    const std::vector<float> y1 = RunMatMul(m, x, n_tokens, one);
+    for (int threads : {2, 3}) {
+      ThreadPool pool(threads);
+      const std::vector<float> yn = RunMatMul(m, x, n_tokens, pool);
+      ASSERT_EQ(std::memcmp(y1.data(), yn.data(), y1.size() * sizeof(float)), 0)
+          << threads << " threads, n_tokens=" << n_tokens;
+    }
+  }
+}
+
+// Token t of a prefill product equals the decode product of token t alone.
+TEST_P(MatMulTest, PrefillRowsMatchDecode) {
+  ScopedIsa scoped(isa());
+  ThreadPool pool(2);
+  const TestMatrix m = MakeMatrix(type(), 37, 576, 9);
+  const int64_t n_tokens = 6;
+  const std::vector<float> x = RandomFloats(n_tokens * m.cols, 10);
+  const std::vector<float> y = RunMatMul(m, x, n_tokens, pool);
+  for (int64_t t = 0; t < n_tokens; ++t) {
+    const std::vector<float> xt(x.begin() + t * m.cols, x.begin() + (t + 1) * m.cols);
+    const std::vector<float> yt = RunMatMul(m, xt, 1, pool);
+    for (int64_t r = 0; r < m.rows; ++r) {
+      ASSERT_NEAR(y[t * m.rows + r], yt[r], 1e-5 * Magnitude(m.dequantized, x, m.cols, r, t) + 1e-30)
+          << "t=" << t << " r=" << r;
+    }
+  }
+}
+
+// The caller's scratch need not be aligned.
+TEST_P(MatMulTest, UnalignedScratch) {
+  ScopedIsa scoped(isa());
+  ThreadPool pool(2);
+  const TestMatrix m = MakeMatrix(type(), 9, 128, 11);
+  const std::vector<float> x = RandomFloats(3 * m.cols, 12);
+  const std::vector<float> aligned = RunMatMul(m, x, 3, pool, 0);
+  const std::vector<float> unaligned = RunMatMul(m, x, 3, pool, 3);
+  ASSERT_EQ(std::memcmp(aligned.data(), unaligned.data(), aligned.size() * sizeof(float)), 0);
+}
+
+// Special inputs: zero blocks (scale 0), a lone large value per block,
+// extreme magnitudes.
+TEST_P(MatMulTest, ZeroAndSpikyBlocks) {
+  ScopedIsa scoped(isa());
+  ThreadPool pool(2);
+  const int64_t rows = 6, cols = 160;
+  std::vector<float> w = RandomFloats(rows * cols, 13);
+  for (int64_t c = 0; c < 32; ++c) w[c] = 0.0f;  // row 0, block 0 all zero
+  for (int64_t c = 32; c < 64; ++c) w[cols + c] = c == 40 ? 1000.0f : 0.0f;
+  TestMatrix m{type(), rows, cols, w, {}, {}};
+  m.bytes.resize(static_cast<size_t>(rows * RowBytes(type(), cols)));
+  m.dequantized.resize(static_cast<size_t>(rows * cols));
+  for (int64_t r = 0; r < rows; ++r) {
+    QuantizeRow(type(), w.data() + r * cols, cols, m.bytes.data() + r * RowBytes(type(), cols));
+    DequantizeRow(m.View(), r, m.dequantized.data() + r * cols);
+  }
+  for (int64_t n_tokens : {1, 4}) {
+    std::vector<float> x = RandomFloats(n_tokens * cols, 14, -100.0f, 100.0f);
+    for (int64_t c = 64; c < 96; ++c) x[c] = 0.0f;  // token 0, block 2 all zero
+    x[100] = 1e-3f;
+    std::vector<float> expected;
+    {
+      ScopedIsa scalar(Isa::kScalar);
+      expected = RunMatMul(m, x, n_tokens, pool);
+    }
+    const std::vector<float> actual = RunMatMul(m, x, n_tokens, pool);
+    for (int64_t t = 0; t < n_tokens; ++t) {
+      for (int64_t r = 0; r < rows; ++r) {
+        const size_t i = static_cast<size_t>(t * rows + r);
+        ASSERT_NEAR(actual[i], expected[i], 1e-5 * Magnitude(m.dequantized, x, cols, r, t) + 1e-30)
+            << "t=" << t << " r=" << r;
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllIsasAndTypes, MatMulTest, testing::ValuesIn(AllIsaDTypes()), ParamName);
+
+// ---------------------------------------------------------------------------
+// Activation quantizer: every ISA bit-identical to the reference.
+
+class QuantizeActivationsTest : public testing::TestWithParam<Isa> {};
+
+TEST_P(QuantizeActivationsTest, BitIdenticalToReference) {
+  KernelTable ref_table;
+  ref::FillTable(&ref_table);
+  ScopedIsa scoped(GetParam());
+  const KernelTable& table = ActiveKernels();
+  const int64_t cols = 4096;
+  std::vector<float> x = RandomFloats(cols, 21, -3.0f, 3.0f);
+  // Exact ties: amax 127 gives d = 1, so x.5 must round away from zero.
+  for (int j = 0; j < 32; ++j) x[j] = static_cast<float>(j - 16) + 0.5f;
+  x[31] = 127.0f;
+  for (int j = 32; j < 64; ++j) x[j] = 0.0f;             // zero block
+  for (int j = 64; j < 96; ++j) x[j] = j == 70 ? -1e-20f : 0.0f;  // tiny
+  for (int j = 96; j < 128; ++j) x[j] = (j % 2 ? 1.0f : -1.0f) * 3e4f;  // large
+  std::vector<int8_t> q_ref(cols), q(cols);
+  std::vector<float> d_ref(cols / 32), d(cols / 32);
+  ref_table.quantize_q8(x.data(), cols, q_ref.data(), d_ref.data());
+  table.quantize_q8(x.data(), cols, q.data(), d.data());
+  EXPECT_EQ(q, q_ref);
+  EXPECT_EQ(std::memcmp(d.data(), d_ref.data(), d.size() * sizeof(float)), 0);
+  // roundf semantics, not ties-to-even.
+  EXPECT_EQ(q_ref[16], 1);    // 0.5
+  EXPECT_EQ(q_ref[18], 3);    // 2.5
+  EXPECT_EQ(q_ref[13], -3);   // -2.5
+  EXPECT_EQ(q_ref[15], -1);   // -0.5
+  EXPECT_EQ(d_ref[0], 1.0f);
+  EXPECT_EQ(d_ref[1], 0.0f);
+}
+
+INSTANTIATE_TEST_SUITE_P(AllIsas, QuantizeActivationsTest, testing::ValuesIn(AvailableIsas()),
+                         [](const testing::TestParamInfo<Isa>& info) {
+                           return std::string(IsaName(info.param));
+                         });
+
+// ---------------------------------------------------------------------------
+// QuantizeRow / DequantizeRow.
+
+TEST(QuantizeRowTest, RoundTripErrorBounds) {
+  const int64_t n = 4096;
+  const std::vector<float> x = RandomFloats(n, 31, -5.0f, 5.0f);
+  for (DType type : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0}) {
+    std::vector<uint8_t> bytes(static_cast<size_t>(RowBytes(type, n)));
+    QuantizeRow(type, x.data(), n, bytes.data());
+    std::vector<float> back(n);
+    DequantizeRow(WeightView{type, 1, n, bytes.data()}, 0, back.data());
+    for (int64_t b = 0; b < n / 32; ++b) {
+      float amax = 0.0f;
+      for (int j = 0; j < 32; ++j) amax = std::fmax(amax, std::fabs(x[b * 32 + j]));
+      for (int j = 0; j < 32; ++j) {
+        const int64_t i = b * 32 + j;
+        double tol = 0.0;
+        switch (type) {
+          case DType::kF32: tol = 0.0; break;
+          case DType::kF16: tol = std::fabs(x[i]) * std::ldexp(1.0, -11); break;
+          case DType::kBF16: tol = std::fabs(x[i]) * std::ldexp(1.0, -8); break;
+          // d/2 from rounding q plus 127 * (fp16 rounding of d).
+          case DType::kQ8_0: tol = 0.6 * amax / 127.0; break;
+          // q - 8 in [-8, 7]: values near +amax clamp, error up to d; plus
+          // 8 * (fp16 rounding of d).
+          case DType::kQ4_0: tol = 1.01 * amax / 8.0; break;
+        }
+        ASSERT_NEAR(back[i], x[i], tol) << DTypeName(type) << " i=" << i;
+      }
+    }
+  }
+}
+
+TEST(QuantizeRowTest, Q8_0KnownBlock) {
+  // amax 127 gives d = 1 exactly and q = roundf(x).
+  std::vector<float> x(32);
+  for (int j = 0; j < 32; ++j) x[j] = static_cast<float>(j) - 16.5f;
+  x[0] = -127.0f;
+  BlockQ8_0 block;
+  QuantizeRow(DType::kQ8_0, x.data(), 32, &block);
+  EXPECT_EQ(block.d, Fp32ToFp16(1.0f));
+  EXPECT_EQ(block.qs[0], -127);
+  EXPECT_EQ(block.qs[1], -16);  // -15.5 rounds away from zero
+  EXPECT_EQ(block.qs[16], -1);  // -0.5
+  EXPECT_EQ(block.qs[17], 1);   // 0.5
+  EXPECT_EQ(block.qs[31], 15);  // 14.5
+}
+
+TEST(QuantizeRowTest, Q4_0KnownBlock) {
+  // The largest magnitude (-8) maps to q = 0 with d = 1; q = trunc(x + 8.5)
+  // clamped to 15.
+  std::vector<float> x(32, 0.0f);
+  x[0] = -8.0f;
+  x[1] = 7.4f;   // 15.9 -> 15
+  x[2] = 0.5f;   // 9.0 -> 9
+  x[3] = -0.5f;  // 8.0 -> 8
+  x[16] = 7.9f;  // 16.4 -> 16 -> clamped 15
+  x[17] = -7.6f; // 0.9 -> 0
+  BlockQ4_0 block;
+  QuantizeRow(DType::kQ4_0, x.data(), 32, &block);
+  EXPECT_EQ(block.d, Fp32ToFp16(1.0f));
+  EXPECT_EQ(block.qs[0], 0xF0);  // lo 0 (x0), hi 15 (x16)
+  EXPECT_EQ(block.qs[1], 0x0F);  // lo 15 (x1), hi 0 (x17)
+  EXPECT_EQ(block.qs[0] & 15, 0);
+  EXPECT_EQ(block.qs[0] >> 4, 15);
+  EXPECT_EQ(block.qs[1] & 15, 15);
+  EXPECT_EQ(block.qs[1] >> 4, 0);
+  EXPECT_EQ(block.qs[2] & 15, 9);
+  EXPECT_EQ(block.qs[3] & 15, 8);
+  EXPECT_EQ(block.qs[4], 8 | (8 << 4));  // zeros
+}
+
+TEST(QuantizeRowTest, Q4_0PositiveMaxGivesNegativeScale) {
+  std::vector<float> x(32, 0.0f);
+  x[5] = 4.0f;  // d = 4 / -8 = -0.5; 4 maps to q = 0
+  BlockQ4_0 block;
+  QuantizeRow(DType::kQ4_0, x.data(), 32, &block);
+  EXPECT_EQ(Fp16ToFp32(block.d), -0.5f);
+  std::vector<float> back(32);
+  DequantizeRow(WeightView{DType::kQ4_0, 1, 32, &block}, 0, back.data());
+  EXPECT_EQ(back[5], 4.0f);
+  EXPECT_EQ(back[0], 0.0f);
+}
+
+TEST(MatMulScratchTest, OnlyQuantizedTypesNeedScratch) {
+  EXPECT_EQ(MatMulScratchBytes(DType::kF32, 896, 128), 0u);
+  EXPECT_EQ(MatMulScratchBytes(DType::kF16, 896, 1), 0u);
+  EXPECT_EQ(MatMulScratchBytes(DType::kBF16, 896, 1), 0u);
+  EXPECT_GE(MatMulScratchBytes(DType::kQ8_0, 896, 1), 896u + 28u * 4u);
+  EXPECT_GE(MatMulScratchBytes(DType::kQ4_0, 896, 3), 3u * (896u + 28u * 4u));
+}
+
+TEST(IsaTest, ScalarAlwaysAvailableAndSelectable) {
+  const std::vector<Isa> isas = AvailableIsas();
+  ASSERT_FALSE(isas.empty());
+  EXPECT_EQ(isas.front(), Isa::kScalar);
+  const Isa saved = ActiveIsa();
+  for (Isa isa : isas) {
+    EXPECT_TRUE(SetActiveIsa(isa));
+    EXPECT_EQ(ActiveIsa(), isa);
+  }
+  SetActiveIsa(saved);
+  EXPECT_EQ(IsaName(Isa::kAvx512), "avx512");
+}
+
+}  // namespace
+}  // namespace redline::kernels

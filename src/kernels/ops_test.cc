@@ -1,0 +1,202 @@
+// Element-wise and row-wise ops on every ISA this CPU runs, against the
+// scalar reference and against closed forms in f64.
+//
+// Tolerances: RmsNorm, Add: 1e-6 relative (same f32 operations, f64 sums);
+// Softmax, SiluMul: 2e-6 relative (SIMD exp is a polynomial, ~2 ulp);
+// AttentionHead: 1e-5 of max |v| (f32 dot products in another order).
+#include "kernels/ops.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/isa.h"
+
+namespace redline::kernels {
+namespace {
+
+class ScopedIsa {
+ public:
+  explicit ScopedIsa(Isa isa) : saved_(ActiveIsa()) { EXPECT_TRUE(SetActiveIsa(isa)); }
+  ~ScopedIsa() { SetActiveIsa(saved_); }
+  ScopedIsa(const ScopedIsa&) = delete;
+  ScopedIsa& operator=(const ScopedIsa&) = delete;
+
+ private:
+  Isa saved_;
+};
+
+std::vector<float> RandomFloats(int64_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(lo, hi);
+  std::vector<float> v(static_cast<size_t>(n));
+  for (float& f : v) f = dist(rng);
+  return v;
+}
+
+class OpsTest : public testing::TestWithParam<Isa> {};
+
+const int64_t kSizes[] = {1, 5, 8, 15, 16, 17, 33, 64, 576, 896, 4097};
+
+TEST_P(OpsTest, RmsNormMatchesReference) {
+  for (int64_t n : kSizes) {
+    const std::vector<float> x = RandomFloats(n, 1, -3.0f, 3.0f);
+    const std::vector<float> w = RandomFloats(n, 2, 0.5f, 1.5f);
+    std::vector<float> expected(n), actual(n);
+    {
+      ScopedIsa s(Isa::kScalar);
+      RmsNorm(x.data(), w.data(), n, 1e-6f, expected.data());
+    }
+    {
+      ScopedIsa s(GetParam());
+      RmsNorm(x.data(), w.data(), n, 1e-6f, actual.data());
+      std::vector<float> in_place = x;
+      RmsNorm(in_place.data(), w.data(), n, 1e-6f, in_place.data());
+      EXPECT_EQ(in_place, actual) << "n=" << n;
+    }
+    double ss = 0.0;
+    for (float v : x) ss += static_cast<double>(v) * v;
+    const double inv_rms = 1.0 / std::sqrt(ss / static_cast<double>(n) + 1e-6);
+    for (int64_t i = 0; i < n; ++i) {
+      ASSERT_NEAR(actual[i], expected[i], 1e-6 * std::fabs(expected[i]) + 1e-30) << "n=" << n << " i=" << i;
+      ASSERT_NEAR(actual[i], x[i] * inv_rms * w[i], 1e-6 * std::fabs(x[i] * inv_rms * w[i]) + 1e-30);
+    }
+  }
+}
+
+TEST_P(OpsTest, SoftmaxMatchesReferenceAndClosedForm) {
+  ScopedIsa s(GetParam());
+  for (int64_t n : kSizes) {
+    std::vector<float> x = RandomFloats(n, 3, -30.0f, 30.0f);
+    if (n > 3) x[2] = -std::numeric_limits<float>::infinity();  // masked entry
+    // x - max is rounded to f32 in every implementation (that rounding alone
+    // moves exp by up to |x - max| * 2^-24); the closed form does the same.
+    float max = -INFINITY;
+    for (float v : x) max = std::fmax(max, v);
+    double sum = 0.0;
+    for (float v : x) sum += std::exp(static_cast<double>(v - max));
+    std::vector<float> actual = x;
+    Softmax(actual.data(), n);
+    double total = 0.0;
+    for (int64_t i = 0; i < n; ++i) {
+      const double want = std::exp(static_cast<double>(x[i] - max)) / sum;
+      ASSERT_NEAR(actual[i], want, 2e-6 * want + 1e-37) << "n=" << n << " i=" << i;
+      total += actual[i];
+    }
+    if (n > 3) {
+      EXPECT_EQ(actual[2], 0.0f);
+    }
+    EXPECT_NEAR(total, 1.0, 1e-5);
+  }
+}
+
+TEST_P(OpsTest, SoftmaxOfLargeLogits) {
+  ScopedIsa s(GetParam());
+  std::vector<float> x = {1000.0f, 999.0f, -1000.0f, 1000.0f};
+  Softmax(x.data(), 4);
+  const double e1 = std::exp(-1.0);
+  EXPECT_NEAR(x[0], 1.0 / (2.0 + e1), 1e-6);
+  EXPECT_NEAR(x[1], e1 / (2.0 + e1), 1e-6);
+  EXPECT_EQ(x[2], 0.0f);
+  EXPECT_NEAR(x[3], 1.0 / (2.0 + e1), 1e-6);
+}
+
+TEST_P(OpsTest, SiluMulMatchesClosedForm) {
+  ScopedIsa s(GetParam());
+  for (int64_t n : kSizes) {
+    std::vector<float> g = RandomFloats(n, 4, -20.0f, 20.0f);
+    const std::vector<float> u = RandomFloats(n, 5, -2.0f, 2.0f);
+    if (n > 4) {
+      g[0] = -80.0f;
+      g[1] = 80.0f;
+      g[2] = 0.0f;
+      g[3] = -100.0f;  // exp(100) overflows in f32: the result must still be ~0
+    }
+    std::vector<float> out(n);
+    SiluMul(g.data(), u.data(), n, out.data());
+    for (int64_t i = 0; i < n; ++i) {
+      const double gi = g[i];
+      const double want = gi / (1.0 + std::exp(-gi)) * u[i];
+      ASSERT_NEAR(out[i], want, 2e-6 * std::fabs(want) + 1e-37) << "n=" << n << " g=" << gi;
+    }
+    std::vector<float> alias = g;
+    SiluMul(alias.data(), u.data(), n, alias.data());
+    EXPECT_EQ(alias, out);
+  }
+}
+
+TEST_P(OpsTest, AddIsExact) {
+  ScopedIsa s(GetParam());
+  for (int64_t n : kSizes) {
+    const std::vector<float> x = RandomFloats(n, 6);
+    const std::vector<float> y0 = RandomFloats(n, 7);
+    std::vector<float> y = y0;
+    Add(x.data(), n, y.data());
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(y[i], y0[i] + x[i]);
+  }
+}
+
+TEST_P(OpsTest, RopeRotatesTheDocumentedPairs) {
+  ScopedIsa s(GetParam());
+  const int64_t n_heads = 3, head_dim = 8, pos = 5;
+  const std::vector<float> inv_freq = {1.0f, 0.1f, 0.01f, 0.001f};
+  const std::vector<float> x = RandomFloats(n_heads * head_dim, 8);
+  for (RopeStyle style : {RopeStyle::kNorm, RopeStyle::kNeox}) {
+    std::vector<float> y = x;
+    Rope(y.data(), n_heads, head_dim, pos, inv_freq.data(), style);
+    for (int64_t h = 0; h < n_heads; ++h) {
+      for (int64_t i = 0; i < head_dim / 2; ++i) {
+        const int64_t a = style == RopeStyle::kNorm ? 2 * i : i;
+        const int64_t b = style == RopeStyle::kNorm ? 2 * i + 1 : i + head_dim / 2;
+        const double angle = static_cast<double>(pos) * inv_freq[i];
+        const double x0 = x[h * head_dim + a], x1 = x[h * head_dim + b];
+        EXPECT_NEAR(y[h * head_dim + a], x0 * std::cos(angle) - x1 * std::sin(angle), 1e-6);
+        EXPECT_NEAR(y[h * head_dim + b], x0 * std::sin(angle) + x1 * std::cos(angle), 1e-6);
+      }
+    }
+    std::vector<float> z = x;
+    Rope(z.data(), n_heads, head_dim, 0, inv_freq.data(), style);
+    EXPECT_EQ(z, x) << "position 0 is the identity";
+  }
+}
+
+TEST_P(OpsTest, AttentionHeadMatchesReference) {
+  for (int64_t head_dim : {5, 64, 80, 128}) {
+    for (int64_t n_kv : {1, 2, 7, 33, 300}) {
+      const int64_t kv_stride = head_dim * 2 + 3;  // rows interleaved with other heads
+      const std::vector<float> q = RandomFloats(head_dim, 9, -2.0f, 2.0f);
+      const std::vector<float> k = RandomFloats(n_kv * kv_stride, 10, -2.0f, 2.0f);
+      const std::vector<float> v = RandomFloats(n_kv * kv_stride, 11, -2.0f, 2.0f);
+      const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+      std::vector<float> scores(n_kv), expected(head_dim), actual(head_dim);
+      {
+        ScopedIsa s(Isa::kScalar);
+        AttentionHead(q.data(), k.data(), v.data(), n_kv, head_dim, kv_stride, scale, scores.data(),
+                      expected.data());
+      }
+      {
+        ScopedIsa s(GetParam());
+        AttentionHead(q.data(), k.data(), v.data(), n_kv, head_dim, kv_stride, scale, scores.data(),
+                      actual.data());
+      }
+      for (int64_t d = 0; d < head_dim; ++d) {
+        ASSERT_NEAR(actual[d], expected[d], 1e-5 * 2.0) << "head_dim=" << head_dim << " n_kv=" << n_kv;
+      }
+      if (n_kv == 1) {
+        for (int64_t d = 0; d < head_dim; ++d) ASSERT_NEAR(actual[d], v[d], 1e-6);
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(AllIsas, OpsTest, testing::ValuesIn(AvailableIsas()),
+                         [](const testing::TestParamInfo<Isa>& info) {
+                           return std::string(IsaName(info.param));
+                         });
+
+}  // namespace
+}  // namespace redline::kernels

@@ -1,0 +1,17 @@
+// Includes <immintrin.h> for the x86/ ISA translation units only (never from
+// a shared header: style.md keeps intrinsics out of them).
+//
+// GCC 12 reports -Wmaybe-uninitialized inside its own AVX-512 headers
+// (_mm512_undefined_* initialise a variable from itself, used by the
+// reductions and unmasked conversions); the pragmas silence those false
+// positives for the header lines only, not for our code.
+#ifndef REDLINE_KERNELS_X86_INTRINSICS_H_
+#define REDLINE_KERNELS_X86_INTRINSICS_H_
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+#pragma GCC diagnostic pop
+
+#endif  // REDLINE_KERNELS_X86_INTRINSICS_H_

@@ -1,0 +1,287 @@
+// AVX2 + FMA + F16C matrix products. Compiled with those flags only; reached
+// through the kernel table when the CPU has them.
+//
+// Same tiling as the AVX-512 file (R weight rows x T tokens of vector
+// accumulators), with one 32-element block per ymm. Integer dot products use
+// vpmaddubsw (u8 x s8 -> saturating s16 pairs) and vpmaddwd to s32:
+//   Q8_0: the sign trick, |w| (u8) times x * sign(w) (s8); pair sums stay
+//         below 2 * 127 * 127 < 2^15 so nothing saturates.
+//   Q4_0: the nibble q = w + 8 (u8, <= 15) times x, minus 8 * x pair sums
+//         computed once per activation block (|difference| <= 2032).
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "kernels/kernel_table.h"
+#include "kernels/x86/intrinsics.h"
+
+namespace redline::kernels::avx2 {
+namespace {
+
+constexpr int64_t kQk = 32;
+constexpr int64_t kQ8BlockBytes = 34;
+constexpr int64_t kQ4BlockBytes = 18;
+
+// 16 ymm registers: decode uses 4 rows; prefill 2 rows x 4 tokens = 8
+// accumulators plus the row operands.
+constexpr int kDecodeRows = 4;
+constexpr int kPrefillRows = 2;
+constexpr int kPrefillTokens = 4;
+
+inline int64_t Min(int64_t a, int64_t b) { return a < b ? a : b; }
+
+inline float HSum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+inline float HMax(__m256 v) {
+  __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_max_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+inline float HalfToFloat(const uint8_t* p) {
+  uint16_t h;
+  std::memcpy(&h, p, sizeof(h));
+  return _cvtsh_ss(h);
+}
+
+// ---------------------------------------------------------------------------
+// Activation quantization (bit-identical to ref::QuantizeQ8Activations).
+
+inline __m256 RoundHalfAway(__m256 s) {
+  const __m256 t = _mm256_round_ps(s, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
+  const __m256 sign_mask = _mm256_set1_ps(-0.0f);
+  const __m256 frac_abs = _mm256_andnot_ps(sign_mask, _mm256_sub_ps(s, t));
+  const __m256 up = _mm256_cmp_ps(frac_abs, _mm256_set1_ps(0.5f), _CMP_GE_OQ);
+  const __m256 one = _mm256_or_ps(_mm256_and_ps(s, sign_mask), _mm256_set1_ps(1.0f));
+  return _mm256_add_ps(t, _mm256_and_ps(up, one));
+}
+
+void QuantizeQ8(const float* x, int64_t cols, int8_t* qs, float* d) {
+  const __m256 sign_mask = _mm256_set1_ps(-0.0f);
+  for (int64_t b = 0; b < cols / kQk; ++b) {
+    __m256 v[4];
+    __m256 amax = _mm256_setzero_ps();
+    for (int j = 0; j < 4; ++j) {
+      v[j] = _mm256_loadu_ps(x + b * kQk + 8 * j);
+      amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign_mask, v[j]));
+    }
+    const float scale = HMax(amax) / 127.0f;
+    const float inv = scale != 0.0f ? 1.0f / scale : 0.0f;
+    const __m256 vinv = _mm256_set1_ps(inv);
+    __m256i q[4];
+    for (int j = 0; j < 4; ++j) q[j] = _mm256_cvtps_epi32(RoundHalfAway(_mm256_mul_ps(v[j], vinv)));
+    // Pack 4 x 8 int32 to 32 int8; packs work per 128-bit lane, so undo the
+    // lane interleave with a final permute.
+    const __m256i p01 = _mm256_packs_epi32(q[0], q[1]);
+    const __m256i p23 = _mm256_packs_epi32(q[2], q[3]);
+    const __m256i p = _mm256_packs_epi16(p01, p23);
+    const __m256i ordered = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs + b * kQk), ordered);
+    d[b] = _cvtsh_ss(_cvtss_sh(scale, _MM_FROUND_TO_NEAREST_INT));
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Quantized weights.
+
+// Sum over pairs of u8 x s8 products, widened to 8 lanes of s32.
+inline __m256i MaddPairsToI32(__m256i s16) { return _mm256_madd_epi16(s16, _mm256_set1_epi16(1)); }
+
+template <DType kType, int R, int T>
+void QuantTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
+  constexpr int64_t kBlockBytes = kType == DType::kQ8_0 ? kQ8BlockBytes : kQ4BlockBytes;
+  const int64_t n_blocks = a.cols / kQk;
+  const uint8_t* w[R];
+  for (int r = 0; r < R; ++r) w[r] = a.w + (r0 + r) * a.row_bytes;
+  const int8_t* xq[T];
+  const float* xd[T];
+  for (int t = 0; t < T; ++t) {
+    xq[t] = a.xq.qs + (t0 + t) * a.xq.qs_stride;
+    xd[t] = a.xq.d + (t0 + t) * a.xq.d_stride;
+  }
+  __m256 acc[R][T];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
+  }
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    __m256i wq[R];
+    float dw[R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      const uint8_t* block = w[r] + b * kBlockBytes;
+      dw[r] = HalfToFloat(block);
+      if constexpr (kType == DType::kQ8_0) {
+        wq[r] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 2));
+      } else {
+        const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 2));
+        wq[r] = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(0x0f));
+      }
+    }
+    // For Q8_0 keep |w| next to w (w is still needed for the signs).
+    __m256i wabs[R];
+    if constexpr (kType == DType::kQ8_0) {
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) wabs[r] = _mm256_sign_epi8(wq[r], wq[r]);
+    }
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) {
+      const __m256i xv = _mm256_load_si256(reinterpret_cast<const __m256i*>(xq[t] + b * kQk));
+      const float dx = xd[t][b];
+      __m256i corr = _mm256_setzero_si256();
+      if constexpr (kType == DType::kQ4_0) corr = _mm256_maddubs_epi16(_mm256_set1_epi8(8), xv);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        __m256i s16;
+        if constexpr (kType == DType::kQ8_0) {
+          s16 = _mm256_maddubs_epi16(wabs[r], _mm256_sign_epi8(xv, wq[r]));
+        } else {
+          s16 = _mm256_sub_epi16(_mm256_maddubs_epi16(wq[r], xv), corr);
+        }
+        const __m256 dot = _mm256_cvtepi32_ps(MaddPairsToI32(s16));
+        acc[r][t] = _mm256_fmadd_ps(dot, _mm256_set1_ps(dw[r] * dx), acc[r][t]);
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) a.y[(t0 + t) * a.y_stride + r0 + r] = HSum(acc[r][t]);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Float weights: 8 columns per step, converted to f32, FMA.
+
+template <DType kType>
+inline __m256 LoadWeights8(const uint8_t* p) {
+  if constexpr (kType == DType::kF32) {
+    return _mm256_loadu_ps(reinterpret_cast<const float*>(p));
+  } else if constexpr (kType == DType::kF16) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  } else {
+    const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
+  }
+}
+
+template <DType kType, int R, int T>
+void FloatTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
+  constexpr int64_t kElemBytes = kType == DType::kF32 ? 4 : 2;
+  const uint8_t* w[R];
+  for (int r = 0; r < R; ++r) w[r] = a.w + (r0 + r) * a.row_bytes;
+  const float* x[T];
+  for (int t = 0; t < T; ++t) x[t] = a.x + (t0 + t) * a.cols;
+  __m256 acc[R][T];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) acc[r][t] = _mm256_setzero_ps();
+  }
+  auto step = [&](const uint8_t* const* wp, const float* const* xp) {
+    __m256 wv[R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) wv[r] = LoadWeights8<kType>(wp[r]);
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) {
+      const __m256 xv = _mm256_loadu_ps(xp[t]);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) acc[r][t] = _mm256_fmadd_ps(wv[r], xv, acc[r][t]);
+    }
+  };
+  int64_t c = 0;
+  for (; c + 8 <= a.cols; c += 8) {
+    const uint8_t* wp[R];
+    const float* xp[T];
+    for (int r = 0; r < R; ++r) wp[r] = w[r] + c * kElemBytes;
+    for (int t = 0; t < T; ++t) xp[t] = x[t] + c;
+    step(wp, xp);
+  }
+  if (c < a.cols) {
+    // Last partial step from zero-padded copies.
+    const int64_t rem = a.cols - c;
+    alignas(32) uint8_t wbuf[R][32] = {};
+    alignas(32) float xbuf[T][8] = {};
+    const uint8_t* wp[R];
+    const float* xp[T];
+    for (int r = 0; r < R; ++r) {
+      std::memcpy(wbuf[r], w[r] + c * kElemBytes, static_cast<size_t>(rem * kElemBytes));
+      wp[r] = wbuf[r];
+    }
+    for (int t = 0; t < T; ++t) {
+      std::memcpy(xbuf[t], x[t] + c, static_cast<size_t>(rem) * sizeof(float));
+      xp[t] = xbuf[t];
+    }
+    step(wp, xp);
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) a.y[(t0 + t) * a.y_stride + r0 + r] = HSum(acc[r][t]);
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Row-range drivers.
+
+template <DType kType, int R, int T>
+void Tile(const MatMulArgs& a, int64_t r0, int64_t t0) {
+  if constexpr (kType == DType::kQ8_0 || kType == DType::kQ4_0) {
+    QuantTile<kType, R, T>(a, r0, t0);
+  } else {
+    FloatTile<kType, R, T>(a, r0, t0);
+  }
+}
+
+template <DType kType, int R>
+void TileTokens(const MatMulArgs& a, int64_t r0, int64_t t0, int64_t n_tokens) {
+  static_assert(kPrefillTokens == 4);
+  switch (n_tokens) {
+    case 1: Tile<kType, R, 1>(a, r0, t0); break;
+    case 2: Tile<kType, R, 2>(a, r0, t0); break;
+    case 3: Tile<kType, R, 3>(a, r0, t0); break;
+    default: Tile<kType, R, 4>(a, r0, t0); break;
+  }
+}
+
+template <DType kType>
+void MatMulRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
+  if (a.n_tokens == 1) {
+    int64_t r = row_begin;
+    for (; r + kDecodeRows <= row_end; r += kDecodeRows) Tile<kType, kDecodeRows, 1>(a, r, 0);
+    for (; r < row_end; ++r) Tile<kType, 1, 1>(a, r, 0);
+    return;
+  }
+  static_assert(kPrefillRows == 2);
+  for (int64_t r = row_begin; r < row_end; r += kPrefillRows) {
+    const bool two = r + 1 < row_end;
+    for (int64_t t = 0; t < a.n_tokens; t += kPrefillTokens) {
+      const int64_t nt = Min(kPrefillTokens, a.n_tokens - t);
+      if (two) {
+        TileTokens<kType, 2>(a, r, t, nt);
+      } else {
+        TileTokens<kType, 1>(a, r, t, nt);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void FillMatMulTable(KernelTable* table) {
+  table->quantize_q8 = &QuantizeQ8;
+  table->matmul[static_cast<int>(DType::kF32)] = &MatMulRows<DType::kF32>;
+  table->matmul[static_cast<int>(DType::kF16)] = &MatMulRows<DType::kF16>;
+  table->matmul[static_cast<int>(DType::kBF16)] = &MatMulRows<DType::kBF16>;
+  table->matmul[static_cast<int>(DType::kQ8_0)] = &MatMulRows<DType::kQ8_0>;
+  table->matmul[static_cast<int>(DType::kQ4_0)] = &MatMulRows<DType::kQ4_0>;
+}
+
+}  // namespace redline::kernels::avx2

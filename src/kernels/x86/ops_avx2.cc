@@ -1,0 +1,205 @@
+// AVX2 + FMA element-wise and row-wise ops. Rope stays scalar (ref).
+#include <cstdint>
+
+#include "kernels/kernel_table.h"
+#include "kernels/x86/intrinsics.h"
+
+namespace redline::kernels::avx2 {
+namespace {
+
+inline float HSum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+inline double HSum(__m256d v) {
+  __m128d s = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
+  s = _mm_add_sd(s, _mm_unpackhi_pd(s, s));
+  return _mm_cvtsd_f64(s);
+}
+
+inline float HMax(__m256 v) {
+  __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_max_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
+// exp(x) for f32 lanes, as the AVX-512 version (degree-7 Taylor on
+// |r| <= ln2/2) but building 2^n in the exponent bits: inputs are clamped
+// to [-87.3, 88.3] so n stays a normal exponent; below -87.3 the result is
+// flushed to 0 and above 88.72 it is inf.
+inline __m256 Exp(__m256 x) {
+  const __m256 xc = _mm256_max_ps(_mm256_min_ps(x, _mm256_set1_ps(88.3f)), _mm256_set1_ps(-87.3f));
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(1.44269504f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), xc);
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+  __m256 p = _mm256_set1_ps(1.0f / 5040);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 720));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 120));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 24));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f / 6));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
+  const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  __m256 result = _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
+  result = _mm256_and_ps(result, _mm256_cmp_ps(x, _mm256_set1_ps(-87.3f), _CMP_GE_OQ));
+  return _mm256_blendv_ps(result, _mm256_set1_ps(__builtin_inff()),
+                          _mm256_cmp_ps(x, _mm256_set1_ps(88.72f), _CMP_GT_OQ));
+}
+
+// Loads the first `n` (< 8) floats, zeros after.
+inline __m256 LoadPartial(const float* p, int64_t n) {
+  const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), idx);
+  return _mm256_maskload_ps(p, mask);
+}
+
+inline void StorePartial(float* p, int64_t n, __m256 v) {
+  const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), idx);
+  _mm256_maskstore_ps(p, mask, v);
+}
+
+inline void AccumulateF64(__m256 v, __m256d* lo, __m256d* hi) {
+  *lo = _mm256_add_pd(*lo, _mm256_cvtps_pd(_mm256_castps256_ps128(v)));
+  *hi = _mm256_add_pd(*hi, _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
+}
+
+void RmsNorm(const float* x, const float* weight, int64_t n, float eps, float* out) {
+  __m256d lo = _mm256_setzero_pd(), hi = _mm256_setzero_pd();
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    AccumulateF64(_mm256_mul_ps(v, v), &lo, &hi);
+  }
+  if (i < n) {
+    const __m256 v = LoadPartial(x + i, n - i);
+    AccumulateF64(_mm256_mul_ps(v, v), &lo, &hi);
+  }
+  const double sum = HSum(_mm256_add_pd(lo, hi));
+  const float mean = static_cast<float>(sum / static_cast<double>(n));
+  const __m256 scale = _mm256_set1_ps(1.0f / __builtin_sqrtf(mean + eps));
+  for (i = 0; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_mul_ps(_mm256_loadu_ps(x + i), scale);
+    _mm256_storeu_ps(out + i, _mm256_mul_ps(v, _mm256_loadu_ps(weight + i)));
+  }
+  if (i < n) {
+    const __m256 v = _mm256_mul_ps(LoadPartial(x + i, n - i), scale);
+    StorePartial(out + i, n - i, _mm256_mul_ps(v, LoadPartial(weight + i, n - i)));
+  }
+}
+
+void Softmax(float* x, int64_t n) {
+  __m256 vmax = _mm256_set1_ps(-__builtin_inff());
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) vmax = _mm256_max_ps(vmax, _mm256_loadu_ps(x + i));
+  float max = HMax(vmax);
+  for (; i < n; ++i) max = x[i] > max ? x[i] : max;
+  const __m256 vm = _mm256_set1_ps(max);
+  __m256d lo = _mm256_setzero_pd(), hi = _mm256_setzero_pd();
+  for (i = 0; i + 8 <= n; i += 8) {
+    const __m256 e = Exp(_mm256_sub_ps(_mm256_loadu_ps(x + i), vm));
+    _mm256_storeu_ps(x + i, e);
+    AccumulateF64(e, &lo, &hi);
+  }
+  if (i < n) {
+    const __m256 e = Exp(_mm256_sub_ps(LoadPartial(x + i, n - i), vm));
+    const __m256 e_valid = _mm256_and_ps(e, _mm256_castsi256_ps(_mm256_cmpgt_epi32(
+        _mm256_set1_epi32(static_cast<int>(n - i)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))));
+    StorePartial(x + i, n - i, e_valid);
+    AccumulateF64(e_valid, &lo, &hi);
+  }
+  const __m256 inv = _mm256_set1_ps(static_cast<float>(1.0 / HSum(_mm256_add_pd(lo, hi))));
+  for (i = 0; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), inv));
+  if (i < n) StorePartial(x + i, n - i, _mm256_mul_ps(LoadPartial(x + i, n - i), inv));
+}
+
+inline __m256 SiluMul8(__m256 g, __m256 u) {
+  const __m256 e = Exp(_mm256_sub_ps(_mm256_setzero_ps(), g));
+  return _mm256_mul_ps(_mm256_div_ps(g, _mm256_add_ps(_mm256_set1_ps(1.0f), e)), u);
+}
+
+void SiluMul(const float* gate, const float* up, int64_t n, float* out) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    _mm256_storeu_ps(out + i, SiluMul8(_mm256_loadu_ps(gate + i), _mm256_loadu_ps(up + i)));
+  }
+  if (i < n) {
+    StorePartial(out + i, n - i, SiluMul8(LoadPartial(gate + i, n - i), LoadPartial(up + i, n - i)));
+  }
+}
+
+void Add(const float* x, int64_t n, float* y) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    _mm256_storeu_ps(y + i, _mm256_add_ps(_mm256_loadu_ps(y + i), _mm256_loadu_ps(x + i)));
+  }
+  for (; i < n; ++i) y[i] += x[i];
+}
+
+inline float Dot(const float* a, const float* b, int64_t n) {
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+    acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), acc1);
+  }
+  for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+  if (i < n) acc1 = _mm256_fmadd_ps(LoadPartial(a + i, n - i), LoadPartial(b + i, n - i), acc1);
+  return HSum(_mm256_add_ps(acc0, acc1));
+}
+
+void AttentionHead(const float* q, const float* k, const float* v, int64_t n_kv,
+                   int64_t head_dim, int64_t kv_stride, float scale, float* scores,
+                   float* out) {
+  for (int64_t i = 0; i < n_kv; ++i) scores[i] = scale * Dot(q, k + i * kv_stride, head_dim);
+  Softmax(scores, n_kv);
+  // out = sum_i p_i v_i, 32 dimensions (4 accumulators) at a time.
+  for (int64_t d0 = 0; d0 < head_dim; d0 += 32) {
+    int64_t width[4];
+    __m256 acc[4];
+    for (int j = 0; j < 4; ++j) {
+      const int64_t left = head_dim - d0 - 8 * j;
+      width[j] = left < 0 ? 0 : (left > 8 ? 8 : left);
+      acc[j] = _mm256_setzero_ps();
+    }
+    for (int64_t i = 0; i < n_kv; ++i) {
+      const __m256 p = _mm256_set1_ps(scores[i]);
+      const float* vi = v + i * kv_stride + d0;
+      for (int j = 0; j < 4; ++j) {
+        if (width[j] == 8) {
+          acc[j] = _mm256_fmadd_ps(p, _mm256_loadu_ps(vi + 8 * j), acc[j]);
+        } else if (width[j] > 0) {
+          acc[j] = _mm256_fmadd_ps(p, LoadPartial(vi + 8 * j, width[j]), acc[j]);
+        }
+      }
+    }
+    for (int j = 0; j < 4; ++j) {
+      if (width[j] == 8) {
+        _mm256_storeu_ps(out + d0 + 8 * j, acc[j]);
+      } else if (width[j] > 0) {
+        StorePartial(out + d0 + 8 * j, width[j], acc[j]);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void FillTable(KernelTable* table) {
+  ref::FillTable(table);  // Rope stays scalar
+  table->isa = Isa::kAvx2;
+  FillMatMulTable(table);
+  table->rms_norm = &RmsNorm;
+  table->softmax = &Softmax;
+  table->silu_mul = &SiluMul;
+  table->add = &Add;
+  table->attention_head = &AttentionHead;
+}
+
+}  // namespace redline::kernels::avx2

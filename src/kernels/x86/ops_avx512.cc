@@ -1,0 +1,152 @@
+// AVX-512 element-wise and row-wise ops. Rope stays scalar (ref): it is a
+// few dozen sin/cos per call and not worth a vector sin/cos.
+#include <cstdint>
+
+#include "kernels/kernel_table.h"
+#include "kernels/x86/intrinsics.h"
+
+namespace redline::kernels::avx512 {
+namespace {
+
+inline __mmask16 FirstLanes16(int64_t n) {
+  return n >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n) - 1);
+}
+
+// exp(x) for f32 lanes: x = n ln2 + r, |r| <= ln2/2, e^r by its Taylor
+// series to degree 7 (truncation error < 1e-8 relative), scaled by 2^n with
+// vscalefps, which also gives inf on overflow and 0 / subnormals on
+// underflow. Relative error about 2 ulp (kernels_test bounds it). Inputs are
+// clamped to [-104, 89] so -inf gives 0 (exp(-104) underflows to 0).
+inline __m512 Exp(__m512 x) {
+  x = _mm512_max_ps(_mm512_min_ps(x, _mm512_set1_ps(89.0f)), _mm512_set1_ps(-104.0f));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)),
+                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  // Cody-Waite: ln2 = hi + lo with hi exact in 9 bits so n * hi is exact.
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.0f / 5040);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  return _mm512_scalef_ps(p, n);
+}
+
+// Adds the squares of 16 floats (squared in f32, as the reference does) to
+// two f64 accumulators.
+inline void AccumulateSquares(__m512 v, __m512d* lo, __m512d* hi) {
+  const __m512 sq = _mm512_mul_ps(v, v);
+  *lo = _mm512_add_pd(*lo, _mm512_cvtps_pd(_mm512_castps512_ps256(sq)));
+  *hi = _mm512_add_pd(*hi, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(sq), 1))));
+}
+
+void RmsNorm(const float* x, const float* weight, int64_t n, float eps, float* out) {
+  __m512d lo = _mm512_setzero_pd(), hi = _mm512_setzero_pd();
+  for (int64_t i = 0; i < n; i += 16) {
+    AccumulateSquares(_mm512_maskz_loadu_ps(FirstLanes16(n - i), x + i), &lo, &hi);
+  }
+  const double sum = _mm512_reduce_add_pd(_mm512_add_pd(lo, hi));
+  const float mean = static_cast<float>(sum / static_cast<double>(n));
+  const __m512 scale = _mm512_set1_ps(1.0f / __builtin_sqrtf(mean + eps));
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = FirstLanes16(n - i);
+    const __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), scale);
+    _mm512_mask_storeu_ps(out + i, m, _mm512_mul_ps(v, _mm512_maskz_loadu_ps(m, weight + i)));
+  }
+}
+
+void Softmax(float* x, int64_t n) {
+  __m512 vmax = _mm512_set1_ps(-__builtin_inff());
+  for (int64_t i = 0; i < n; i += 16) {
+    vmax = _mm512_mask_max_ps(vmax, FirstLanes16(n - i), vmax, _mm512_maskz_loadu_ps(FirstLanes16(n - i), x + i));
+  }
+  const __m512 max = _mm512_set1_ps(_mm512_reduce_max_ps(vmax));
+  __m512d lo = _mm512_setzero_pd(), hi = _mm512_setzero_pd();
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = FirstLanes16(n - i);
+    const __m512 e = _mm512_maskz_mov_ps(m, Exp(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), max)));
+    _mm512_mask_storeu_ps(x + i, m, e);
+    lo = _mm512_add_pd(lo, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
+    hi = _mm512_add_pd(hi, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1))));
+  }
+  const __m512 inv = _mm512_set1_ps(static_cast<float>(1.0 / _mm512_reduce_add_pd(_mm512_add_pd(lo, hi))));
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = FirstLanes16(n - i);
+    _mm512_mask_storeu_ps(x + i, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), inv));
+  }
+}
+
+void SiluMul(const float* gate, const float* up, int64_t n, float* out) {
+  const __m512 one = _mm512_set1_ps(1.0f);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = FirstLanes16(n - i);
+    const __m512 g = _mm512_maskz_loadu_ps(m, gate + i);
+    const __m512 u = _mm512_maskz_loadu_ps(m, up + i);
+    const __m512 silu = _mm512_div_ps(g, _mm512_add_ps(one, Exp(_mm512_sub_ps(_mm512_setzero_ps(), g))));
+    _mm512_mask_storeu_ps(out + i, m, _mm512_mul_ps(silu, u));
+  }
+}
+
+void Add(const float* x, int64_t n, float* y) {
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = FirstLanes16(n - i);
+    _mm512_mask_storeu_ps(y + i, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, y + i), _mm512_maskz_loadu_ps(m, x + i)));
+  }
+}
+
+inline float Dot(const float* a, const float* b, int64_t n) {
+  __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
+  int64_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), acc0);
+    acc1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16), _mm512_loadu_ps(b + i + 16), acc1);
+  }
+  for (; i < n; i += 16) {
+    const __mmask16 m = FirstLanes16(n - i);
+    acc0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), acc0);
+  }
+  return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
+}
+
+void AttentionHead(const float* q, const float* k, const float* v, int64_t n_kv,
+                   int64_t head_dim, int64_t kv_stride, float scale, float* scores,
+                   float* out) {
+  for (int64_t i = 0; i < n_kv; ++i) scores[i] = scale * Dot(q, k + i * kv_stride, head_dim);
+  Softmax(scores, n_kv);
+  // out = sum_i p_i v_i, 64 dimensions (4 accumulators) at a time.
+  for (int64_t d0 = 0; d0 < head_dim; d0 += 64) {
+    __mmask16 m[4];
+    __m512 acc[4];
+    for (int j = 0; j < 4; ++j) {
+      const int64_t left = head_dim - d0 - 16 * j;
+      m[j] = left > 0 ? FirstLanes16(left) : 0;
+      acc[j] = _mm512_setzero_ps();
+    }
+    for (int64_t i = 0; i < n_kv; ++i) {
+      const __m512 p = _mm512_set1_ps(scores[i]);
+      const float* vi = v + i * kv_stride + d0;
+      for (int j = 0; j < 4; ++j) {
+        acc[j] = _mm512_fmadd_ps(p, _mm512_maskz_loadu_ps(m[j], vi + 16 * j), acc[j]);
+      }
+    }
+    for (int j = 0; j < 4; ++j) _mm512_mask_storeu_ps(out + d0 + 16 * j, m[j], acc[j]);
+  }
+}
+
+}  // namespace
+
+void FillTable(KernelTable* table) {
+  ref::FillTable(table);  // Rope stays scalar
+  table->isa = Isa::kAvx512;
+  FillMatMulTable(table);
+  table->rms_norm = &RmsNorm;
+  table->softmax = &Softmax;
+  table->silu_mul = &SiluMul;
+  table->add = &Add;
+  table->attention_head = &AttentionHead;
+}
+
+}  // namespace redline::kernels::avx512

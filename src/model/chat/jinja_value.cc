@@ -1,0 +1,543 @@
+#include "model/chat/jinja_value.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+
+#include "base/check.h"
+#include "model/chat/jinja_unicode.h"
+
+namespace redline::model::chat::jinja {
+namespace {
+
+// Dicts up to this size are searched linearly; bigger ones get a hash index.
+constexpr size_t kDictLinearMax = 8;
+
+}  // namespace
+
+Value Value::Undefined(std::string message) {
+  Value v;
+  if (!message.empty()) v.ptr_ = std::make_shared<const std::string>(std::move(message));
+  return v;
+}
+
+Value Value::None() {
+  Value v;
+  v.kind_ = Kind::kNone;
+  return v;
+}
+
+Value Value::Bool(bool b) {
+  Value v;
+  v.kind_ = Kind::kBool;
+  v.i_ = 0;
+  v.b_ = b;
+  return v;
+}
+
+Value Value::Int(int64_t i) {
+  Value v;
+  v.kind_ = Kind::kInt;
+  v.i_ = i;
+  return v;
+}
+
+Value Value::Float(double f) {
+  Value v;
+  v.kind_ = Kind::kFloat;
+  v.f_ = f;
+  return v;
+}
+
+Value Value::Str(std::string s) {
+  Value v;
+  v.kind_ = Kind::kString;
+  v.ptr_ = std::make_shared<const std::string>(std::move(s));
+  return v;
+}
+
+Value Value::Markup(std::string s) {
+  Value v = Str(std::move(s));
+  v.markup_ = true;
+  return v;
+}
+
+Value Value::MakeList(std::vector<Value> items) {
+  Value v;
+  v.kind_ = Kind::kList;
+  v.ptr_ = std::make_shared<const List>(List{std::move(items), false});
+  return v;
+}
+
+Value Value::MakeTuple(std::vector<Value> items) {
+  Value v;
+  v.kind_ = Kind::kList;
+  v.ptr_ = std::make_shared<const List>(List{std::move(items), true});
+  return v;
+}
+
+Value Value::MakeDict(Dict dict) {
+  Value v;
+  v.kind_ = Kind::kDict;
+  v.ptr_ = std::make_shared<const Dict>(std::move(dict));
+  return v;
+}
+
+Value Value::MakeNamespace(Dict attrs) {
+  Value v;
+  v.kind_ = Kind::kNamespace;
+  v.ptr_ = std::make_shared<Dict>(std::move(attrs));
+  return v;
+}
+
+Value Value::MakeCallable(std::string name, CallableFn fn) {
+  Value v;
+  v.kind_ = Kind::kCallable;
+  v.ptr_ = std::make_shared<const Callable>(Callable{std::move(name), std::move(fn)});
+  return v;
+}
+
+Value Value::MakeLoop(std::shared_ptr<LoopState> loop) {
+  Value v;
+  v.kind_ = Kind::kLoop;
+  v.ptr_ = std::move(loop);
+  return v;
+}
+
+bool Value::bool_value() const {
+  RL_DCHECK(kind_ == Kind::kBool);
+  return b_;
+}
+
+int64_t Value::int_value() const {
+  RL_DCHECK(kind_ == Kind::kInt || kind_ == Kind::kBool);
+  return kind_ == Kind::kBool ? (b_ ? 1 : 0) : i_;
+}
+
+double Value::float_value() const {
+  RL_DCHECK(kind_ == Kind::kFloat);
+  return f_;
+}
+
+double Value::AsDouble() const {
+  RL_DCHECK(is_number());
+  if (kind_ == Kind::kFloat) return f_;
+  return static_cast<double>(int_value());
+}
+
+const std::string& Value::str() const {
+  RL_DCHECK(kind_ == Kind::kString);
+  return *static_cast<const std::string*>(ptr_.get());
+}
+
+const std::string& Value::undefined_message() const {
+  static const std::string kEmpty;
+  RL_DCHECK(kind_ == Kind::kUndefined);
+  return ptr_ ? *static_cast<const std::string*>(ptr_.get()) : kEmpty;
+}
+
+const List& Value::list() const {
+  RL_DCHECK(kind_ == Kind::kList);
+  return *static_cast<const List*>(ptr_.get());
+}
+
+const Dict& Value::dict() const {
+  RL_DCHECK(kind_ == Kind::kDict);
+  return *static_cast<const Dict*>(ptr_.get());
+}
+
+Dict& Value::namespace_attrs() const {
+  RL_DCHECK(kind_ == Kind::kNamespace);
+  // Namespaces are the one mutable container; MakeNamespace created a
+  // non-const Dict, so casting the constness away is well defined.
+  return *const_cast<Dict*>(static_cast<const Dict*>(ptr_.get()));
+}
+
+const Callable& Value::callable() const {
+  RL_DCHECK(kind_ == Kind::kCallable);
+  return *static_cast<const Callable*>(ptr_.get());
+}
+
+LoopState& Value::loop() const {
+  RL_DCHECK(kind_ == Kind::kLoop);
+  return *const_cast<LoopState*>(static_cast<const LoopState*>(ptr_.get()));
+}
+
+// ---------------------------------------------------------------------------
+// Dict
+
+bool Dict::KeyOf(const Value& key, std::string* out) {
+  switch (key.kind()) {
+    case Value::Kind::kNone:
+      *out = "n";
+      return true;
+    case Value::Kind::kBool:
+    case Value::Kind::kInt:
+      *out = "i" + std::to_string(key.int_value());
+      return true;
+    case Value::Kind::kFloat: {
+      const double f = key.float_value();
+      if (std::isfinite(f) && f == std::floor(f) && std::fabs(f) < 9.2e18) {
+        *out = "i" + std::to_string(static_cast<int64_t>(f));
+      } else {
+        *out = "f" + FloatRepr(f);
+      }
+      return true;
+    }
+    case Value::Kind::kString:
+      out->clear();
+      out->reserve(key.str().size() + 1);
+      out->push_back('s');
+      out->append(key.str());
+      return true;
+    default:
+      return false;
+  }
+}
+
+const Value* Dict::Find(const Value& key) const {
+  if (key.is_string()) return Find(std::string_view(key.str()));
+  std::string k;
+  if (!KeyOf(key, &k)) return nullptr;
+  if (index_.empty()) {
+    std::string other;
+    for (const auto& [ik, iv] : items_) {
+      if (KeyOf(ik, &other) && other == k) return &iv;
+    }
+    return nullptr;
+  }
+  auto it = index_.find(k);
+  return it == index_.end() ? nullptr : &items_[it->second].second;
+}
+
+const Value* Dict::Find(std::string_view key) const {
+  if (index_.empty()) {
+    for (const auto& [ik, iv] : items_) {
+      if (ik.is_string() && ik.str() == key) return &iv;
+    }
+    return nullptr;
+  }
+  std::string k;
+  k.reserve(key.size() + 1);
+  k.push_back('s');
+  k.append(key);
+  auto it = index_.find(k);
+  return it == index_.end() ? nullptr : &items_[it->second].second;
+}
+
+Status Dict::Set(Value key, Value value) {
+  std::string k;
+  if (!KeyOf(key, &k)) return TypeError("unhashable type: '" + TypeName(key) + "'");
+  if (index_.empty()) {
+    std::string other;
+    for (auto& [ik, iv] : items_) {
+      if (KeyOf(ik, &other) && other == k) {
+        iv = std::move(value);
+        return Status::Ok();
+      }
+    }
+    items_.emplace_back(std::move(key), std::move(value));
+    if (items_.size() > kDictLinearMax) {
+      for (size_t i = 0; i < items_.size(); ++i) {
+        KeyOf(items_[i].first, &other);
+        index_.emplace(other, i);
+      }
+    }
+    return Status::Ok();
+  }
+  auto [it, inserted] = index_.emplace(std::move(k), items_.size());
+  if (inserted) {
+    items_.emplace_back(std::move(key), std::move(value));
+  } else {
+    items_[it->second].second = std::move(value);
+  }
+  return Status::Ok();
+}
+
+void Dict::SetStr(std::string key, Value value) {
+  Status s = Set(Value::Str(std::move(key)), std::move(value));
+  RL_DCHECK(s.ok());
+}
+
+// ---------------------------------------------------------------------------
+// Type names, truthiness, equality
+
+std::string TypeName(const Value& v) {
+  switch (v.kind()) {
+    case Value::Kind::kUndefined: return "Undefined";
+    case Value::Kind::kNone: return "NoneType";
+    case Value::Kind::kBool: return "bool";
+    case Value::Kind::kInt: return "int";
+    case Value::Kind::kFloat: return "float";
+    case Value::Kind::kString: return v.is_markup() ? "Markup" : "str";
+    case Value::Kind::kList: return v.list().is_tuple ? "tuple" : "list";
+    case Value::Kind::kDict: return "dict";
+    case Value::Kind::kNamespace: return "Namespace";
+    case Value::Kind::kCallable: return "function";
+    case Value::Kind::kLoop: return "LoopContext";
+  }
+  return "object";
+}
+
+std::string ObjectTypeRepr(const Value& v) {
+  if (v.is_none()) return "None";
+  return TypeName(v) + " object";
+}
+
+bool Truthy(const Value& v) {
+  switch (v.kind()) {
+    case Value::Kind::kUndefined:
+    case Value::Kind::kNone:
+      return false;
+    case Value::Kind::kBool:
+      return v.bool_value();
+    case Value::Kind::kInt:
+      return v.int_value() != 0;
+    case Value::Kind::kFloat:
+      return v.float_value() != 0.0;
+    case Value::Kind::kString:
+      return !v.str().empty();
+    case Value::Kind::kList:
+      return !v.items().empty();
+    case Value::Kind::kDict:
+      return !v.dict().empty();
+    default:
+      return true;
+  }
+}
+
+bool Equals(const Value& a, const Value& b) {
+  if (a.is_number() && b.is_number()) {
+    if (a.is_float() || b.is_float()) return a.AsDouble() == b.AsDouble();
+    return a.int_value() == b.int_value();
+  }
+  if (a.kind() != b.kind()) return false;
+  switch (a.kind()) {
+    case Value::Kind::kUndefined:
+    case Value::Kind::kNone:
+      return true;
+    case Value::Kind::kString:
+      return a.str() == b.str();
+    case Value::Kind::kList: {
+      if (a.list().is_tuple != b.list().is_tuple) return false;
+      const auto& x = a.items();
+      const auto& y = b.items();
+      if (x.size() != y.size()) return false;
+      for (size_t i = 0; i < x.size(); ++i) {
+        if (!Equals(x[i], y[i])) return false;
+      }
+      return true;
+    }
+    case Value::Kind::kDict: {
+      const Dict& x = a.dict();
+      const Dict& y = b.dict();
+      if (x.size() != y.size()) return false;
+      for (const auto& [k, v] : x.items()) {
+        const Value* other = y.Find(k);
+        if (other == nullptr || !Equals(v, *other)) return false;
+      }
+      return true;
+    }
+    default:
+      return a.identity() == b.identity();
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Printing
+
+std::string FloatRepr(double f) {
+  if (std::isnan(f)) return "nan";
+  if (std::isinf(f)) return f < 0 ? "-inf" : "inf";
+  char buf[64];
+  auto res = std::to_chars(buf, buf + sizeof(buf), f, std::chars_format::scientific);
+  std::string_view sci(buf, res.ptr - buf);
+  // sci is "[-]d[.ddd]e[+-]XX".
+  std::string out;
+  if (!sci.empty() && sci[0] == '-') {
+    out.push_back('-');
+    sci.remove_prefix(1);
+  }
+  const size_t e_pos = sci.find('e');
+  std::string digits;
+  for (char c : sci.substr(0, e_pos)) {
+    if (c != '.') digits.push_back(c);
+  }
+  int exp = 0;
+  std::from_chars(sci.data() + e_pos + 1 + (sci[e_pos + 1] == '+' ? 1 : 0), sci.data() + sci.size(),
+                  exp);
+  const int ndigits = static_cast<int>(digits.size());
+  if (exp >= -4 && exp < 16) {  // Python's repr uses exponents outside [1e-4, 1e16)
+    const int decpt = exp + 1;
+    if (decpt <= 0) {
+      out += "0.";
+      out.append(static_cast<size_t>(-decpt), '0');
+      out += digits;
+    } else if (decpt >= ndigits) {
+      out += digits;
+      out.append(static_cast<size_t>(decpt - ndigits), '0');
+      out += ".0";
+    } else {
+      out += digits.substr(0, decpt);
+      out.push_back('.');
+      out += digits.substr(decpt);
+    }
+    return out;
+  }
+  out.push_back(digits[0]);
+  if (ndigits > 1) {
+    out.push_back('.');
+    out += digits.substr(1);
+  }
+  char exp_buf[16];
+  std::snprintf(exp_buf, sizeof(exp_buf), "e%c%02d", exp < 0 ? '-' : '+', exp < 0 ? -exp : exp);
+  out += exp_buf;
+  return out;
+}
+
+void AppendStringRepr(std::string_view s, std::string* out) {
+  const bool has_single = s.find('\'') != std::string_view::npos;
+  const bool has_double = s.find('"') != std::string_view::npos;
+  const char quote = (has_single && !has_double) ? '"' : '\'';
+  out->push_back(quote);
+  char buf[16];
+  for (char32_t cp : DecodeUtf8(s)) {
+    if (cp == static_cast<char32_t>(quote) || cp == '\\') {
+      out->push_back('\\');
+      out->push_back(static_cast<char>(cp));
+    } else if (cp == '\n') {
+      out->append("\\n");
+    } else if (cp == '\r') {
+      out->append("\\r");
+    } else if (cp == '\t') {
+      out->append("\\t");
+    } else if (IsPrintable(cp)) {
+      AppendUtf8(cp, out);
+    } else {
+      if (cp < 0x100) {
+        std::snprintf(buf, sizeof(buf), "\\x%02x", static_cast<unsigned>(cp));
+      } else if (cp < 0x10000) {
+        std::snprintf(buf, sizeof(buf), "\\u%04x", static_cast<unsigned>(cp));
+      } else {
+        std::snprintf(buf, sizeof(buf), "\\U%08x", static_cast<unsigned>(cp));
+      }
+      out->append(buf);
+    }
+  }
+  out->push_back(quote);
+}
+
+void AppendRepr(const Value& v, std::string* out) {
+  switch (v.kind()) {
+    case Value::Kind::kUndefined:
+      out->append("Undefined");
+      return;
+    case Value::Kind::kString:
+      if (v.is_markup()) {
+        out->append("Markup(");
+        AppendStringRepr(v.str(), out);
+        out->push_back(')');
+      } else {
+        AppendStringRepr(v.str(), out);
+      }
+      return;
+    default:
+      AppendStr(v, out);
+      return;
+  }
+}
+
+std::string Repr(const Value& v) {
+  std::string out;
+  AppendRepr(v, &out);
+  return out;
+}
+
+void AppendStr(const Value& v, std::string* out) {
+  switch (v.kind()) {
+    case Value::Kind::kUndefined:
+      return;
+    case Value::Kind::kNone:
+      out->append("None");
+      return;
+    case Value::Kind::kBool:
+      out->append(v.bool_value() ? "True" : "False");
+      return;
+    case Value::Kind::kInt:
+      out->append(std::to_string(v.int_value()));
+      return;
+    case Value::Kind::kFloat:
+      out->append(FloatRepr(v.float_value()));
+      return;
+    case Value::Kind::kString:
+      out->append(v.str());
+      return;
+    case Value::Kind::kList: {
+      const bool tuple = v.list().is_tuple;
+      out->push_back(tuple ? '(' : '[');
+      const auto& items = v.items();
+      for (size_t i = 0; i < items.size(); ++i) {
+        if (i) out->append(", ");
+        AppendRepr(items[i], out);
+      }
+      if (tuple && items.size() == 1) out->push_back(',');
+      out->push_back(tuple ? ')' : ']');
+      return;
+    }
+    case Value::Kind::kDict:
+    case Value::Kind::kNamespace: {
+      const Dict& d = v.is_dict() ? v.dict() : v.namespace_attrs();
+      if (v.is_namespace()) out->append("<Namespace ");
+      out->push_back('{');
+      bool first = true;
+      for (const auto& [k, val] : d.items()) {
+        if (!first) out->append(", ");
+        first = false;
+        AppendRepr(k, out);
+        out->append(": ");
+        AppendRepr(val, out);
+      }
+      out->push_back('}');
+      if (v.is_namespace()) out->push_back('>');
+      return;
+    }
+    case Value::Kind::kCallable:
+      out->append("<function " + v.callable().name + ">");
+      return;
+    case Value::Kind::kLoop: {
+      const LoopState& loop = v.loop();
+      out->append("<LoopContext " + std::to_string(loop.index0 + 1) + "/" +
+                  std::to_string(loop.items ? loop.items->size() : 0) + ">");
+      return;
+    }
+  }
+}
+
+std::string ToStr(const Value& v) {
+  if (v.is_string()) return v.str();
+  std::string out;
+  AppendStr(v, &out);
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// Errors
+
+Status TypeError(std::string_view message) {
+  return Status::InvalidArgument("TypeError: " + std::string(message));
+}
+
+Status UndefinedError(std::string_view message) {
+  return Status::InvalidArgument("UndefinedError: " + std::string(message));
+}
+
+Status ValueError(std::string_view message) {
+  return Status::InvalidArgument("ValueError: " + std::string(message));
+}
+
+Status FailUndefined(const Value& undefined) {
+  const std::string& m = undefined.undefined_message();
+  return UndefinedError(m.empty() ? "value is undefined" : m);
+}
+
+}  // namespace redline::model::chat::jinja

@@ -1,0 +1,213 @@
+// Values of the Jinja interpreter, modelled on the Python objects Jinja2
+// works with: Undefined, None, bool, int, float, str (optionally marked safe,
+// i.e. markupsafe.Markup), list, tuple, dict (insertion-ordered), namespace,
+// callables and the `loop` object of a for loop.
+//
+// Ownership: a Value is a small handle (24 bytes). Strings, lists and dicts
+// are immutable and shared between copies (copying costs one reference-count
+// increment). Namespaces and loop states are the only mutable objects; they
+// are shared by reference like Python objects.
+//
+// Thread-safety: immutable values may be read from several threads (the
+// literals inside a parsed template are). Values made while rendering stay
+// inside that render.
+#ifndef REDLINE_MODEL_CHAT_JINJA_VALUE_H_
+#define REDLINE_MODEL_CHAT_JINJA_VALUE_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "base/result.h"
+#include "base/status.h"
+
+namespace redline::model::chat::jinja {
+
+class Value;
+class Dict;
+class Renderer;
+struct Callable;
+struct LoopState;
+
+// A list or a tuple (tuples print as "(a, b)" and never equal a list).
+struct List {
+  std::vector<Value> items;
+  bool is_tuple = false;
+};
+
+// Arguments of a call: positional values and keyword pairs in source order.
+struct CallArgs {
+  std::vector<Value> positional;
+  std::vector<std::pair<std::string, Value>> keyword;
+};
+
+// A builtin function, bound method or macro. `renderer` is the render in
+// progress (for limits, filters and macro bodies).
+using CallableFn = std::function<Result<Value>(Renderer& renderer, CallArgs& args)>;
+
+class Value {
+ public:
+  enum class Kind : uint8_t {
+    kUndefined,
+    kNone,
+    kBool,
+    kInt,
+    kFloat,
+    kString,
+    kList,  // list or tuple
+    kDict,
+    kNamespace,
+    kCallable,
+    kLoop,
+  };
+
+  // Undefined without a message.
+  Value() : i_(0) {}
+  // Undefined whose use fails with `message` ("'x' is undefined").
+  static Value Undefined(std::string message);
+  static Value None();
+  static Value Bool(bool b);
+  static Value Int(int64_t i);
+  static Value Float(double f);
+  static Value Str(std::string s);
+  // A markupsafe.Markup string: `+` with a plain string HTML-escapes that
+  // string (see jinja_builtins.h).
+  static Value Markup(std::string s);
+  static Value MakeList(std::vector<Value> items);
+  static Value MakeTuple(std::vector<Value> items);
+  static Value MakeDict(Dict dict);
+  static Value MakeNamespace(Dict attrs);
+  static Value MakeCallable(std::string name, CallableFn fn);
+  static Value MakeLoop(std::shared_ptr<LoopState> loop);
+
+  Kind kind() const { return kind_; }
+  bool is_undefined() const { return kind_ == Kind::kUndefined; }
+  bool is_none() const { return kind_ == Kind::kNone; }
+  bool is_bool() const { return kind_ == Kind::kBool; }
+  bool is_int() const { return kind_ == Kind::kInt; }
+  bool is_float() const { return kind_ == Kind::kFloat; }
+  // bool, int or float (Python numbers; bool is an int subclass).
+  bool is_number() const {
+    return kind_ == Kind::kBool || kind_ == Kind::kInt || kind_ == Kind::kFloat;
+  }
+  bool is_string() const { return kind_ == Kind::kString; }
+  bool is_markup() const { return kind_ == Kind::kString && markup_; }
+  bool is_list() const { return kind_ == Kind::kList; }
+  bool is_tuple() const { return kind_ == Kind::kList && list().is_tuple; }
+  bool is_dict() const { return kind_ == Kind::kDict; }
+  bool is_namespace() const { return kind_ == Kind::kNamespace; }
+  bool is_callable() const { return kind_ == Kind::kCallable; }
+  bool is_loop() const { return kind_ == Kind::kLoop; }
+
+  // Accessors; each is valid only for its kind (RL_DCHECKed).
+  bool bool_value() const;
+  int64_t int_value() const;  // kInt or kBool
+  double float_value() const;
+  double AsDouble() const;  // any number
+  const std::string& str() const;  // kString
+  // The message an undefined value fails with; "" when none was given.
+  const std::string& undefined_message() const;
+  const List& list() const;
+  const std::vector<Value>& items() const { return list().items; }
+  const Dict& dict() const;
+  Dict& namespace_attrs() const;
+  const Callable& callable() const;
+  LoopState& loop() const;
+  // Identity of the shared object (for `is sameas` and namespace equality).
+  const void* identity() const { return ptr_.get(); }
+
+ private:
+  Kind kind_ = Kind::kUndefined;
+  bool markup_ = false;
+  union {
+    bool b_;
+    int64_t i_;
+    double f_;
+  };
+  std::shared_ptr<const void> ptr_;
+};
+
+// An insertion-ordered mapping (Python dict). Keys are None, bool, int,
+// float or str; equal numbers are the same key (1, 1.0 and True), as in
+// Python. Lookups are O(1) through a hash index.
+class Dict {
+ public:
+  Dict() = default;
+  size_t size() const { return items_.size(); }
+  bool empty() const { return items_.empty(); }
+  const std::vector<std::pair<Value, Value>>& items() const { return items_; }
+
+  // Null when absent.
+  const Value* Find(const Value& key) const;
+  const Value* Find(std::string_view key) const;
+  // Inserts or replaces (a replaced key keeps its position). Fails with a
+  // TypeError for unhashable keys (lists, dicts, ...).
+  Status Set(Value key, Value value);
+  // Set() for a string key; cannot fail.
+  void SetStr(std::string key, Value value);
+
+  // Canonical hash-index key, or false for unhashable values.
+  static bool KeyOf(const Value& key, std::string* out);
+
+ private:
+  std::vector<std::pair<Value, Value>> items_;
+  std::unordered_map<std::string, size_t> index_;
+};
+
+struct Callable {
+  std::string name;
+  CallableFn fn;
+};
+
+// State of one for loop, exposed to templates as `loop`.
+struct LoopState {
+  std::shared_ptr<const std::vector<Value>> items;  // after `if` filtering
+  int64_t index0 = 0;
+  int64_t depth0 = 0;
+  // Last value passed to loop.changed() and whether one was passed.
+  Value changed_last;
+  bool changed_called = false;
+};
+
+// Python type name: "NoneType", "str", "Markup", "int", "float", "bool",
+// "list", "tuple", "dict", "Namespace", "function", "LoopContext",
+// "Undefined".
+std::string TypeName(const Value& v);
+// Jinja's object_type_repr: "None" for None, else "<type> object".
+std::string ObjectTypeRepr(const Value& v);
+
+// Python truthiness.
+bool Truthy(const Value& v);
+// Python `==` (Undefined equals Undefined).
+bool Equals(const Value& a, const Value& b);
+
+// Python str(): None -> "None", True -> "True", 1.0 -> "1.0", lists and
+// dicts as their repr; Undefined -> "".
+std::string ToStr(const Value& v);
+// Appends ToStr(v) without a temporary for strings.
+void AppendStr(const Value& v, std::string* out);
+// Python repr(): strings quoted and escaped like Python.
+std::string Repr(const Value& v);
+void AppendRepr(const Value& v, std::string* out);
+// Python repr() of a float: shortest round-trip digits, "1.0", "1e+16",
+// "inf", "nan".
+std::string FloatRepr(double f);
+// Python repr() of a string.
+void AppendStringRepr(std::string_view s, std::string* out);
+
+// Error statuses worded like the Python exceptions Jinja2 raises
+// ("TypeError: ..."); the renderer prefixes the template line.
+Status TypeError(std::string_view message);
+Status UndefinedError(std::string_view message);
+Status ValueError(std::string_view message);
+// Fails with the undefined value's message ("'x' is undefined").
+Status FailUndefined(const Value& undefined);
+
+}  // namespace redline::model::chat::jinja
+
+#endif  // REDLINE_MODEL_CHAT_JINJA_VALUE_H_

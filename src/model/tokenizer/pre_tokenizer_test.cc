@@ -1,0 +1,3 @@
+#include <gtest/gtest.h>
+
+TEST(Placeholder_pre_tokenizer_test, Nothing) {}

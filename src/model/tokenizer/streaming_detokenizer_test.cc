@@ -1,0 +1,3 @@
+#include <gtest/gtest.h>
+
+TEST(Placeholder_streaming_detokenizer_test, Nothing) {}
