@@ -58,7 +58,11 @@ function(rl_add_test name)
     RL_SHARED_DIR="${RL_SHARED_DIR}"
     RL_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
     RL_BINARY_DIR="${PROJECT_BINARY_DIR}")
-  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT 600)
+  set(props TIMEOUT 600)
+  if(ARG_LABELS)
+    list(APPEND props LABELS "${ARG_LABELS}")
+  endif()
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES ${props})
 endfunction()
 
 # rl_isa_sources(SOURCES ... FLAGS ...): ISA flags on those files only.

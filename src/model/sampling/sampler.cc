@@ -26,11 +26,13 @@ Sampler::Sampler(const SamplingParams& params, int64_t vocab_size,
   const Status valid = params.Validate(vocab_size);
   RL_CHECK(valid.ok()) << "unvalidated SamplingParams: " << valid.ToString();
   for (int32_t token : eog_tokens_) {
-    RL_CHECK(token >= 0 && token < vocab_size) << "end-of-generation token " << token;
+    RL_CHECK(token >= 0 && token < vocab_size)
+        << "end-of-generation token " << token;
   }
 }
 
-int32_t Sampler::Sample(std::span<float> logits, std::span<const int32_t> history,
+int32_t Sampler::Sample(std::span<float> logits,
+                        std::span<const int32_t> history,
                         size_t num_prompt_tokens, SampleLogprobs* logprobs) {
   RL_CHECK(static_cast<int64_t>(logits.size()) == vocab_size_)
       << logits.size() << " logits for a vocabulary of " << vocab_size_;
@@ -43,7 +45,8 @@ int32_t Sampler::Sample(std::span<float> logits, std::span<const int32_t> histor
   if (num_generated < static_cast<size_t>(params_.min_tokens)) {
     BanTokens(logits, eog_tokens_);
   }
-  ApplyPenalties(logits, history, num_prompt_tokens, params_, &penalty_scratch_);
+  ApplyPenalties(logits, history, num_prompt_tokens, params_,
+                 &penalty_scratch_);
 
   int32_t token = 0;
   if (params_.IsGreedy()) {

@@ -30,9 +30,11 @@
 // candidates. top_k off: O(V) to build candidates and softmax (an exp per
 // token), and top-p is O(V) plus a sort of one small bucket (see ApplyTopP).
 // Penalties: O(h log h) over the tokens they look at. Logprobs: an O(V) copy
-// of the raw logits plus an O(V) log-softmax. Measured on this project's
-// 2-core dev VM at V = 151936: greedy ~0.2 ms, top_k = 40 ~0.3 ms, no top-k
-// ~1-2 ms. Besides small per-call buffers in top-p, no allocation once the
+// of the raw logits plus an O(V) log-softmax. CPU time per call on the
+// 2-core dev VM, -O2, V = 151936, flat logits, 2000-token history: greedy
+// 0.12 ms; top_k 40 + top_p + min_p 0.16 ms; temperature only 1.2 ms; top_p
+// 0.9 without top_k 2.1 ms (3.2 ms with penalties and logprobs). Besides
+// small per-call buffers in top-p and logprobs, no allocation once the
 // scratch buffers have grown (they are kept between calls).
 //
 // Ownership: owns a copy of the params and its scratch buffers (up to
@@ -68,7 +70,7 @@ class Sampler {
   Sampler(const Sampler&) = delete;
   Sampler& operator=(const Sampler&) = delete;
 
-  // Returns the next token.
+  // Returns the next token. Size mismatches are bugs (RL_CHECK).
   //   logits: [vocab_size] raw model logits for the next position; modified
   //     in place by steps 1-3 (bias, bans, penalties), so the caller must not
   //     reuse them as raw logits afterwards.
@@ -96,7 +98,7 @@ class Sampler {
   SamplingRng rng_;
 
   // Scratch kept between calls to avoid allocating per token.
-  CandidateList candidates_;       // up to [vocab_size]
+  CandidateList candidates_;              // up to [vocab_size]
   std::vector<int32_t> penalty_scratch_;  // [history window]
   std::vector<float> raw_logits_;  // [vocab_size], only when logprobs wanted
 };

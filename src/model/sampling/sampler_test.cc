@@ -20,7 +20,8 @@ std::vector<float> LogitsOf(const std::vector<double>& weights) {
 }
 
 // Draws `n` tokens from fresh copies of `logits` with an empty history.
-std::vector<int32_t> Draw(Sampler& sampler, const std::vector<float>& logits, int n) {
+std::vector<int32_t> Draw(Sampler& sampler, const std::vector<float>& logits,
+                          int n) {
   std::vector<int32_t> out;
   for (int i = 0; i < n; ++i) {
     std::vector<float> copy = logits;
@@ -29,8 +30,8 @@ std::vector<int32_t> Draw(Sampler& sampler, const std::vector<float>& logits, in
   return out;
 }
 
-std::vector<double> Frequencies(Sampler& sampler, const std::vector<float>& logits,
-                                int n) {
+std::vector<double> Frequencies(Sampler& sampler,
+                                const std::vector<float>& logits, int n) {
   std::vector<double> freq(logits.size(), 0.0);
   for (int32_t t : Draw(sampler, logits, n)) freq[t] += 1.0 / n;
   return freq;
@@ -91,14 +92,16 @@ TEST(SamplerTest, PinnedSequenceForSeed) {
   // are exact binary fractions, so no libm call feeds the test. The expected
   // tokens were cross-checked with an independent Python implementation of
   // xoshiro256** + softmax + top-p + inverse CDF.
-  const std::vector<float> logits = {0.0f, 0.25f, 0.5f, 0.75f, 1.0f, 1.25f, 1.5f, 1.75f};
+  const std::vector<float> logits = {0.0f, 0.25f, 0.5f, 0.75f,
+                                     1.0f, 1.25f, 1.5f, 1.75f};
   SamplingParams params;
   params.seed = 1234;
   params.temperature = 0.8f;
   params.top_p = 0.9f;
   Sampler sampler(params, 8);
-  EXPECT_EQ(Draw(sampler, logits, 16),
-            (std::vector<int32_t>{7, 3, 5, 3, 7, 3, 6, 7, 5, 5, 6, 7, 7, 5, 6, 4}));
+  EXPECT_EQ(
+      Draw(sampler, logits, 16),
+      (std::vector<int32_t>{7, 3, 5, 3, 7, 3, 6, 7, 5, 5, 6, 7, 7, 5, 6, 4}));
 }
 
 TEST(SamplerTest, UnsetSeedIsRandomAndReported) {
@@ -182,7 +185,8 @@ TEST(SamplerTest, LogitBiasAndPenaltiesApplyBeforeGreedy) {
   Sampler sampler(rep, 3);
   const std::vector<int32_t> history = {1, 2};
   std::vector<float> l1 = {0.0f, 5.0f, 4.0f};
-  EXPECT_EQ(sampler.Sample(l1, history, 2), 1);  // only token 2 is in the window
+  EXPECT_EQ(sampler.Sample(l1, history, 2),
+            1);  // only token 2 is in the window
   std::vector<float> l2 = {0.0f, 5.0f, 4.0f};
   const std::vector<int32_t> history2 = {2, 1};
   EXPECT_EQ(sampler.Sample(l2, history2, 2), 2);  // 5 / 2 < 4
@@ -198,7 +202,8 @@ TEST(SamplerTest, MinTokensBansEndOfGeneration) {
   std::vector<float> logits = {0.0f, 1.0f, 2.0f, 9.0f};
   EXPECT_EQ(sampler.Sample(logits, std::span(history).first(2), 2), 2);
   logits = {0.0f, 1.0f, 2.0f, 9.0f};
-  EXPECT_EQ(sampler.Sample(logits, std::span(history).first(3), 2), 2);  // 1 < 2
+  EXPECT_EQ(sampler.Sample(logits, std::span(history).first(3), 2),
+            2);  // 1 < 2
   const std::vector<int32_t> longer = {0, 1, 2, 2};
   logits = {0.0f, 1.0f, 2.0f, 9.0f};
   EXPECT_EQ(sampler.Sample(logits, longer, 2), 3);  // 2 generated: allowed
@@ -220,6 +225,16 @@ TEST(SamplerTest, LogprobsDescribeTheRawDistribution) {
   EXPECT_EQ(lp.top[0].token, 3);
   EXPECT_NEAR(lp.top[0].logprob, std::log(0.4), 1e-6);
   EXPECT_EQ(lp.top[1].token, 2);
+}
+
+TEST(SamplerDeathTest, UnvalidatedParamsAreABug) {
+  SamplingParams params;
+  params.top_p = 0.0f;
+  EXPECT_DEATH(Sampler(params, 4), "unvalidated SamplingParams");
+  SamplingParams ok;
+  Sampler sampler(ok, 4);
+  std::vector<float> short_logits = {0.0f, 1.0f};
+  EXPECT_DEATH(sampler.Sample(short_logits, {}, 0), "vocabulary of 4");
 }
 
 TEST(SamplerTest, AllTokensImpossibleFallsBackToArgmax) {
@@ -265,7 +280,8 @@ TEST(SamplerTest, LargeVocabularyMatchesReferencePipeline) {
       SamplingRng rng(77);
       for (int i = 0; i < 10; ++i) {
         std::vector<float> copy = logits;
-        EXPECT_EQ(sampler.Sample(copy, {}, 0), ReferenceDraw(logits, params, rng))
+        EXPECT_EQ(sampler.Sample(copy, {}, 0),
+                  ReferenceDraw(logits, params, rng))
             << "top_k=" << top_k << " top_p=" << top_p << " draw " << i;
       }
     }

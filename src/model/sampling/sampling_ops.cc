@@ -30,13 +30,10 @@ std::vector<int32_t>& SortedCopy(std::span<const int32_t> tokens,
   return v;
 }
 
-}  // namespace
-
-namespace {
-
 // The body of PortableExp, inlined into the O(n) loops.
 inline double ExpInline(double x) {
-  if (!(x >= -745.2)) return x < 0.0 ? 0.0 : x;  // underflow to 0; NaN stays NaN
+  if (std::isnan(x)) return x;
+  if (x < -745.2) return 0.0;  // below half the smallest subnormal
   if (x > 709.7) return std::numeric_limits<double>::infinity();
   // x = k*ln2 + r with |r| <= ln2/2; ln2 split in two (fdlibm's constants:
   // the high part has trailing zero bits, so k * kLn2Hi is exact).
@@ -58,7 +55,8 @@ inline double ExpInline(double x) {
   const double a23 = 1.0 / 2 + r * (1.0 / 6);
   const double a45 = 1.0 / 24 + r * (1.0 / 120);
   const double a67 = 1.0 / 720 + r * (1.0 / 5040);
-  const double p = (a01 + r2 * a23) + r4 * ((a45 + r2 * a67) + r4 * (1.0 / 40320));
+  const double p =
+      (a01 + r2 * a23) + r4 * ((a45 + r2 * a67) + r4 * (1.0 / 40320));
   // Scale by 2^k, building the power of two from its bits. k is in
   // [-1075, 1024]; split it so each factor is a normal double and the one
   // rounding (into subnormals, if any) happens in the final multiply.
@@ -102,13 +100,15 @@ void BanTokens(std::span<float> logits, std::span<const int32_t> tokens) {
   }
 }
 
-void ApplyRepetitionPenalty(std::span<float> logits, std::span<const int32_t> window,
-                            float penalty, std::vector<int32_t>* scratch) {
+void ApplyRepetitionPenalty(std::span<float> logits,
+                            std::span<const int32_t> window, float penalty,
+                            std::vector<int32_t>* scratch) {
   if (penalty == 1.0f || window.empty()) return;
   std::vector<int32_t> local;
   std::vector<int32_t>& sorted = SortedCopy(window, scratch, &local);
   for (size_t i = 0; i < sorted.size(); ++i) {
-    if (i > 0 && sorted[i] == sorted[i - 1]) continue;  // once per distinct token
+    // Each distinct token once, however often it occurs.
+    if (i > 0 && sorted[i] == sorted[i - 1]) continue;
     const int32_t token = sorted[i];
     RL_DCHECK(InVocab(token, logits.size())) << "token " << token;
     if (!InVocab(token, logits.size())) continue;
@@ -118,8 +118,9 @@ void ApplyRepetitionPenalty(std::span<float> logits, std::span<const int32_t> wi
 }
 
 void ApplyPresenceFrequencyPenalty(std::span<float> logits,
-                                   std::span<const int32_t> tokens, float presence,
-                                   float frequency, std::vector<int32_t>* scratch) {
+                                   std::span<const int32_t> tokens,
+                                   float presence, float frequency,
+                                   std::vector<int32_t>* scratch) {
   if ((presence == 0.0f && frequency == 0.0f) || tokens.empty()) return;
   std::vector<int32_t> local;
   std::vector<int32_t>& sorted = SortedCopy(tokens, scratch, &local);
@@ -138,7 +139,8 @@ void ApplyPresenceFrequencyPenalty(std::span<float> logits,
 std::span<const int32_t> RepetitionWindow(std::span<const int32_t> history,
                                           int32_t penalty_last_n) {
   if (penalty_last_n < 0) return history;
-  const size_t n = std::min(history.size(), static_cast<size_t>(penalty_last_n));
+  const size_t n =
+      std::min(history.size(), static_cast<size_t>(penalty_last_n));
   return history.last(n);
 }
 
@@ -146,12 +148,14 @@ void ApplyPenalties(std::span<float> logits, std::span<const int32_t> history,
                     size_t num_prompt_tokens, const SamplingParams& params,
                     std::vector<int32_t>* scratch) {
   RL_CHECK(num_prompt_tokens <= history.size())
-      << num_prompt_tokens << " prompt tokens in a history of " << history.size();
-  ApplyRepetitionPenalty(logits, RepetitionWindow(history, params.penalty_last_n),
+      << num_prompt_tokens << " prompt tokens in a history of "
+      << history.size();
+  ApplyRepetitionPenalty(logits,
+                         RepetitionWindow(history, params.penalty_last_n),
                          params.repetition_penalty, scratch);
   ApplyPresenceFrequencyPenalty(logits, history.subspan(num_prompt_tokens),
-                                params.presence_penalty, params.frequency_penalty,
-                                scratch);
+                                params.presence_penalty,
+                                params.frequency_penalty, scratch);
 }
 
 int32_t Argmax(std::span<const float> logits) {
@@ -219,7 +223,8 @@ void ApplyTopK(CandidateList* list, int32_t k) {
   std::vector<Candidate>& items = list->items;
   if (k <= 0 || static_cast<size_t>(k) >= items.size()) return;
   if (!list->sorted) {
-    std::nth_element(items.begin(), items.begin() + k, items.end(), CandidateBefore);
+    std::nth_element(items.begin(), items.begin() + k, items.end(),
+                     CandidateBefore);
     items.resize(k);
     std::sort(items.begin(), items.end(), CandidateBefore);
     list->sorted = true;
@@ -238,8 +243,8 @@ void Softmax(CandidateList* list) {
     for (Candidate& c : items) c.prob = (c.logit == max_logit) ? 1.0f : 0.0f;
   } else {
     for (Candidate& c : items) {
-      c.prob = static_cast<float>(
-          ExpInline(static_cast<double>(c.logit) - static_cast<double>(max_logit)));
+      c.prob = static_cast<float>(ExpInline(static_cast<double>(c.logit) -
+                                            static_cast<double>(max_logit)));
     }
   }
   Renormalize(list);
@@ -251,8 +256,8 @@ namespace {
 // growing chunks, and returns the index one past the first element at which
 // base + (sum of probs of items[begin, i]) >= target; items.size() when the
 // sum never gets there (then everything from begin on is sorted).
-size_t SortedPrefixEnd(std::vector<Candidate>& items, size_t begin, double target,
-                       double base, bool already_sorted) {
+size_t SortedPrefixEnd(std::vector<Candidate>& items, size_t begin,
+                       double target, double base, bool already_sorted) {
   double cumulative = base;
   size_t sorted_end = begin;
   size_t chunk = already_sorted ? items.size() : 64;
@@ -260,10 +265,11 @@ size_t SortedPrefixEnd(std::vector<Candidate>& items, size_t begin, double targe
     const size_t end = std::min(items.size(), sorted_end + chunk);
     if (!already_sorted) {
       if (end < items.size()) {
-        std::nth_element(items.begin() + sorted_end, items.begin() + end, items.end(),
-                         CandidateBefore);
+        std::nth_element(items.begin() + sorted_end, items.begin() + end,
+                         items.end(), CandidateBefore);
       }
-      std::sort(items.begin() + sorted_end, items.begin() + end, CandidateBefore);
+      std::sort(items.begin() + sorted_end, items.begin() + end,
+                CandidateBefore);
     }
     for (size_t i = sorted_end; i < end; ++i) {
       cumulative += items[i].prob;
@@ -293,7 +299,8 @@ void ApplyTopP(CandidateList* list, float top_p) {
     max_logit = std::max(max_logit, c.logit);
     min_logit = std::min(min_logit, c.logit);
   }
-  const double range = static_cast<double>(max_logit) - static_cast<double>(min_logit);
+  const double range =
+      static_cast<double>(max_logit) - static_cast<double>(min_logit);
   if (list->sorted || items.size() <= kTopPBuckets || !(range > 0.0) ||
       !std::isfinite(range)) {
     // Small, already sorted, flat or with infinities: sort as far as needed.
@@ -310,7 +317,8 @@ void ApplyTopP(CandidateList* list, float top_p) {
   // sorted, so a flat distribution costs O(n), not O(n log n).
   const double scale = static_cast<double>(kTopPBuckets - 1) / range;
   auto bucket_of = [&](float logit) {
-    const double d = (static_cast<double>(max_logit) - static_cast<double>(logit)) * scale;
+    const double d =
+        (static_cast<double>(max_logit) - static_cast<double>(logit)) * scale;
     return std::min(kTopPBuckets - 1, static_cast<size_t>(d));
   };
   std::vector<double> mass(kTopPBuckets, 0.0);
@@ -349,7 +357,8 @@ void ApplyMinP(CandidateList* list, float min_p) {
   } else {
     for (const Candidate& c : items) max_prob = std::max(max_prob, c.prob);
   }
-  const double threshold = static_cast<double>(min_p) * static_cast<double>(max_prob);
+  const double threshold =
+      static_cast<double>(min_p) * static_cast<double>(max_prob);
   // std::remove_if is stable: kept candidates keep their order.
   items.erase(std::remove_if(items.begin(), items.end(),
                              [threshold](const Candidate& c) {
@@ -387,8 +396,8 @@ int32_t SampleCandidate(const CandidateList& list, double u) {
   return items.front().token;
 }
 
-void ComputeLogprobs(std::span<const float> logits, int32_t chosen, int32_t top_n,
-                     SampleLogprobs* out) {
+void ComputeLogprobs(std::span<const float> logits, int32_t chosen,
+                     int32_t top_n, SampleLogprobs* out) {
   RL_CHECK(InVocab(chosen, logits.size())) << "chosen token " << chosen;
   float max_logit = -kInf;
   size_t num_max_inf = 0;
@@ -403,7 +412,8 @@ void ComputeLogprobs(std::span<const float> logits, int32_t chosen, int32_t top_
     double sum = 0.0;
     for (float l : logits) {
       if (IsPossible(l)) {
-        sum += ExpInline(static_cast<double>(l) - static_cast<double>(max_logit));
+        sum +=
+            ExpInline(static_cast<double>(l) - static_cast<double>(max_logit));
       }
     }
     log_sum = static_cast<double>(max_logit) + std::log(sum);
@@ -411,7 +421,8 @@ void ComputeLogprobs(std::span<const float> logits, int32_t chosen, int32_t top_
   auto logprob = [&](float l) -> float {
     if (!IsPossible(l)) return -kInf;  // NaN and -inf
     if (max_logit == kInf) {
-      return l == kInf ? static_cast<float>(-std::log(static_cast<double>(num_max_inf)))
+      return l == kInf ? static_cast<float>(
+                             -std::log(static_cast<double>(num_max_inf)))
                        : -kInf;
     }
     return static_cast<float>(static_cast<double>(l) - log_sum);
@@ -421,7 +432,8 @@ void ComputeLogprobs(std::span<const float> logits, int32_t chosen, int32_t top_
   // Top-n: an insertion-sorted buffer of at most n entries; most logits fail
   // the comparison with the current last entry and cost one compare.
   out->top.clear();
-  const size_t n = std::min(static_cast<size_t>(std::max(top_n, 0)), logits.size());
+  const size_t n =
+      std::min(static_cast<size_t>(std::max(top_n, 0)), logits.size());
   if (n == 0) return;
   std::vector<Candidate> best;
   best.reserve(n + 1);
@@ -429,10 +441,12 @@ void ComputeLogprobs(std::span<const float> logits, int32_t chosen, int32_t top_
     if (std::isnan(logits[i])) continue;
     const Candidate c{static_cast<int32_t>(i), logits[i], 0.0f};
     if (best.size() == n && !CandidateBefore(c, best.back())) continue;
-    best.insert(std::upper_bound(best.begin(), best.end(), c, CandidateBefore), c);
+    best.insert(std::upper_bound(best.begin(), best.end(), c, CandidateBefore),
+                c);
     if (best.size() > n) best.pop_back();
   }
-  for (const Candidate& c : best) out->top.push_back({c.token, logprob(c.logit)});
+  for (const Candidate& c : best)
+    out->top.push_back({c.token, logprob(c.logit)});
 }
 
 }  // namespace redline::model

@@ -85,15 +85,16 @@ void BanTokens(std::span<float> logits, std::span<const int32_t> tokens);
 // however often it occurs) gets logit / penalty if logit > 0, else
 // logit * penalty. penalty == 1 or an empty window is a no-op.
 // `scratch` (may be null) is reused to avoid allocating. O(w log w).
-void ApplyRepetitionPenalty(std::span<float> logits, std::span<const int32_t> window,
-                            float penalty, std::vector<int32_t>* scratch = nullptr);
+void ApplyRepetitionPenalty(std::span<float> logits,
+                            std::span<const int32_t> window, float penalty,
+                            std::vector<int32_t>* scratch = nullptr);
 
 // OpenAI presence/frequency penalties: for each token occurring c > 0 times in
 // `tokens`: logit -= c * frequency + presence. Both 0 is a no-op. `scratch` as
 // above. O(n log n).
 void ApplyPresenceFrequencyPenalty(std::span<float> logits,
-                                   std::span<const int32_t> tokens, float presence,
-                                   float frequency,
+                                   std::span<const int32_t> tokens,
+                                   float presence, float frequency,
                                    std::vector<int32_t>* scratch = nullptr);
 
 // The window repetition_penalty looks at: the last `penalty_last_n` tokens of
@@ -191,8 +192,8 @@ struct SampleLogprobs {
 // and temperature): the distribution the model produced, as vLLM reports by
 // default, so logprobs do not change with sampling settings. Reuses out->top's
 // capacity. O(vocab_size * log(top_n)) typical.
-void ComputeLogprobs(std::span<const float> logits, int32_t chosen, int32_t top_n,
-                     SampleLogprobs* out);
+void ComputeLogprobs(std::span<const float> logits, int32_t chosen,
+                     int32_t top_n, SampleLogprobs* out);
 
 }  // namespace redline::model
 

@@ -26,7 +26,8 @@ std::vector<int32_t> Tokens(const CandidateList& list) {
 CandidateList WithProbs(const std::vector<float>& probs) {
   CandidateList list;
   for (size_t i = 0; i < probs.size(); ++i) {
-    list.items.push_back({static_cast<int32_t>(i), std::log(probs[i]), probs[i]});
+    list.items.push_back(
+        {static_cast<int32_t>(i), std::log(probs[i]), probs[i]});
   }
   return list;
 }
@@ -58,7 +59,8 @@ TEST(ArgmaxTest, PicksLargestTiesToLowestIdSkipsNaN) {
 
 TEST(LogitBiasTest, AddsAndAccumulatesRepeatedIds) {
   std::vector<float> logits = {1.0f, 2.0f, 3.0f};
-  const std::vector<std::pair<int32_t, float>> bias = {{0, 5.0f}, {2, -100.0f}, {0, 0.5f}};
+  const std::vector<std::pair<int32_t, float>> bias = {
+      {0, 5.0f}, {2, -100.0f}, {0, 0.5f}};
   ApplyLogitBias(logits, bias);
   EXPECT_EQ(logits, (std::vector<float>{6.5f, 2.0f, -97.0f}));
 }
@@ -70,7 +72,8 @@ TEST(BanTokensTest, SetsMinusInfinity) {
   EXPECT_EQ(logits, (std::vector<float>{-kInf, 2.0f, -kInf}));
 }
 
-TEST(RepetitionPenaltyTest, DividesPositiveMultipliesNegativeOncePerDistinctToken) {
+TEST(RepetitionPenaltyTest,
+     DividesPositiveMultipliesNegativeOncePerDistinctToken) {
   std::vector<float> logits = {4.0f, -4.0f, 2.0f, 0.0f, 8.0f};
   // Token 0 appears three times: still penalized once.
   const std::vector<int32_t> window = {0, 1, 0, 3, 0};
@@ -98,7 +101,8 @@ TEST(RepetitionPenaltyTest, OnlyTokensInsideTheWindow) {
 TEST(PresenceFrequencyPenaltyTest, ExactValues) {
   std::vector<float> logits = {1.0f, 1.0f, 1.0f, 1.0f};
   const std::vector<int32_t> tokens = {1, 2, 1, 1};
-  ApplyPresenceFrequencyPenalty(logits, tokens, /*presence=*/0.5f, /*frequency=*/0.25f);
+  ApplyPresenceFrequencyPenalty(logits, tokens, /*presence=*/0.5f,
+                                /*frequency=*/0.25f);
   // token 1: 1 - (3 * 0.25 + 0.5) = -0.25; token 2: 1 - (0.25 + 0.5) = 0.25.
   EXPECT_EQ(logits, (std::vector<float>{1.0f, -0.25f, 0.25f, 1.0f}));
 
@@ -192,8 +196,8 @@ TEST(TemperatureTest, DividesLogits) {
 }
 
 TEST(SoftmaxTest, ProbabilitiesOfHandMadeLogits) {
-  const std::vector<float> logits = {std::log(0.1f), std::log(0.2f), std::log(0.3f),
-                                     std::log(0.4f)};
+  const std::vector<float> logits = {std::log(0.1f), std::log(0.2f),
+                                     std::log(0.3f), std::log(0.4f)};
   CandidateList list;
   FillCandidates(logits, &list);
   Softmax(&list);
@@ -221,7 +225,8 @@ TEST(TopPTest, KeepsSmallestPrefixReachingP) {
   // Token order scrambled; dyadic probabilities make the sums exact.
   //   token: 0      1     2      3
   //   prob:  0.125  0.5   0.125  0.25
-  // Canonical order: 1 (0.5), 3 (0.25), 0 (0.125), 2 (0.125; tie -> id 0 first).
+  // Canonical order: 1 (0.5), 3 (0.25), 0 (0.125), 2 (0.125; tie -> id 0
+  // first).
   const std::vector<float> probs = {0.125f, 0.5f, 0.125f, 0.25f};
   CandidateList list = WithProbs(probs);
   ApplyTopP(&list, 0.75f);  // 0.5 + 0.25 = 0.75 >= 0.75: two tokens
@@ -264,7 +269,8 @@ TEST(TopPTest, BucketedSelectionMatchesFullSortOnLargeLists) {
       EXPECT_EQ(a, b) << "spread=" << spread << " p=" << p;
       // Smallest prefix: without its last token the mass is below p.
       double without_last = 0.0;
-      for (size_t i = 0; i + 1 < full.items.size(); ++i) without_last += full.items[i].prob;
+      for (size_t i = 0; i + 1 < full.items.size(); ++i)
+        without_last += full.items[i].prob;
       EXPECT_LT(without_last, p);
     }
   }
@@ -322,7 +328,8 @@ TEST(SampleCandidateTest, InverseCdfBoundaries) {
 
 TEST(LogprobsTest, LogSoftmaxOfChosenAndTopN) {
   // probs 0.125, 0.375, 0.125, 0.375 (tie between 1 and 3 -> 1 first).
-  const std::vector<float> logits = {0.0f, std::log(3.0f), 0.0f, std::log(3.0f)};
+  const std::vector<float> logits = {0.0f, std::log(3.0f), 0.0f,
+                                     std::log(3.0f)};
   SampleLogprobs out;
   ComputeLogprobs(logits, 2, 3, &out);
   EXPECT_EQ(out.chosen.token, 2);

@@ -32,10 +32,12 @@ Status SamplingParams::Validate(int64_t vocab_size) const {
     return RangeError("min_p", "in [0, 1]", min_p);
   }
   if (!(repetition_penalty > 0.0f && std::isfinite(repetition_penalty))) {
-    return RangeError("repetition_penalty", "finite and > 0", repetition_penalty);
+    return RangeError("repetition_penalty", "finite and > 0",
+                      repetition_penalty);
   }
   if (penalty_last_n < -1) {
-    return RangeError("penalty_last_n", ">= -1 (-1 = whole context)", penalty_last_n);
+    return RangeError("penalty_last_n", ">= -1 (-1 = whole context)",
+                      penalty_last_n);
   }
   if (!(std::fabs(presence_penalty) <= kMaxAbsPresenceFrequencyPenalty)) {
     return RangeError("presence_penalty", "in [-2, 2]", presence_penalty);
@@ -52,7 +54,8 @@ Status SamplingParams::Validate(int64_t vocab_size) const {
     }
     if (!(std::fabs(bias) <= kMaxAbsLogitBias)) {
       std::ostringstream os;
-      os << "logit_bias for token " << token << " must be in [-100, 100], got " << bias;
+      os << "logit_bias for token " << token << " must be in [-100, 100], got "
+         << bias;
       return Status::InvalidArgument(os.str());
     }
   }
@@ -64,8 +67,8 @@ Status SamplingParams::Validate(int64_t vocab_size) const {
   }
   if (max_tokens != -1 && min_tokens > max_tokens) {
     std::ostringstream os;
-    os << "min_tokens (" << min_tokens << ") must not exceed max_tokens (" << max_tokens
-       << ")";
+    os << "min_tokens (" << min_tokens << ") must not exceed max_tokens ("
+       << max_tokens << ")";
     return Status::InvalidArgument(os.str());
   }
   if (stop.size() > kMaxStopStrings) {

@@ -63,9 +63,12 @@ TEST(SamplingParamsTest, ClearMessagesForBadRanges) {
             "temperature must be in [0, 100], got nan");
   EXPECT_EQ(ErrorOf([](auto& p) { p.top_k = -2; }),
             "top_k must be >= 0 (or -1 for off), got -2");
-  EXPECT_EQ(ErrorOf([](auto& p) { p.top_p = 0.0f; }), "top_p must be in (0, 1], got 0");
-  EXPECT_EQ(ErrorOf([](auto& p) { p.top_p = 1.5f; }), "top_p must be in (0, 1], got 1.5");
-  EXPECT_EQ(ErrorOf([](auto& p) { p.min_p = -0.1f; }), "min_p must be in [0, 1], got -0.1");
+  EXPECT_EQ(ErrorOf([](auto& p) { p.top_p = 0.0f; }),
+            "top_p must be in (0, 1], got 0");
+  EXPECT_EQ(ErrorOf([](auto& p) { p.top_p = 1.5f; }),
+            "top_p must be in (0, 1], got 1.5");
+  EXPECT_EQ(ErrorOf([](auto& p) { p.min_p = -0.1f; }),
+            "min_p must be in [0, 1], got -0.1");
   EXPECT_EQ(ErrorOf([](auto& p) { p.repetition_penalty = 0.0f; }),
             "repetition_penalty must be finite and > 0, got 0");
   EXPECT_EQ(ErrorOf([](auto& p) { p.penalty_last_n = -2; }),
@@ -74,22 +77,30 @@ TEST(SamplingParamsTest, ClearMessagesForBadRanges) {
             "presence_penalty must be in [-2, 2], got 2.5");
   EXPECT_EQ(ErrorOf([](auto& p) { p.frequency_penalty = -3.0f; }),
             "frequency_penalty must be in [-2, 2], got -3");
-  EXPECT_EQ(ErrorOf([](auto& p) { p.logit_bias = {{1000, 1.0f}}; }),
+  EXPECT_EQ(ErrorOf([](auto& p) {
+              p.logit_bias = {{1000, 1.0f}};
+            }),
             "logit_bias token id 1000 is outside the vocabulary [0, 1000)");
-  EXPECT_EQ(ErrorOf([](auto& p) { p.logit_bias = {{-1, 1.0f}}; }),
+  EXPECT_EQ(ErrorOf([](auto& p) {
+              p.logit_bias = {{-1, 1.0f}};
+            }),
             "logit_bias token id -1 is outside the vocabulary [0, 1000)");
-  EXPECT_EQ(ErrorOf([](auto& p) { p.logit_bias = {{5, 101.0f}}; }),
+  EXPECT_EQ(ErrorOf([](auto& p) {
+              p.logit_bias = {{5, 101.0f}};
+            }),
             "logit_bias for token 5 must be in [-100, 100], got 101");
   EXPECT_EQ(ErrorOf([](auto& p) { p.max_tokens = 0; }),
             "max_tokens must be >= 1 (or unset), got 0");
-  EXPECT_EQ(ErrorOf([](auto& p) { p.min_tokens = -1; }), "min_tokens must be >= 0, got -1");
+  EXPECT_EQ(ErrorOf([](auto& p) { p.min_tokens = -1; }),
+            "min_tokens must be >= 0, got -1");
   EXPECT_EQ(ErrorOf([](auto& p) {
               p.max_tokens = 4;
               p.min_tokens = 5;
             }),
             "min_tokens (5) must not exceed max_tokens (4)");
-  EXPECT_EQ(ErrorOf([](auto& p) { p.stop = std::vector<std::string>(17, "x"); }),
-            "the number of stop strings must be at most 16, got 17");
+  EXPECT_EQ(
+      ErrorOf([](auto& p) { p.stop = std::vector<std::string>(17, "x"); }),
+      "the number of stop strings must be at most 16, got 17");
   EXPECT_EQ(ErrorOf([](auto& p) { p.stop = {std::string(257, 'x')}; }),
             "each stop string must be at most 256 bytes, got 257");
   EXPECT_EQ(ErrorOf([](auto& p) {

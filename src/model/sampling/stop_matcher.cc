@@ -25,10 +25,14 @@ size_t IncompleteUtf8Suffix(std::string_view text) {
   for (size_t back = 1; back <= limit; ++back) {
     const auto byte = static_cast<unsigned char>(text[text.size() - back]);
     if ((byte & 0xC0) == 0x80) continue;  // continuation: keep looking
-    size_t needed = 1;                     // ASCII or a byte that is never a lead
-    if (byte >= 0xC2 && byte <= 0xDF) needed = 2;
-    else if (byte >= 0xE0 && byte <= 0xEF) needed = 3;
-    else if (byte >= 0xF0 && byte <= 0xF4) needed = 4;
+    size_t needed = 1;  // ASCII or a byte that is never a lead
+    if (byte >= 0xC2 && byte <= 0xDF) {
+      needed = 2;
+    } else if (byte >= 0xE0 && byte <= 0xEF) {
+      needed = 3;
+    } else if (byte >= 0xF0 && byte <= 0xF4) {
+      needed = 4;
+    }
     return needed > back ? back : 0;
   }
   return 0;  // only continuation bytes: invalid, nothing to wait for
@@ -47,8 +51,10 @@ size_t StopMatcher::StopPrefixSuffix() const {
   size_t best = 0;
   for (const std::string& stop : stops_) {
     // Longest first; only lengths that would beat the current best.
-    for (size_t len = std::min(stop.size() - 1, held.size()); len > best; --len) {
-      if (held.substr(held.size() - len) == std::string_view(stop).substr(0, len)) {
+    for (size_t len = std::min(stop.size() - 1, held.size()); len > best;
+         --len) {
+      if (held.substr(held.size() - len) ==
+          std::string_view(stop).substr(0, len)) {
         best = len;
         break;
       }
@@ -109,7 +115,8 @@ bool EndOfGenerationSet::Contains(int32_t token) const {
   return std::binary_search(tokens_.begin(), tokens_.end(), token);
 }
 
-FinishChecker::FinishChecker(const SamplingParams& params, EndOfGenerationSet eog)
+FinishChecker::FinishChecker(const SamplingParams& params,
+                             EndOfGenerationSet eog)
     : matcher_(params.stop),
       eog_(std::move(eog)),
       max_tokens_(params.max_tokens),
@@ -117,7 +124,8 @@ FinishChecker::FinishChecker(const SamplingParams& params, EndOfGenerationSet eo
 
 FinishReason FinishChecker::Accept(int32_t token, std::string_view piece,
                                    std::string* out) {
-  RL_CHECK(finish_ == FinishReason::kNone) << "Accept() after the sequence finished";
+  RL_CHECK(finish_ == FinishReason::kNone)
+      << "Accept() after the sequence finished";
   ++num_generated_;
   if (!ignore_eos_ && eog_.Contains(token)) {
     matcher_.Flush(out);

@@ -79,7 +79,8 @@ class StopMatcher {
   size_t StopPrefixSuffix() const;
 
   std::vector<std::string> stops_;
-  std::vector<int> stop_index_;  // stops_[i] was the constructor's [stop_index_[i]]
+  // stops_[i] is the constructor's stops[stop_index_[i]].
+  std::vector<int> stop_index_;
   std::string held_;
   bool stopped_ = false;
   int matched_stop_ = -1;

@@ -17,7 +17,8 @@ struct Fed {
 };
 
 // Feeds `pieces` one by one; flushes at the end unless stopped.
-Fed FeedAll(const std::vector<std::string>& stops, const std::vector<std::string>& pieces) {
+Fed FeedAll(const std::vector<std::string>& stops,
+            const std::vector<std::string>& pieces) {
   StopMatcher m(stops);
   Fed fed;
   for (const std::string& p : pieces) {
@@ -100,8 +101,9 @@ TEST(StopMatcherTest, MultipleStopsEarliestCompletionWins) {
 TEST(StopMatcherTest, ResultIndependentOfPieceBoundaries) {
   const std::vector<std::string> stops = {"END", "ndx", "<|im_end|>", "abab"};
   const std::vector<std::string> texts = {
-      "the end is near ENDING", "aba abab", "<|im_e <|im_end|>tail",
-      "no stop here at all <|im_", "endx and ndx", "caf\xC3\xA9 \xF0\x9F\x98\x80 END"};
+      "the end is near ENDING", "aba abab",
+      "<|im_e <|im_end|>tail",  "no stop here at all <|im_",
+      "endx and ndx",           "caf\xC3\xA9 \xF0\x9F\x98\x80 END"};
   SamplingRng rng(3);
   for (const std::string& text : texts) {
     const Fed whole = FeedAll(stops, {text});
@@ -126,7 +128,7 @@ TEST(StopMatcherTest, IncompleteUtf8IsHeldBack) {
   EXPECT_EQ(IncompleteUtf8Suffix("\xF0\x9F\x98"), 3u);
   EXPECT_EQ(IncompleteUtf8Suffix("\xF0\x9F\x98\x80"), 0u);
   EXPECT_EQ(IncompleteUtf8Suffix("\xE2\x82"), 2u);
-  EXPECT_EQ(IncompleteUtf8Suffix("x\xFF"), 0u);      // never valid: not held
+  EXPECT_EQ(IncompleteUtf8Suffix("x\xFF"), 0u);         // never valid: not held
   EXPECT_EQ(IncompleteUtf8Suffix("\x80\x80\x80"), 0u);  // stray continuations
 
   StopMatcher m(std::vector<std::string>{});
@@ -146,8 +148,8 @@ TEST(StopMatcherTest, IncompleteUtf8IsHeldBack) {
 }
 
 TEST(StopMatcherTest, MultiByteStopString) {
-  const Fed fed = FeedAll({"\xE3\x80\x82"}, {"\xE4\xBD\xA0\xE5", "\xA5\xBD\xE3", "\x80",
-                                              "\x82\xE5\x86\x8D"});
+  const Fed fed = FeedAll({"\xE3\x80\x82"}, {"\xE4\xBD\xA0\xE5", "\xA5\xBD\xE3",
+                                             "\x80", "\x82\xE5\x86\x8D"});
   EXPECT_TRUE(fed.stopped);
   EXPECT_EQ(fed.text, "\xE4\xBD\xA0\xE5\xA5\xBD");
 }
