@@ -29,17 +29,23 @@ using redline::model::gguf::ValueType;
 uint64_t Touch(const Value& v, uint64_t acc) {
   acc = acc * 31 + static_cast<uint32_t>(v.type);
   if (v.is_integer()) return acc + static_cast<uint64_t>(v.AsInt());
-  if (v.is_float()) return acc + static_cast<uint64_t>(v.AsDouble() == v.AsDouble());
+  if (v.is_float())
+    return acc + static_cast<uint64_t>(v.AsDouble() == v.AsDouble());
   switch (v.type) {
-    case ValueType::kBool: return acc + v.AsBool();
-    case ValueType::kString: return acc + v.AsString().size() + (v.AsString().empty() ? 0 : v.AsString().back());
+    case ValueType::kBool:
+      return acc + v.AsBool();
+    case ValueType::kString:
+      return acc + v.AsString().size() +
+             (v.AsString().empty() ? 0 : v.AsString().back());
     case ValueType::kArray:
       for (const Value& e : v.AsArray()) {
         RL_CHECK(e.type == v.array_type);
         acc = Touch(e, acc);
       }
       return acc;
-    default: RL_CHECK(false) << "parsed value of unknown type"; return acc;
+    default:
+      RL_CHECK(false) << "parsed value of unknown type";
+      return acc;
   }
 }
 
@@ -50,14 +56,18 @@ uint64_t TouchFile(const GgufFile& f, std::span<const uint8_t> bytes) {
     RL_CHECK(f.Find(key) == &value);
     acc = Touch(value, acc);
     // The getters must not crash on any type.
-    acc += f.GetString(key).ok() + f.GetInt(key).ok() + f.GetFloat(key).ok() + f.GetBool(key).ok();
-    acc += f.GetStringArray(key).ok() + f.GetFloatArray(key).ok() + f.GetIntArray(key).ok();
+    acc += f.GetString(key).ok() + f.GetInt(key).ok() + f.GetFloat(key).ok() +
+           f.GetBool(key).ok();
+    acc += f.GetStringArray(key).ok() + f.GetFloatArray(key).ok() +
+           f.GetIntArray(key).ok();
   }
   for (const TensorInfo& t : f.tensors()) {
     RL_CHECK(f.FindTensor(t.name) == &t);
     RL_CHECK(t.size_bytes > 0 && t.offset % f.alignment() == 0);
-    RL_CHECK(t.data >= bytes.data() && t.data + t.size_bytes <= bytes.data() + bytes.size());
-    acc += t.data[0] + t.data[t.size_bytes - 1] + static_cast<uint64_t>(t.NumElements());
+    RL_CHECK(t.data >= bytes.data() &&
+             t.data + t.size_bytes <= bytes.data() + bytes.size());
+    acc += t.data[0] + t.data[t.size_bytes - 1] +
+           static_cast<uint64_t>(t.NumElements());
   }
   return acc;
 }
@@ -94,7 +104,9 @@ void CheckRoundTrip(const GgufFile& f) {
   w.SetAlignment(f.alignment());
   for (const TensorInfo& t : f.tensors()) {
     const uint8_t* src = t.data;
-    w.AddTensor(t.name, t.type, t.dims, [src](std::span<uint8_t> dst) { std::memcpy(dst.data(), src, dst.size()); });
+    w.AddTensor(t.name, t.type, t.dims, [src](std::span<uint8_t> dst) {
+      std::memcpy(dst.data(), src, dst.size());
+    });
   }
   if (!w.Validate().ok()) return;  // e.g. tensor names ggml would refuse
   const std::vector<uint8_t> bytes = w.WriteToBytes();
@@ -109,7 +121,8 @@ void CheckRoundTrip(const GgufFile& f) {
   for (size_t i = 0; i < f.tensors().size(); ++i) {
     const TensorInfo& a = again->tensors()[i];
     const TensorInfo& b = f.tensors()[i];
-    RL_CHECK(a.name == b.name && a.type == b.type && a.dims == b.dims && a.size_bytes == b.size_bytes);
+    RL_CHECK(a.name == b.name && a.type == b.type && a.dims == b.dims &&
+             a.size_bytes == b.size_bytes);
     RL_CHECK(std::memcmp(a.data, b.data, a.size_bytes) == 0);
   }
 }

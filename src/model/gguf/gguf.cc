@@ -16,7 +16,8 @@ namespace redline::model::gguf {
 
 // GGUF is little-endian and the reader decodes with memcpy; a big-endian host
 // would need byte swaps everywhere (and so would the tensor data).
-static_assert(std::endian::native == std::endian::little, "GGUF I/O assumes a little-endian host");
+static_assert(std::endian::native == std::endian::little,
+              "GGUF I/O assumes a little-endian host");
 
 namespace {
 
@@ -72,11 +73,13 @@ const TensorTypeTraits* FindTraits(TensorType type) {
   return nullptr;
 }
 
-bool IsValidValueType(uint32_t t) { return t <= static_cast<uint32_t>(ValueType::kFloat64); }
+bool IsValidValueType(uint32_t t) {
+  return t <= static_cast<uint32_t>(ValueType::kFloat64);
+}
 
 bool IsSignedType(ValueType t) {
-  return t == ValueType::kInt8 || t == ValueType::kInt16 || t == ValueType::kInt32 ||
-         t == ValueType::kInt64;
+  return t == ValueType::kInt8 || t == ValueType::kInt16 ||
+         t == ValueType::kInt32 || t == ValueType::kInt64;
 }
 
 bool IsIntegerType(ValueType t) {
@@ -84,7 +87,9 @@ bool IsIntegerType(ValueType t) {
          t == ValueType::kUint32 || t == ValueType::kUint64;
 }
 
-bool IsFloatType(ValueType t) { return t == ValueType::kFloat32 || t == ValueType::kFloat64; }
+bool IsFloatType(ValueType t) {
+  return t == ValueType::kFloat32 || t == ValueType::kFloat64;
+}
 
 // Encoded size of a fixed-size scalar, 0 for string and array.
 uint64_t ScalarBytes(ValueType t) {
@@ -135,37 +140,53 @@ std::string Printable(std::string_view s) {
   return out;
 }
 
-Status TypeMismatch(std::string_view key, const Value& v, std::string_view expected) {
+Status TypeMismatch(std::string_view key, const Value& v,
+                    std::string_view expected) {
   std::string got(ValueTypeName(v.type));
-  if (v.type == ValueType::kArray) got = fmt::format("array of {}", ValueTypeName(v.array_type));
-  return Status::InvalidArgument(
-      fmt::format("metadata key '{}' is {}, expected {}", Printable(key), got, expected));
+  if (v.type == ValueType::kArray)
+    got = fmt::format("array of {}", ValueTypeName(v.array_type));
+  return Status::InvalidArgument(fmt::format(
+      "metadata key '{}' is {}, expected {}", Printable(key), got, expected));
 }
 
 }  // namespace
 
 std::string_view ValueTypeName(ValueType type) {
   switch (type) {
-    case ValueType::kUint8: return "uint8";
-    case ValueType::kInt8: return "int8";
-    case ValueType::kUint16: return "uint16";
-    case ValueType::kInt16: return "int16";
-    case ValueType::kUint32: return "uint32";
-    case ValueType::kInt32: return "int32";
-    case ValueType::kFloat32: return "float32";
-    case ValueType::kBool: return "bool";
-    case ValueType::kString: return "string";
-    case ValueType::kArray: return "array";
-    case ValueType::kUint64: return "uint64";
-    case ValueType::kInt64: return "int64";
-    case ValueType::kFloat64: return "float64";
+    case ValueType::kUint8:
+      return "uint8";
+    case ValueType::kInt8:
+      return "int8";
+    case ValueType::kUint16:
+      return "uint16";
+    case ValueType::kInt16:
+      return "int16";
+    case ValueType::kUint32:
+      return "uint32";
+    case ValueType::kInt32:
+      return "int32";
+    case ValueType::kFloat32:
+      return "float32";
+    case ValueType::kBool:
+      return "bool";
+    case ValueType::kString:
+      return "string";
+    case ValueType::kArray:
+      return "array";
+    case ValueType::kUint64:
+      return "uint64";
+    case ValueType::kInt64:
+      return "int64";
+    case ValueType::kFloat64:
+      return "float64";
   }
   return "unknown";
 }
 
 std::string TensorTypeName(TensorType type) {
   const TensorTypeTraits* t = FindTraits(type);
-  return t ? std::string(t->name) : fmt::format("type {}", static_cast<uint32_t>(type));
+  return t ? std::string(t->name)
+           : fmt::format("type {}", static_cast<uint32_t>(type));
 }
 
 bool IsSupportedTensorType(TensorType type) {
@@ -201,10 +222,13 @@ Value Value::Bool(bool v) {
   out.data.emplace<bool>(v);
   return out;
 }
-Value Value::Str(std::string v) { return Value{ValueType::kString, std::move(v)}; }
+Value Value::Str(std::string v) {
+  return Value{ValueType::kString, std::move(v)};
+}
 
 Value Value::ArrayOf(ValueType element_type, Array elements) {
-  return Value{ValueType::kArray, std::make_shared<Array>(std::move(elements)), element_type};
+  return Value{ValueType::kArray, std::make_shared<Array>(std::move(elements)),
+               element_type};
 }
 
 Value Value::StrArray(const std::vector<std::string>& v) {
@@ -233,29 +257,36 @@ bool Value::is_float() const { return IsFloatType(type); }
 
 int64_t Value::AsInt() const {
   RL_CHECK(is_integer()) << "AsInt on a " << ValueTypeName(type) << " value";
-  if (const auto* u = std::get_if<uint64_t>(&data)) return static_cast<int64_t>(*u);
+  if (const auto* u = std::get_if<uint64_t>(&data))
+    return static_cast<int64_t>(*u);
   return std::get<int64_t>(data);
 }
 
 double Value::AsDouble() const {
-  RL_CHECK(is_integer() || is_float()) << "AsDouble on a " << ValueTypeName(type) << " value";
-  if (const auto* u = std::get_if<uint64_t>(&data)) return static_cast<double>(*u);
-  if (const auto* i = std::get_if<int64_t>(&data)) return static_cast<double>(*i);
+  RL_CHECK(is_integer() || is_float())
+      << "AsDouble on a " << ValueTypeName(type) << " value";
+  if (const auto* u = std::get_if<uint64_t>(&data))
+    return static_cast<double>(*u);
+  if (const auto* i = std::get_if<int64_t>(&data))
+    return static_cast<double>(*i);
   return std::get<double>(data);
 }
 
 bool Value::AsBool() const {
-  RL_CHECK(type == ValueType::kBool) << "AsBool on a " << ValueTypeName(type) << " value";
+  RL_CHECK(type == ValueType::kBool)
+      << "AsBool on a " << ValueTypeName(type) << " value";
   return std::get<bool>(data);
 }
 
 const std::string& Value::AsString() const {
-  RL_CHECK(type == ValueType::kString) << "AsString on a " << ValueTypeName(type) << " value";
+  RL_CHECK(type == ValueType::kString)
+      << "AsString on a " << ValueTypeName(type) << " value";
   return std::get<std::string>(data);
 }
 
 const Array& Value::AsArray() const {
-  RL_CHECK(type == ValueType::kArray) << "AsArray on a " << ValueTypeName(type) << " value";
+  RL_CHECK(type == ValueType::kArray)
+      << "AsArray on a " << ValueTypeName(type) << " value";
   static const Array kEmpty;
   const auto& p = std::get<std::shared_ptr<Array>>(data);
   return p ? *p : kEmpty;
@@ -275,8 +306,11 @@ int64_t TensorInfo::NumElements() const {
 // anything is reserved.
 class GgufParser {
  public:
-  GgufParser(std::span<const uint8_t> bytes, bool require_supported_types, GgufFile* file)
-      : bytes_(bytes), require_supported_(require_supported_types), file_(file) {}
+  GgufParser(std::span<const uint8_t> bytes, bool require_supported_types,
+             GgufFile* file)
+      : bytes_(bytes),
+        require_supported_(require_supported_types),
+        file_(file) {}
 
   Status Run() {
     RL_RETURN_IF_ERROR(ParseHeader());
@@ -300,8 +334,9 @@ class GgufParser {
 
   Status Need(uint64_t n, std::string_view what) const {
     if (n <= remaining()) return Status::Ok();
-    return Status::DataLoss(fmt::format("file truncated: {} at byte {} needs {} bytes, only {} remain",
-                                        what, pos_, n, remaining()));
+    return Status::DataLoss(fmt::format(
+        "file truncated: {} at byte {} needs {} bytes, only {} remain", what,
+        pos_, n, remaining()));
   }
 
   template <typename T>
@@ -323,17 +358,20 @@ class GgufParser {
   Status ReadString(std::string_view what, uint64_t max_len, std::string* out) {
     uint64_t len = 0;
     if (remaining() < sizeof(len)) {
-      return Status::DataLoss(fmt::format("file truncated: {} length at byte {} needs 8 bytes, only {} remain", what,
-                                          pos_, remaining()));
+      return Status::DataLoss(fmt::format(
+          "file truncated: {} length at byte {} needs 8 bytes, only {} remain",
+          what, pos_, remaining()));
     }
     len = Take<uint64_t>();
     if (len > remaining()) {
-      return Status::DataLoss(fmt::format("{} of {} bytes at byte {} exceeds the file ({} bytes remain)",
-                                          what, len, pos_ - 8, remaining()));
+      return Status::DataLoss(fmt::format(
+          "{} of {} bytes at byte {} exceeds the file ({} bytes remain)", what,
+          len, pos_ - 8, remaining()));
     }
     if (len > max_len) {
-      return Status::InvalidArgument(
-          fmt::format("{} of {} bytes at byte {} is longer than the limit of {}", what, len, pos_ - 8, max_len));
+      return Status::InvalidArgument(fmt::format(
+          "{} of {} bytes at byte {} is longer than the limit of {}", what, len,
+          pos_ - 8, max_len));
     }
     out->assign(reinterpret_cast<const char*>(bytes_.data() + pos_), len);
     pos_ += len;
@@ -342,28 +380,34 @@ class GgufParser {
 
   Status ParseHeader() {
     if (size() < 4) {
-      return Status::DataLoss(
-          fmt::format("file truncated: {} bytes is too small for a GGUF header ({} bytes)", size(), kHeaderBytes));
+      return Status::DataLoss(fmt::format(
+          "file truncated: {} bytes is too small for a GGUF header ({} bytes)",
+          size(), kHeaderBytes));
     }
     if (std::memcmp(bytes_.data(), "GGUF", 4) != 0) {
-      return Status::InvalidArgument(fmt::format("not a GGUF file: magic is '{}', expected 'GGUF'",
-                                                 Printable({reinterpret_cast<const char*>(bytes_.data()), 4})));
+      return Status::InvalidArgument(fmt::format(
+          "not a GGUF file: magic is '{}', expected 'GGUF'",
+          Printable({reinterpret_cast<const char*>(bytes_.data()), 4})));
     }
     pos_ = 4;
     uint32_t version = 0;
     RL_RETURN_IF_ERROR(Read("header version", &version));
     if (version == 1) {
       return Status::Unimplemented(
-          "GGUF version 1 is not supported (only versions 2 and 3); convert the model again with a current "
+          "GGUF version 1 is not supported (only versions 2 and 3); convert "
+          "the model again with a current "
           "converter");
     }
     if (version != 2 && version != 3) {
       const uint32_t swapped = __builtin_bswap32(version);
       if (swapped == 2 || swapped == 3) {
         return Status::Unimplemented(
-            fmt::format("big-endian GGUF file (version {}); only little-endian files are supported", swapped));
+            fmt::format("big-endian GGUF file (version {}); only little-endian "
+                        "files are supported",
+                        swapped));
       }
-      return Status::Unimplemented(fmt::format("unsupported GGUF version {} (only 2 and 3)", version));
+      return Status::Unimplemented(
+          fmt::format("unsupported GGUF version {} (only 2 and 3)", version));
     }
     file_->version_ = version;
     uint64_t tensor_count = 0;
@@ -373,17 +417,19 @@ class GgufParser {
     // Both counts must fit the rest of the file at their smallest encoding;
     // this rejects 2^40 tensors before anything is reserved.
     if (kv_count > remaining() / kMinKeyValueBytes) {
-      return Status::DataLoss(fmt::format(
-          "header: metadata count {} exceeds the file (each key/value needs at least {} bytes, {} bytes remain "
-          "after the header)",
-          kv_count, kMinKeyValueBytes, remaining()));
+      return Status::DataLoss(
+          fmt::format("header: metadata count {} exceeds the file (each "
+                      "key/value needs at least {} bytes, {} bytes remain "
+                      "after the header)",
+                      kv_count, kMinKeyValueBytes, remaining()));
     }
     const uint64_t left = remaining() - kv_count * kMinKeyValueBytes;
     if (tensor_count > left / kMinTensorInfoBytes) {
-      return Status::DataLoss(fmt::format(
-          "header: tensor count {} exceeds the file (each tensor info needs at least {} bytes, {} bytes remain "
-          "after the header and metadata)",
-          tensor_count, kMinTensorInfoBytes, left));
+      return Status::DataLoss(
+          fmt::format("header: tensor count {} exceeds the file (each tensor "
+                      "info needs at least {} bytes, {} bytes remain "
+                      "after the header and metadata)",
+                      tensor_count, kMinTensorInfoBytes, left));
     }
     tensor_count_ = tensor_count;
     kv_count_ = kv_count;
@@ -397,17 +443,20 @@ class GgufParser {
       std::string key;
       Status s = ReadString("key", kMaxKeyBytes, &key);
       if (!s.ok()) return s.WithContext(fmt::format("metadata key {}", i));
-      const std::string where = fmt::format("metadata key {} ('{}')", i, Printable(key));
+      const std::string where =
+          fmt::format("metadata key {} ('{}')", i, Printable(key));
       auto [it, inserted] = file_->metadata_index_.emplace(key, i);
       if (!inserted) {
-        return Status::InvalidArgument(
-            fmt::format("{} at byte {}: duplicate key (first seen as metadata key {})", where, start, it->second));
+        return Status::InvalidArgument(fmt::format(
+            "{} at byte {}: duplicate key (first seen as metadata key {})",
+            where, start, it->second));
       }
       uint32_t type = 0;
       s = Read("value type", &type);
       if (!s.ok()) return s.WithContext(where);
       if (!IsValidValueType(type)) {
-        return Status::InvalidArgument(fmt::format("{}: unknown value type {} at byte {}", where, type, pos_ - 4));
+        return Status::InvalidArgument(fmt::format(
+            "{}: unknown value type {} at byte {}", where, type, pos_ - 4));
       }
       Value value;
       s = ReadValue(static_cast<ValueType>(type), 0, &value);
@@ -422,14 +471,22 @@ class GgufParser {
   Status ReadValue(ValueType type, int depth, Value* out) {
     out->type = type;
     switch (type) {
-      case ValueType::kUint8: return ReadUnsigned<uint8_t>(out);
-      case ValueType::kUint16: return ReadUnsigned<uint16_t>(out);
-      case ValueType::kUint32: return ReadUnsigned<uint32_t>(out);
-      case ValueType::kUint64: return ReadUnsigned<uint64_t>(out);
-      case ValueType::kInt8: return ReadSigned<int8_t>(out);
-      case ValueType::kInt16: return ReadSigned<int16_t>(out);
-      case ValueType::kInt32: return ReadSigned<int32_t>(out);
-      case ValueType::kInt64: return ReadSigned<int64_t>(out);
+      case ValueType::kUint8:
+        return ReadUnsigned<uint8_t>(out);
+      case ValueType::kUint16:
+        return ReadUnsigned<uint16_t>(out);
+      case ValueType::kUint32:
+        return ReadUnsigned<uint32_t>(out);
+      case ValueType::kUint64:
+        return ReadUnsigned<uint64_t>(out);
+      case ValueType::kInt8:
+        return ReadSigned<int8_t>(out);
+      case ValueType::kInt16:
+        return ReadSigned<int16_t>(out);
+      case ValueType::kInt32:
+        return ReadSigned<int32_t>(out);
+      case ValueType::kInt64:
+        return ReadSigned<int64_t>(out);
       case ValueType::kFloat32: {
         float f = 0;
         RL_RETURN_IF_ERROR(Read("float32 value", &f));
@@ -451,7 +508,8 @@ class GgufParser {
       }
       case ValueType::kString: {
         std::string s;
-        RL_RETURN_IF_ERROR(ReadString("string", std::numeric_limits<uint64_t>::max(), &s));
+        RL_RETURN_IF_ERROR(
+            ReadString("string", std::numeric_limits<uint64_t>::max(), &s));
         out->data = std::move(s);
         return Status::Ok();
       }
@@ -481,26 +539,30 @@ class GgufParser {
     const uint64_t start = pos_;
     if (depth >= kMaxArrayDepth) {
       return Status::InvalidArgument(
-          fmt::format("array at byte {} is nested more than {} levels deep", start, kMaxArrayDepth));
+          fmt::format("array at byte {} is nested more than {} levels deep",
+                      start, kMaxArrayDepth));
     }
     uint32_t element_type = 0;
     RL_RETURN_IF_ERROR(Read("array element type", &element_type));
     if (!IsValidValueType(element_type)) {
-      return Status::InvalidArgument(fmt::format("unknown array element type {} at byte {}", element_type, start));
+      return Status::InvalidArgument(fmt::format(
+          "unknown array element type {} at byte {}", element_type, start));
     }
     const auto et = static_cast<ValueType>(element_type);
     uint64_t count = 0;
     RL_RETURN_IF_ERROR(Read("array length", &count));
     const uint64_t min_bytes = MinEncodedBytes(et);
     if (count > remaining() / min_bytes) {
-      return Status::DataLoss(fmt::format(
-          "array of {} elements exceeds the file (at byte {}: each {} element needs at least {} bytes, {} bytes "
-          "remain)",
-          count, start, ValueTypeName(et), min_bytes, remaining()));
+      return Status::DataLoss(
+          fmt::format("array of {} elements exceeds the file (at byte {}: each "
+                      "{} element needs at least {} bytes, {} bytes "
+                      "remain)",
+                      count, start, ValueTypeName(et), min_bytes, remaining()));
     }
     if (count > array_elements_left_) {
       return Status::InvalidArgument(
-          fmt::format("array of {} elements at byte {} exceeds the limit of {} metadata array elements in total",
+          fmt::format("array of {} elements at byte {} exceeds the limit of {} "
+                      "metadata array elements in total",
                       count, start, kMaxMetadataArrayElements));
     }
     array_elements_left_ -= count;
@@ -520,14 +582,17 @@ class GgufParser {
     if (v == nullptr) return Status::Ok();
     if (!v->is_integer()) {
       return Status::InvalidArgument(
-          fmt::format("general.alignment is {}, expected an integer", ValueTypeName(v->type)));
+          fmt::format("general.alignment is {}, expected an integer",
+                      ValueTypeName(v->type)));
     }
-    const bool negative = std::holds_alternative<int64_t>(v->data) && std::get<int64_t>(v->data) < 0;
+    const bool negative = std::holds_alternative<int64_t>(v->data) &&
+                          std::get<int64_t>(v->data) < 0;
     const auto a = static_cast<uint64_t>(v->AsInt());
     if (negative || a == 0 || a > kMaxAlignment || !std::has_single_bit(a)) {
-      return Status::InvalidArgument(
-          fmt::format("general.alignment is {}; it must be a power of two from 1 to {}",
-                      negative ? std::to_string(v->AsInt()) : std::to_string(a), kMaxAlignment));
+      return Status::InvalidArgument(fmt::format(
+          "general.alignment is {}; it must be a power of two from 1 to {}",
+          negative ? std::to_string(v->AsInt()) : std::to_string(a),
+          kMaxAlignment));
     }
     file_->alignment_ = a;
     return Status::Ok();
@@ -537,18 +602,22 @@ class GgufParser {
     file_->tensors_.reserve(tensor_count_);
     for (uint64_t i = 0; i < tensor_count_; ++i) {
       TensorInfo t;
-      Status s = ReadString("name", std::numeric_limits<uint64_t>::max(), &t.name);
+      Status s =
+          ReadString("name", std::numeric_limits<uint64_t>::max(), &t.name);
       if (!s.ok()) return s.WithContext(fmt::format("tensor info {}", i));
       s = ParseTensorInfo(&t);
       if (!s.ok()) {
         // The unsupported-type message is shown to users as is.
         if (s.code() == StatusCode::kUnimplemented) return s;
-        return s.WithContext(fmt::format("tensor info {} ('{}')", i, Printable(t.name)));
+        return s.WithContext(
+            fmt::format("tensor info {} ('{}')", i, Printable(t.name)));
       }
       auto [it, inserted] = file_->tensor_index_.emplace(t.name, i);
       if (!inserted) {
-        return Status::InvalidArgument(fmt::format("tensor info {} ('{}'): duplicate tensor name (first seen as tensor info {})",
-                                                   i, Printable(t.name), it->second));
+        return Status::InvalidArgument(
+            fmt::format("tensor info {} ('{}'): duplicate tensor name (first "
+                        "seen as tensor info {})",
+                        i, Printable(t.name), it->second));
       }
       file_->tensors_.push_back(std::move(t));
     }
@@ -561,7 +630,8 @@ class GgufParser {
     RL_RETURN_IF_ERROR(Read("n_dims", &n_dims));
     if (n_dims < 1 || n_dims > kMaxDims) {
       return Status::InvalidArgument(
-          fmt::format("n_dims is {} at byte {}; it must be 1 to {}", n_dims, pos_ - 4, kMaxDims));
+          fmt::format("n_dims is {} at byte {}; it must be 1 to {}", n_dims,
+                      pos_ - 4, kMaxDims));
     }
     t->dims.resize(n_dims);
     int64_t elements = 1;
@@ -569,12 +639,14 @@ class GgufParser {
       RL_RETURN_IF_ERROR(Read("dimension", &t->dims[d]));
       const int64_t ne = t->dims[d];
       if (ne < 1) {
-        return Status::InvalidArgument(
-            fmt::format("dimension {} is {} at byte {}; every dimension must be at least 1", d, ne, pos_ - 8));
+        return Status::InvalidArgument(fmt::format(
+            "dimension {} is {} at byte {}; every dimension must be at least 1",
+            d, ne, pos_ - 8));
       }
       if (elements > std::numeric_limits<int64_t>::max() / ne) {
-        return Status::InvalidArgument(
-            fmt::format("shape [{}] overflows int64 elements", fmt::join(t->dims.begin(), t->dims.begin() + d + 1, ", ")));
+        return Status::InvalidArgument(fmt::format(
+            "shape [{}] overflows int64 elements",
+            fmt::join(t->dims.begin(), t->dims.begin() + d + 1, ", ")));
       }
       elements *= ne;
     }
@@ -583,20 +655,25 @@ class GgufParser {
     t->type = static_cast<TensorType>(type);
     const TensorTypeTraits* traits = FindTraits(t->type);
     if (traits == nullptr) {
-      return Status::InvalidArgument(fmt::format("unknown tensor type {} at byte {}", type, pos_ - 4));
+      return Status::InvalidArgument(
+          fmt::format("unknown tensor type {} at byte {}", type, pos_ - 4));
     }
     if (require_supported_ && !traits->supported) {
-      return Status::Unimplemented(fmt::format("tensor {} has type {}, not supported yet", t->name, traits->name));
+      return Status::Unimplemented(fmt::format(
+          "tensor {} has type {}, not supported yet", t->name, traits->name));
     }
     if (t->dims[0] % traits->block_elements != 0) {
-      return Status::InvalidArgument(fmt::format("dims[0] = {} is not a multiple of the {} block size {}",
-                                                 t->dims[0], traits->name, traits->block_elements));
+      return Status::InvalidArgument(
+          fmt::format("dims[0] = {} is not a multiple of the {} block size {}",
+                      t->dims[0], traits->name, traits->block_elements));
     }
-    const auto blocks = static_cast<uint64_t>(elements / traits->block_elements);
+    const auto blocks =
+        static_cast<uint64_t>(elements / traits->block_elements);
     const auto block_bytes = static_cast<uint64_t>(traits->block_bytes);
     if (blocks > std::numeric_limits<uint64_t>::max() / block_bytes) {
-      return Status::InvalidArgument(fmt::format("shape [{}] of type {} overflows the byte size",
-                                                 fmt::join(t->dims, ", "), traits->name));
+      return Status::InvalidArgument(
+          fmt::format("shape [{}] of type {} overflows the byte size",
+                      fmt::join(t->dims, ", "), traits->name));
     }
     t->size_bytes = blocks * block_bytes;
     return Read("offset", &t->offset);
@@ -611,12 +688,14 @@ class GgufParser {
     std::vector<TensorInfo>& tensors = file_->tensors_;
     for (TensorInfo& t : tensors) {
       if (t.offset % alignment != 0) {
-        return Status::InvalidArgument(fmt::format("tensor '{}': offset {} is not a multiple of the alignment {}",
-                                                   Printable(t.name), t.offset, alignment));
+        return Status::InvalidArgument(fmt::format(
+            "tensor '{}': offset {} is not a multiple of the alignment {}",
+            Printable(t.name), t.offset, alignment));
       }
       if (t.offset > data_bytes || t.size_bytes > data_bytes - t.offset) {
         return Status::DataLoss(fmt::format(
-            "file truncated: tensor '{}' ({} bytes at data offset {}) extends past the end of the file (data starts "
+            "file truncated: tensor '{}' ({} bytes at data offset {}) extends "
+            "past the end of the file (data starts "
             "at byte {}, file has {} bytes)",
             Printable(t.name), t.size_bytes, t.offset, data_offset, size()));
       }
@@ -625,15 +704,19 @@ class GgufParser {
     // Overlap: sort by offset, compare neighbours. O(n log n) on indices.
     std::vector<size_t> order(tensors.size());
     std::iota(order.begin(), order.end(), size_t{0});
-    std::sort(order.begin(), order.end(),
-              [&](size_t a, size_t b) { return tensors[a].offset < tensors[b].offset; });
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+      return tensors[a].offset < tensors[b].offset;
+    });
     for (size_t k = 1; k < order.size(); ++k) {
       const TensorInfo& prev = tensors[order[k - 1]];
       const TensorInfo& cur = tensors[order[k]];
-      if (prev.offset + prev.size_bytes > cur.offset) {  // both in bounds: no overflow
+      if (prev.offset + prev.size_bytes >
+          cur.offset) {  // both in bounds: no overflow
         return Status::InvalidArgument(fmt::format(
-            "tensors '{}' (data bytes {} to {}) and '{}' (from data byte {}) overlap", Printable(prev.name),
-            prev.offset, prev.offset + prev.size_bytes, Printable(cur.name), cur.offset));
+            "tensors '{}' (data bytes {} to {}) and '{}' (from data byte {}) "
+            "overlap",
+            Printable(prev.name), prev.offset, prev.offset + prev.size_bytes,
+            Printable(cur.name), cur.offset));
       }
     }
     return Status::Ok();
@@ -650,21 +733,24 @@ class GgufParser {
 
 // ---------------------------------------------------------------- GgufFile
 
-Result<GgufFile> GgufFile::Parse(std::span<const uint8_t> bytes, bool require_supported_types) {
+Result<GgufFile> GgufFile::Parse(std::span<const uint8_t> bytes,
+                                 bool require_supported_types) {
   GgufFile file;
   GgufParser parser(bytes, require_supported_types, &file);
   RL_RETURN_IF_ERROR(parser.Run());
   return file;
 }
 
-Result<GgufFile> GgufFile::Open(const std::string& path, bool require_supported_types) {
+Result<GgufFile> GgufFile::Open(const std::string& path,
+                                bool require_supported_types) {
   Result<MappedFile> mapped = MappedFile::Open(path);
   if (!mapped.ok()) return mapped.status();
   auto mapping = std::make_unique<MappedFile>(std::move(mapped).value());
   Result<GgufFile> file = Parse(mapping->bytes(), require_supported_types);
   if (!file.ok()) {
     // The unsupported-type message names the tensor; keep it exact.
-    if (file.status().code() == StatusCode::kUnimplemented) return file.status();
+    if (file.status().code() == StatusCode::kUnimplemented)
+      return file.status();
     return file.status().WithContext(path);
   }
   file->path_ = path;
@@ -685,13 +771,15 @@ const TensorInfo* GgufFile::FindTensor(std::string_view name) const {
 namespace {
 
 Status NotFoundKey(std::string_view key) {
-  return Status::NotFound(fmt::format("metadata key '{}' not found", Printable(key)));
+  return Status::NotFound(
+      fmt::format("metadata key '{}' not found", Printable(key)));
 }
 
 // A uint64 above INT64_MAX does not fit the int64 the getters return.
 bool FitsInt64(const Value& v) {
   const auto* u = std::get_if<uint64_t>(&v.data);
-  return u == nullptr || *u <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
+  return u == nullptr ||
+         *u <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
 }
 
 }  // namespace
@@ -708,8 +796,9 @@ Result<int64_t> GgufFile::GetInt(std::string_view key) const {
   if (v == nullptr) return NotFoundKey(key);
   if (!v->is_integer()) return TypeMismatch(key, *v, "an integer");
   if (!FitsInt64(*v)) {
-    return Status::InvalidArgument(fmt::format("metadata key '{}': value {} does not fit int64", Printable(key),
-                                               std::get<uint64_t>(v->data)));
+    return Status::InvalidArgument(
+        fmt::format("metadata key '{}': value {} does not fit int64",
+                    Printable(key), std::get<uint64_t>(v->data)));
   }
   return v->AsInt();
 }
@@ -717,7 +806,8 @@ Result<int64_t> GgufFile::GetInt(std::string_view key) const {
 Result<double> GgufFile::GetFloat(std::string_view key) const {
   const Value* v = Find(key);
   if (v == nullptr) return NotFoundKey(key);
-  if (!v->is_integer() && !v->is_float()) return TypeMismatch(key, *v, "a number");
+  if (!v->is_integer() && !v->is_float())
+    return TypeMismatch(key, *v, "a number");
   return v->AsDouble();
 }
 
@@ -728,7 +818,8 @@ Result<bool> GgufFile::GetBool(std::string_view key) const {
   return v->AsBool();
 }
 
-Result<std::vector<std::string>> GgufFile::GetStringArray(std::string_view key) const {
+Result<std::vector<std::string>> GgufFile::GetStringArray(
+    std::string_view key) const {
   const Value* v = Find(key);
   if (v == nullptr) return NotFoundKey(key);
   if (v->type != ValueType::kArray || v->array_type != ValueType::kString) {
@@ -744,7 +835,8 @@ Result<std::vector<std::string>> GgufFile::GetStringArray(std::string_view key) 
 Result<std::vector<float>> GgufFile::GetFloatArray(std::string_view key) const {
   const Value* v = Find(key);
   if (v == nullptr) return NotFoundKey(key);
-  if (v->type != ValueType::kArray || !(IsFloatType(v->array_type) || IsIntegerType(v->array_type))) {
+  if (v->type != ValueType::kArray ||
+      !(IsFloatType(v->array_type) || IsIntegerType(v->array_type))) {
     return TypeMismatch(key, *v, "array of numbers");
   }
   const Array& a = v->AsArray();
@@ -765,8 +857,9 @@ Result<std::vector<int64_t>> GgufFile::GetIntArray(std::string_view key) const {
   out.reserve(a.size());
   for (size_t i = 0; i < a.size(); ++i) {
     if (!FitsInt64(a[i])) {
-      return Status::InvalidArgument(fmt::format("metadata key '{}': element {} ({}) does not fit int64",
-                                                 Printable(key), i, std::get<uint64_t>(a[i].data)));
+      return Status::InvalidArgument(
+          fmt::format("metadata key '{}': element {} ({}) does not fit int64",
+                      Printable(key), i, std::get<uint64_t>(a[i].data)));
     }
     out.push_back(a[i].AsInt());
   }

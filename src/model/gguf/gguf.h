@@ -36,8 +36,8 @@ inline constexpr int kMaxDims = 4;
 // limit bounds the parser's recursion on hostile input.
 inline constexpr int kMaxArrayDepth = 8;
 // Total number of array elements over all metadata values. Each parsed element
-// costs one Value (~48 bytes), so this caps the reader's memory at ~800 MiB even
-// for a file built to maximise it; the largest real vocabularies hold well
+// costs one Value (~48 bytes), so this caps the reader's memory at ~800 MiB
+// even for a file built to maximise it; the largest real vocabularies hold well
 // under 1M elements (e.g. 128k tokens x 3 arrays + 280k merges).
 inline constexpr uint64_t kMaxMetadataArrayElements = uint64_t{1} << 24;
 // general.alignment above this is treated as corrupt: page (4 KiB) and huge
@@ -52,15 +52,18 @@ inline constexpr size_t kMaxTensorNameBytes = 63;
 // The spec limits metadata keys to 2^16 - 1 bytes.
 inline constexpr size_t kMaxKeyBytes = 65535;
 
+// clang-format off
 // Metadata value types (numbering as in the spec).
 enum class ValueType : uint32_t {
   kUint8 = 0, kInt8 = 1, kUint16 = 2, kInt16 = 3, kUint32 = 4, kInt32 = 5,
   kFloat32 = 6, kBool = 7, kString = 8, kArray = 9, kUint64 = 10, kInt64 = 11,
   kFloat64 = 12,
 };
+// clang-format on
 // "uint8", "float32", "string", "array", ...; "unknown" for other numbers.
 std::string_view ValueTypeName(ValueType type);
 
+// clang-format off
 // ggml tensor types (numbering as in ggml.h). Only F32, F16, BF16, Q8_0 and
 // Q4_0 can be loaded; the others are named in errors.
 enum class TensorType : uint32_t {
@@ -71,6 +74,7 @@ enum class TensorType : uint32_t {
   kI32 = 26, kI64 = 27, kF64 = 28, kIQ1_M = 29, kBF16 = 30, kTQ1_0 = 34,
   kTQ2_0 = 35, kMXFP4 = 39,
 };
+// clang-format on
 // "F32", "Q4_K", ... ; "type 77" for unknown numbers.
 std::string TensorTypeName(TensorType type);
 // True for the types Redline can compute with.
@@ -95,7 +99,9 @@ struct Value {
   // Unsigned integers in uint64_t, signed integers in int64_t, floats (32 and
   // 64 bit) in double, bools in bool, strings in std::string, arrays in
   // shared_ptr<Array> (never null when built by the reader or ArrayOf).
-  std::variant<uint64_t, int64_t, double, bool, std::string, std::shared_ptr<Array>> data;
+  std::variant<uint64_t, int64_t, double, bool, std::string,
+               std::shared_ptr<Array>>
+      data;
   // For kArray: the element type.
   ValueType array_type = ValueType::kUint8;
 
@@ -132,7 +138,8 @@ struct Value {
 struct TensorInfo {
   std::string name;
   // ne: dims[0] is the innermost (contiguous) dimension, as in ggml. A 2-D
-  // weight [rows, cols] has dims {cols, rows}. 1 to kMaxDims entries, each >= 1.
+  // weight [rows, cols] has dims {cols, rows}. 1 to kMaxDims entries, each
+  // >= 1.
   std::vector<int64_t> dims;
   TensorType type = TensorType::kF32;
   uint64_t offset = 0;      // relative to the start of tensor data; aligned
@@ -167,14 +174,23 @@ struct TensorInfo {
 class GgufFile {
  public:
   // Maps and validates `path`. Every count, length, offset and shape is
-  // checked against the file size before use; errors name the problem
-  // ("tensor blk.0.ffn_down.weight has type Q4_K, not supported yet",
-  // "file truncated: tensor info 3 ends at byte N of M"). Unsupported tensor
-  // types are reported here only if `require_supported_types`; without it,
-  // every type in TensorType is accepted (sizes come from its block size).
-  static Result<GgufFile> Open(const std::string& path, bool require_supported_types = true);
-  // Same over bytes in memory (the fuzzer and tests). Bytes must outlive the file.
-  static Result<GgufFile> Parse(std::span<const uint8_t> bytes, bool require_supported_types = true);
+  // checked against the file size before use; errors say what is wrong and
+  // where:
+  //   "tensor blk.0.ffn_down.weight has type Q4_K, not supported yet"
+  //   "metadata key 5 ('tokenizer.ggml.tokens'): array of 1152921504606846976
+  //    elements exceeds the file (at byte ...)"
+  //   "tensor info 2 ('output.weight'): file truncated: offset at byte N needs
+  //    8 bytes, only 2 remain"
+  // Open prefixes all but the unsupported-type message with the path.
+  // Unsupported tensor types are reported here only if
+  // `require_supported_types`; without it, every type in TensorType is
+  // accepted (sizes come from its block size).
+  static Result<GgufFile> Open(const std::string& path,
+                               bool require_supported_types = true);
+  // Same over bytes in memory (the fuzzer and tests). Bytes must outlive the
+  // file.
+  static Result<GgufFile> Parse(std::span<const uint8_t> bytes,
+                                bool require_supported_types = true);
 
   uint32_t version() const { return version_; }
   uint64_t alignment() const { return alignment_; }
@@ -184,7 +200,9 @@ class GgufFile {
   uint64_t data_offset() const { return data_offset_; }
 
   // Metadata in file order and by key.
-  const std::vector<std::pair<std::string, Value>>& metadata() const { return metadata_; }
+  const std::vector<std::pair<std::string, Value>>& metadata() const {
+    return metadata_;
+  }
   const Value* Find(std::string_view key) const;
 
   // Typed getters: NotFound if absent, InvalidArgument if the type does not

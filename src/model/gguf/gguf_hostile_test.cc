@@ -39,7 +39,8 @@ std::vector<uint8_t> BaseFile() {
   w.Set("dup.bbbb", Value::U32(2));
   w.SetAlignment(64);
   w.AddTensor("blk.0.attn_q.weight", TensorType::kF32, {32, 2}, PatternFill(1));
-  w.AddTensor("blk.0.attn_k.weight", TensorType::kQ8_0, {64, 1}, PatternFill(2));
+  w.AddTensor("blk.0.attn_k.weight", TensorType::kQ8_0, {64, 1},
+              PatternFill(2));
   w.AddTensor("blk.0.ffn_down.weight", TensorType::kF32, {32}, PatternFill(3));
   return w.WriteToBytes();
 }
@@ -48,7 +49,8 @@ std::vector<uint8_t> BaseFile() {
 size_t FindString(const std::vector<uint8_t>& bytes, std::string_view s) {
   RawBytes enc;
   enc.Str(s);
-  auto it = std::search(bytes.begin(), bytes.end(), enc.bytes().begin(), enc.bytes().end());
+  auto it = std::search(bytes.begin(), bytes.end(), enc.bytes().begin(),
+                        enc.bytes().end());
   if (it == bytes.end()) {
     ADD_FAILURE() << "string not found: " << s;
     return 0;
@@ -57,19 +59,26 @@ size_t FindString(const std::vector<uint8_t>& bytes, std::string_view s) {
 }
 
 // Offset just after the string `s` (a key's value type, a tensor's n_dims).
-size_t After(const std::vector<uint8_t>& bytes, std::string_view s) { return FindString(bytes, s) + 8 + s.size(); }
+size_t After(const std::vector<uint8_t>& bytes, std::string_view s) {
+  return FindString(bytes, s) + 8 + s.size();
+}
 
 // Field positions of a tensor info whose shape has `n_dims` dims.
 struct TensorFields {
   size_t n_dims, dims, type, offset;
 };
-TensorFields FieldsOf(const std::vector<uint8_t>& bytes, std::string_view name, size_t n_dims) {
+TensorFields FieldsOf(const std::vector<uint8_t>& bytes, std::string_view name,
+                      size_t n_dims) {
   const size_t p = After(bytes, name);
   return {p, p + 4, p + 4 + 8 * n_dims, p + 8 + 8 * n_dims};
 }
 
-void PutU32(std::vector<uint8_t>& b, size_t pos, uint32_t v) { std::memcpy(&b[pos], &v, 4); }
-void PutU64(std::vector<uint8_t>& b, size_t pos, uint64_t v) { std::memcpy(&b[pos], &v, 8); }
+void PutU32(std::vector<uint8_t>& b, size_t pos, uint32_t v) {
+  std::memcpy(&b[pos], &v, 4);
+}
+void PutU64(std::vector<uint8_t>& b, size_t pos, uint64_t v) {
+  std::memcpy(&b[pos], &v, 8);
+}
 
 constexpr const char* kQ = "blk.0.attn_q.weight";
 constexpr const char* kK = "blk.0.attn_k.weight";
@@ -89,103 +98,206 @@ const std::vector<HostileCase>& HostileCases() {
   static const auto* cases = new std::vector<HostileCase>{
       {"bad_magic", [](auto& b) { b[0] = 'X'; }, StatusCode::kInvalidArgument,
        "not a GGUF file: magic is 'XGUF', expected 'GGUF'"},
-      {"version_1", [](auto& b) { PutU32(b, 4, 1); }, StatusCode::kUnimplemented, "GGUF version 1 is not supported"},
-      {"version_4", [](auto& b) { PutU32(b, 4, 4); }, StatusCode::kUnimplemented,
-       "unsupported GGUF version 4 (only 2 and 3)"},
-      {"version_0", [](auto& b) { PutU32(b, 4, 0); }, StatusCode::kUnimplemented, "unsupported GGUF version 0"},
-      {"big_endian", [](auto& b) { PutU32(b, 4, 0x03000000u); }, StatusCode::kUnimplemented, "big-endian GGUF file"},
-      {"tensor_count_2e40", [](auto& b) { PutU64(b, 8, uint64_t{1} << 40); }, StatusCode::kDataLoss,
+      {"version_1", [](auto& b) { PutU32(b, 4, 1); },
+       StatusCode::kUnimplemented, "GGUF version 1 is not supported"},
+      {"version_4", [](auto& b) { PutU32(b, 4, 4); },
+       StatusCode::kUnimplemented, "unsupported GGUF version 4 (only 2 and 3)"},
+      {"version_0", [](auto& b) { PutU32(b, 4, 0); },
+       StatusCode::kUnimplemented, "unsupported GGUF version 0"},
+      {"big_endian", [](auto& b) { PutU32(b, 4, 0x03000000u); },
+       StatusCode::kUnimplemented, "big-endian GGUF file"},
+      {"tensor_count_2e40", [](auto& b) { PutU64(b, 8, uint64_t{1} << 40); },
+       StatusCode::kDataLoss,
        "header: tensor count 1099511627776 exceeds the file"},
-      {"tensor_count_max", [](auto& b) { PutU64(b, 8, ~uint64_t{0}); }, StatusCode::kDataLoss,
+      {"tensor_count_max", [](auto& b) { PutU64(b, 8, ~uint64_t{0}); },
+       StatusCode::kDataLoss,
        "tensor count 18446744073709551615 exceeds the file"},
-      {"kv_count_2e60", [](auto& b) { PutU64(b, 16, uint64_t{1} << 60); }, StatusCode::kDataLoss,
+      {"kv_count_2e60", [](auto& b) { PutU64(b, 16, uint64_t{1} << 60); },
+       StatusCode::kDataLoss,
        "header: metadata count 1152921504606846976 exceeds the file"},
-      {"kv_count_plus_one", [](auto& b) { PutU64(b, 16, 6); }, std::nullopt, ""},
-      {"tensor_count_plus_one", [](auto& b) { PutU64(b, 8, 4); }, std::nullopt, ""},
-      {"key_length_2e63", [](auto& b) { PutU64(b, 24, uint64_t{1} << 63); }, StatusCode::kDataLoss,
-       "metadata key 0: key of 9223372036854775808 bytes at byte 24 exceeds the file"},
-      {"string_length_2e63", [](auto& b) { PutU64(b, After(b, "general.architecture") + 4, uint64_t{1} << 63); },
-       StatusCode::kDataLoss,
-       "metadata key 0 ('general.architecture'): string of 9223372036854775808 bytes at byte"},
-      {"string_length_plus_one", [](auto& b) { PutU64(b, After(b, "general.architecture") + 4, 6); }, std::nullopt,
+      {"kv_count_plus_one", [](auto& b) { PutU64(b, 16, 6); }, std::nullopt,
        ""},
-      {"array_count_2e60", [](auto& b) { PutU64(b, After(b, "tokenizer.ggml.tokens") + 8, uint64_t{1} << 60); },
-       StatusCode::kDataLoss,
-       "metadata key 1 ('tokenizer.ggml.tokens'): array of 1152921504606846976 elements exceeds the file"},
-      {"array_count_plus_one", [](auto& b) { PutU64(b, After(b, "tokenizer.ggml.tokens") + 8, 4); }, std::nullopt,
+      {"tensor_count_plus_one", [](auto& b) { PutU64(b, 8, 4); }, std::nullopt,
        ""},
-      {"array_string_length_2e62", [](auto& b) { PutU64(b, FindString(b, "b"), uint64_t{1} << 62); },
-       StatusCode::kDataLoss, "metadata key 1 ('tokenizer.ggml.tokens'): array element 1: string of 4611686018427387904"},
-      {"unknown_value_type_13", [](auto& b) { PutU32(b, After(b, "dup.aaaa"), 13); }, StatusCode::kInvalidArgument,
+      {"key_length_2e63", [](auto& b) { PutU64(b, 24, uint64_t{1} << 63); },
+       StatusCode::kDataLoss,
+       "metadata key 0: key of 9223372036854775808 bytes at byte 24 exceeds "
+       "the file"},
+      {"string_length_2e63",
+       [](auto& b) {
+         PutU64(b, After(b, "general.architecture") + 4, uint64_t{1} << 63);
+       },
+       StatusCode::kDataLoss,
+       "metadata key 0 ('general.architecture'): string of 9223372036854775808 "
+       "bytes at byte"},
+      {"string_length_plus_one",
+       [](auto& b) { PutU64(b, After(b, "general.architecture") + 4, 6); },
+       std::nullopt, ""},
+      {"array_count_2e60",
+       [](auto& b) {
+         PutU64(b, After(b, "tokenizer.ggml.tokens") + 8, uint64_t{1} << 60);
+       },
+       StatusCode::kDataLoss,
+       "metadata key 1 ('tokenizer.ggml.tokens'): array of 1152921504606846976 "
+       "elements exceeds the file"},
+      {"array_count_plus_one",
+       [](auto& b) { PutU64(b, After(b, "tokenizer.ggml.tokens") + 8, 4); },
+       std::nullopt, ""},
+      {"array_string_length_2e62",
+       [](auto& b) { PutU64(b, FindString(b, "b"), uint64_t{1} << 62); },
+       StatusCode::kDataLoss,
+       "metadata key 1 ('tokenizer.ggml.tokens'): array element 1: string of "
+       "4611686018427387904"},
+      {"unknown_value_type_13",
+       [](auto& b) { PutU32(b, After(b, "dup.aaaa"), 13); },
+       StatusCode::kInvalidArgument,
        "metadata key 2 ('dup.aaaa'): unknown value type 13 at byte"},
-      {"unknown_value_type_max", [](auto& b) { PutU32(b, After(b, "dup.aaaa"), 0xffffffffu); },
+      {"unknown_value_type_max",
+       [](auto& b) { PutU32(b, After(b, "dup.aaaa"), 0xffffffffu); },
        StatusCode::kInvalidArgument, "unknown value type 4294967295"},
-      {"unknown_array_element_type", [](auto& b) { PutU32(b, After(b, "tokenizer.ggml.tokens") + 4, 13); },
-       StatusCode::kInvalidArgument, "metadata key 1 ('tokenizer.ggml.tokens'): unknown array element type 13"},
-      {"duplicate_key", [](auto& b) { std::memcpy(&b[FindString(b, "dup.bbbb") + 8], "dup.aaaa", 8); },
+      {"unknown_array_element_type",
+       [](auto& b) { PutU32(b, After(b, "tokenizer.ggml.tokens") + 4, 13); },
+       StatusCode::kInvalidArgument,
+       "metadata key 1 ('tokenizer.ggml.tokens'): unknown array element type "
+       "13"},
+      {"duplicate_key",
+       [](auto& b) {
+         std::memcpy(&b[FindString(b, "dup.bbbb") + 8], "dup.aaaa", 8);
+       },
        StatusCode::kInvalidArgument, "metadata key 3 ('dup.aaaa') at byte"},
-      {"duplicate_key_says_first", [](auto& b) { std::memcpy(&b[FindString(b, "dup.bbbb") + 8], "dup.aaaa", 8); },
-       StatusCode::kInvalidArgument, "duplicate key (first seen as metadata key 2)"},
-      {"alignment_0", [](auto& b) { PutU32(b, After(b, "general.alignment") + 4, 0); }, StatusCode::kInvalidArgument,
+      {"duplicate_key_says_first",
+       [](auto& b) {
+         std::memcpy(&b[FindString(b, "dup.bbbb") + 8], "dup.aaaa", 8);
+       },
+       StatusCode::kInvalidArgument,
+       "duplicate key (first seen as metadata key 2)"},
+      {"alignment_0",
+       [](auto& b) { PutU32(b, After(b, "general.alignment") + 4, 0); },
+       StatusCode::kInvalidArgument,
        "general.alignment is 0; it must be a power of two"},
-      {"alignment_48", [](auto& b) { PutU32(b, After(b, "general.alignment") + 4, 48); },
+      {"alignment_48",
+       [](auto& b) { PutU32(b, After(b, "general.alignment") + 4, 48); },
        StatusCode::kInvalidArgument, "general.alignment is 48"},
-      {"alignment_2e30", [](auto& b) { PutU32(b, After(b, "general.alignment") + 4, 1u << 30); },
+      {"alignment_2e30",
+       [](auto& b) { PutU32(b, After(b, "general.alignment") + 4, 1u << 30); },
        StatusCode::kInvalidArgument, "general.alignment is 1073741824"},
-      {"alignment_float", [](auto& b) { PutU32(b, After(b, "general.alignment"), 6); }, StatusCode::kInvalidArgument,
+      {"alignment_float",
+       [](auto& b) { PutU32(b, After(b, "general.alignment"), 6); },
+       StatusCode::kInvalidArgument,
        "general.alignment is float32, expected an integer"},
-      {"tensor_name_length_2e63", [](auto& b) { PutU64(b, FindString(b, kQ), uint64_t{1} << 63); },
-       StatusCode::kDataLoss, "tensor info 0: name of 9223372036854775808 bytes"},
-      {"n_dims_5", [](auto& b) { PutU32(b, FieldsOf(b, kQ, 2).n_dims, 5); }, StatusCode::kInvalidArgument,
+      {"tensor_name_length_2e63",
+       [](auto& b) { PutU64(b, FindString(b, kQ), uint64_t{1} << 63); },
+       StatusCode::kDataLoss,
+       "tensor info 0: name of 9223372036854775808 bytes"},
+      {"n_dims_5", [](auto& b) { PutU32(b, FieldsOf(b, kQ, 2).n_dims, 5); },
+       StatusCode::kInvalidArgument,
        "tensor info 0 ('blk.0.attn_q.weight'): n_dims is 5 at byte"},
-      {"n_dims_0", [](auto& b) { PutU32(b, FieldsOf(b, kQ, 2).n_dims, 0); }, StatusCode::kInvalidArgument,
-       "n_dims is 0"},
-      {"n_dims_max", [](auto& b) { PutU32(b, FieldsOf(b, kQ, 2).n_dims, 0xffffffffu); },
+      {"n_dims_0", [](auto& b) { PutU32(b, FieldsOf(b, kQ, 2).n_dims, 0); },
+       StatusCode::kInvalidArgument, "n_dims is 0"},
+      {"n_dims_max",
+       [](auto& b) { PutU32(b, FieldsOf(b, kQ, 2).n_dims, 0xffffffffu); },
        StatusCode::kInvalidArgument, "n_dims is 4294967295"},
-      {"zero_dim", [](auto& b) { PutU64(b, FieldsOf(b, kQ, 2).dims + 8, 0); }, StatusCode::kInvalidArgument,
-       "dimension 1 is 0 at byte"},
-      {"negative_dim", [](auto& b) { PutU64(b, FieldsOf(b, kQ, 2).dims, ~uint64_t{0}); },
+      {"zero_dim", [](auto& b) { PutU64(b, FieldsOf(b, kQ, 2).dims + 8, 0); },
+       StatusCode::kInvalidArgument, "dimension 1 is 0 at byte"},
+      {"negative_dim",
+       [](auto& b) { PutU64(b, FieldsOf(b, kQ, 2).dims, ~uint64_t{0}); },
        StatusCode::kInvalidArgument, "dimension 0 is -1"},
-      {"dim_overflow", [](auto& b) { PutU64(b, FieldsOf(b, kQ, 2).dims + 8, uint64_t{1} << 62); },
-       StatusCode::kInvalidArgument, "shape [32, 4611686018427387904] overflows int64 elements"},
-      {"byte_size_overflow", [](auto& b) { PutU64(b, FieldsOf(b, kQ, 2).dims + 8, uint64_t{1} << 57); },
+      {"dim_overflow",
+       [](auto& b) {
+         PutU64(b, FieldsOf(b, kQ, 2).dims + 8, uint64_t{1} << 62);
+       },
+       StatusCode::kInvalidArgument,
+       "shape [32, 4611686018427387904] overflows int64 elements"},
+      {"byte_size_overflow",
+       [](auto& b) {
+         PutU64(b, FieldsOf(b, kQ, 2).dims + 8, uint64_t{1} << 57);
+       },
        StatusCode::kInvalidArgument, "overflows the byte size"},
-      {"tensor_bigger_than_file", [](auto& b) { PutU64(b, FieldsOf(b, kQ, 2).dims + 8, uint64_t{1} << 20); },
-       StatusCode::kDataLoss, "tensor 'blk.0.attn_q.weight' (134217728 bytes at data offset 0) extends past the end"},
-      {"offset_out_of_file", [](auto& b) { PutU64(b, FieldsOf(b, kDown, 1).offset, uint64_t{1} << 40); },
-       StatusCode::kDataLoss, "tensor 'blk.0.ffn_down.weight' (128 bytes at data offset 1099511627776) extends past"},
-      {"offset_wraps", [](auto& b) { PutU64(b, FieldsOf(b, kDown, 1).offset, ~uint64_t{63}); },
+      {"tensor_bigger_than_file",
+       [](auto& b) {
+         PutU64(b, FieldsOf(b, kQ, 2).dims + 8, uint64_t{1} << 20);
+       },
+       StatusCode::kDataLoss,
+       "tensor 'blk.0.attn_q.weight' (134217728 bytes at data offset 0) "
+       "extends past the end"},
+      {"offset_out_of_file",
+       [](auto& b) {
+         PutU64(b, FieldsOf(b, kDown, 1).offset, uint64_t{1} << 40);
+       },
+       StatusCode::kDataLoss,
+       "tensor 'blk.0.ffn_down.weight' (128 bytes at data offset "
+       "1099511627776) extends past"},
+      {"offset_wraps",
+       [](auto& b) { PutU64(b, FieldsOf(b, kDown, 1).offset, ~uint64_t{63}); },
        StatusCode::kDataLoss, "extends past the end of the file"},
-      {"offset_just_past_end", [](auto& b) { PutU64(b, FieldsOf(b, kDown, 1).offset, 448); }, StatusCode::kDataLoss,
-       "extends past the end of the file"},
-      {"misaligned_offset", [](auto& b) { PutU64(b, FieldsOf(b, kDown, 1).offset, 384 + 32); },
-       StatusCode::kInvalidArgument, "tensor 'blk.0.ffn_down.weight': offset 416 is not a multiple of the alignment 64"},
-      {"overlapping_tensors", [](auto& b) { PutU64(b, FieldsOf(b, kK, 2).offset, 192); },
+      {"offset_just_past_end",
+       [](auto& b) { PutU64(b, FieldsOf(b, kDown, 1).offset, 448); },
+       StatusCode::kDataLoss, "extends past the end of the file"},
+      {"misaligned_offset",
+       [](auto& b) { PutU64(b, FieldsOf(b, kDown, 1).offset, 384 + 32); },
        StatusCode::kInvalidArgument,
-       "tensors 'blk.0.attn_q.weight' (data bytes 0 to 256) and 'blk.0.attn_k.weight' (from data byte 192) overlap"},
-      {"same_offset", [](auto& b) { PutU64(b, FieldsOf(b, kDown, 1).offset, 0); }, StatusCode::kInvalidArgument,
-       "overlap"},
-      {"unsupported_type_q4k", [](auto& b) { PutU32(b, FieldsOf(b, kDown, 1).type, 12); },
-       StatusCode::kUnimplemented, "tensor blk.0.ffn_down.weight has type Q4_K, not supported yet", /*exact=*/true},
-      {"unsupported_type_q6k", [](auto& b) { PutU32(b, FieldsOf(b, kQ, 2).type, 14); }, StatusCode::kUnimplemented,
-       "tensor blk.0.attn_q.weight has type Q6_K, not supported yet", /*exact=*/true},
-      {"unsupported_type_q4k_not_required", [](auto& b) { PutU32(b, FieldsOf(b, kDown, 1).type, 12); },
-       StatusCode::kInvalidArgument, "dims[0] = 32 is not a multiple of the Q4_K block size 256", false,
+       "tensor 'blk.0.ffn_down.weight': offset 416 is not a multiple of the "
+       "alignment 64"},
+      {"overlapping_tensors",
+       [](auto& b) { PutU64(b, FieldsOf(b, kK, 2).offset, 192); },
+       StatusCode::kInvalidArgument,
+       "tensors 'blk.0.attn_q.weight' (data bytes 0 to 256) and "
+       "'blk.0.attn_k.weight' (from data byte 192) overlap"},
+      {"same_offset",
+       [](auto& b) { PutU64(b, FieldsOf(b, kDown, 1).offset, 0); },
+       StatusCode::kInvalidArgument, "overlap"},
+      {"unsupported_type_q4k",
+       [](auto& b) { PutU32(b, FieldsOf(b, kDown, 1).type, 12); },
+       StatusCode::kUnimplemented,
+       "tensor blk.0.ffn_down.weight has type Q4_K, not supported yet",
+       /*exact=*/true},
+      {"unsupported_type_q6k",
+       [](auto& b) { PutU32(b, FieldsOf(b, kQ, 2).type, 14); },
+       StatusCode::kUnimplemented,
+       "tensor blk.0.attn_q.weight has type Q6_K, not supported yet",
+       /*exact=*/true},
+      {"unsupported_type_q4k_not_required",
+       [](auto& b) { PutU32(b, FieldsOf(b, kDown, 1).type, 12); },
+       StatusCode::kInvalidArgument,
+       "dims[0] = 32 is not a multiple of the Q4_K block size 256", false,
        /*require_supported=*/false},
-      {"unknown_tensor_type_77", [](auto& b) { PutU32(b, FieldsOf(b, kDown, 1).type, 77); },
-       StatusCode::kInvalidArgument, "tensor info 2 ('blk.0.ffn_down.weight'): unknown tensor type 77 at byte"},
-      {"removed_tensor_type_4", [](auto& b) { PutU32(b, FieldsOf(b, kDown, 1).type, 4); },
-       StatusCode::kInvalidArgument, "unknown tensor type 4", false, /*require_supported=*/false},
-      {"block_size_mismatch", [](auto& b) { PutU64(b, FieldsOf(b, kK, 2).dims, 48); }, StatusCode::kInvalidArgument,
-       "dims[0] = 48 is not a multiple of the Q8_0 block size 32"},
-      {"duplicate_tensor_name", [](auto& b) { std::memcpy(&b[FindString(b, kK) + 8], kQ, std::strlen(kQ)); },
+      {"unknown_tensor_type_77",
+       [](auto& b) { PutU32(b, FieldsOf(b, kDown, 1).type, 77); },
        StatusCode::kInvalidArgument,
-       "tensor info 1 ('blk.0.attn_q.weight'): duplicate tensor name (first seen as tensor info 0)"},
-      {"truncated_in_tensor_data", [](auto& b) { b.resize(b.size() - 1); }, StatusCode::kDataLoss,
-       "file truncated: tensor 'blk.0.ffn_down.weight'"},
-      {"truncated_in_header", [](auto& b) { b.resize(20); }, StatusCode::kDataLoss,
-       "file truncated: header metadata count at byte 16 needs 8 bytes, only 4 remain"},
-      {"empty", [](auto& b) { b.clear(); }, StatusCode::kDataLoss, "too small for a GGUF header"},
+       "tensor info 2 ('blk.0.ffn_down.weight'): unknown tensor type 77 at "
+       "byte"},
+      {"removed_tensor_type_4",
+       [](auto& b) { PutU32(b, FieldsOf(b, kDown, 1).type, 4); },
+       StatusCode::kInvalidArgument, "unknown tensor type 4", false,
+       /*require_supported=*/false},
+      {"block_size_mismatch",
+       [](auto& b) { PutU64(b, FieldsOf(b, kK, 2).dims, 48); },
+       StatusCode::kInvalidArgument,
+       "dims[0] = 48 is not a multiple of the Q8_0 block size 32"},
+      {"duplicate_tensor_name",
+       [](auto& b) {
+         std::memcpy(&b[FindString(b, kK) + 8], kQ, std::strlen(kQ));
+       },
+       StatusCode::kInvalidArgument,
+       "tensor info 1 ('blk.0.attn_q.weight'): duplicate tensor name (first "
+       "seen as tensor info 0)"},
+      {"truncated_in_tensor_data", [](auto& b) { b.resize(b.size() - 1); },
+       StatusCode::kDataLoss, "file truncated: tensor 'blk.0.ffn_down.weight'"},
+      {"truncated_in_header", [](auto& b) { b.resize(20); },
+       StatusCode::kDataLoss,
+       "file truncated: header metadata count at byte 16 needs 8 bytes, only 4 "
+       "remain"},
+      {"truncated_in_tensor_info",
+       [](auto& b) { b.resize(FieldsOf(b, kDown, 1).offset + 2); },
+       StatusCode::kDataLoss,
+       "tensor info 2 ('blk.0.ffn_down.weight'): file truncated: offset at "
+       "byte ",
+       false},
+      {"truncated_in_tensor_info_says_remaining",
+       [](auto& b) { b.resize(FieldsOf(b, kDown, 1).offset + 2); },
+       StatusCode::kDataLoss, "needs 8 bytes, only 2 remain", false},
+      {"empty", [](auto& b) { b.clear(); }, StatusCode::kDataLoss,
+       "too small for a GGUF header"},
   };
   return *cases;
 }
@@ -210,7 +322,8 @@ TEST_P(GgufHostileTest, FailsCleanly) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Table, GgufHostileTest, ::testing::ValuesIn(HostileCases()),
+INSTANTIATE_TEST_SUITE_P(Table, GgufHostileTest,
+                         ::testing::ValuesIn(HostileCases()),
                          [](const auto& info) { return info.param.name; });
 
 TEST(GgufHostileTest, BaseFileIsValid) {
@@ -237,10 +350,13 @@ TEST(GgufHostileTest, TruncatedAtEveryByte) {
     Result<GgufFile> full = GgufFile::Parse(bytes, false);
     ASSERT_TRUE(full.ok()) << name;
     uint64_t needed = 0;
-    for (const TensorInfo& t : full->tensors()) needed = std::max(needed, full->data_offset() + t.offset + t.size_bytes);
-    if (full->tensors().empty()) needed = full->data_offset();  // upper bound on the last metadata byte
+    for (const TensorInfo& t : full->tensors())
+      needed = std::max(needed, full->data_offset() + t.offset + t.size_bytes);
+    if (full->tensors().empty())
+      needed = full->data_offset();  // upper bound on the last metadata byte
     for (size_t n = 0; n < bytes.size(); ++n) {
-      const std::vector<uint8_t> prefix(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(n));
+      const std::vector<uint8_t> prefix(
+          bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(n));
       for (bool require : {false, true}) {
         Result<GgufFile> f = GgufFile::Parse(prefix, require);
         if (n >= needed) continue;  // may or may not parse; must not crash
@@ -249,7 +365,8 @@ TEST(GgufHostileTest, TruncatedAtEveryByte) {
           ASSERT_FALSE(f.ok()) << name << " cut at " << n;
         }
         if (!f.ok() && f.status().code() != StatusCode::kUnimplemented) {
-          EXPECT_EQ(f.status().code(), StatusCode::kDataLoss) << name << " cut at " << n << ": " << f.status().ToString();
+          EXPECT_EQ(f.status().code(), StatusCode::kDataLoss)
+              << name << " cut at " << n << ": " << f.status().ToString();
         }
       }
     }
@@ -261,14 +378,19 @@ TEST(GgufHostileTest, TruncatedAtEveryByte) {
 TEST(GgufHostileTest, SingleByteCorruptions) {
   int accepted = 0;
   int rejected = 0;
-  std::vector<std::pair<std::string, std::vector<uint8_t>>> files = {{"base", BaseFile()}};
-  for (const auto& [name, writer] : testing::SeedWriters()) files.emplace_back(name, writer.WriteToBytes());
+  std::vector<std::pair<std::string, std::vector<uint8_t>>> files = {
+      {"base", BaseFile()}};
+  for (const auto& [name, writer] : testing::SeedWriters())
+    files.emplace_back(name, writer.WriteToBytes());
   for (const auto& [name, original] : files) {
     for (size_t i = 0; i < original.size(); ++i) {
       for (int variant = 0; variant < 4; ++variant) {
         std::vector<uint8_t> bytes = original;
         const uint8_t b = bytes[i];
-        bytes[i] = variant == 0 ? 0x00 : variant == 1 ? 0xff : variant == 2 ? b ^ 0x01 : b ^ 0x80;
+        bytes[i] = variant == 0   ? 0x00
+                   : variant == 1 ? 0xff
+                   : variant == 2 ? b ^ 0x01
+                                  : b ^ 0x80;
         if (bytes[i] == b) continue;
         for (bool require : {false, true}) {
           Result<GgufFile> f = GgufFile::Parse(bytes, require);
@@ -280,7 +402,8 @@ TEST(GgufHostileTest, SingleByteCorruptions) {
           ++accepted;
           for (const TensorInfo& t : f->tensors()) {
             ASSERT_GE(t.data, bytes.data());
-            ASSERT_LE(t.data + t.size_bytes, bytes.data() + bytes.size()) << name << " byte " << i;
+            ASSERT_LE(t.data + t.size_bytes, bytes.data() + bytes.size())
+                << name << " byte " << i;
           }
         }
       }
@@ -304,7 +427,9 @@ std::vector<uint8_t> NestedArrays(int levels) {
   RawBytes b;
   b.Header(3, 0, 1).Str("nested").U32(static_cast<uint32_t>(ValueType::kArray));
   for (int i = 0; i < levels; ++i) {
-    b.U32(static_cast<uint32_t>(i + 1 < levels ? ValueType::kArray : ValueType::kUint8)).U64(1);
+    b.U32(static_cast<uint32_t>(i + 1 < levels ? ValueType::kArray
+                                               : ValueType::kUint8))
+        .U64(1);
   }
   b.U8(7);
   return b.bytes();
@@ -314,8 +439,10 @@ TEST(GgufHostileTest, ArrayNestingDepthIsLimited) {
   EXPECT_TRUE(GgufFile::Parse(NestedArrays(kMaxArrayDepth)).ok());
   Result<GgufFile> f = GgufFile::Parse(NestedArrays(kMaxArrayDepth + 1));
   EXPECT_EQ(f.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_THAT(f.status().message(), HasSubstr("metadata key 0 ('nested'): array element 0: "));
-  EXPECT_THAT(f.status().message(), HasSubstr("is nested more than 8 levels deep"));
+  EXPECT_THAT(f.status().message(),
+              HasSubstr("metadata key 0 ('nested'): array element 0: "));
+  EXPECT_THAT(f.status().message(),
+              HasSubstr("is nested more than 8 levels deep"));
   // Deep nesting in a tiny file must not recurse without bound either.
   EXPECT_FALSE(GgufFile::Parse(NestedArrays(100000)).ok());
 }
@@ -323,13 +450,15 @@ TEST(GgufHostileTest, ArrayNestingDepthIsLimited) {
 TEST(GgufHostileTest, HugeInnerArrayNamesItsPath) {
   RawBytes b;
   b.Header(3, 0, 1).Str("outer").U32(static_cast<uint32_t>(ValueType::kArray));
-  b.U32(static_cast<uint32_t>(ValueType::kArray)).U64(2);                          // 2 inner arrays
-  b.U32(static_cast<uint32_t>(ValueType::kInt32)).U64(1).U32(5);                   // [5]
-  b.U32(static_cast<uint32_t>(ValueType::kString)).U64(uint64_t{1} << 60);         // huge
+  b.U32(static_cast<uint32_t>(ValueType::kArray)).U64(2);  // 2 inner arrays
+  b.U32(static_cast<uint32_t>(ValueType::kInt32)).U64(1).U32(5);  // [5]
+  b.U32(static_cast<uint32_t>(ValueType::kString))
+      .U64(uint64_t{1} << 60);  // huge
   Result<GgufFile> f = GgufFile::Parse(b.bytes());
   EXPECT_EQ(f.status().code(), StatusCode::kDataLoss);
   EXPECT_THAT(f.status().message(),
-              HasSubstr("metadata key 0 ('outer'): array element 1: array of 1152921504606846976 elements exceeds"));
+              HasSubstr("metadata key 0 ('outer'): array element 1: array of "
+                        "1152921504606846976 elements exceeds"));
 }
 
 TEST(GgufHostileTest, OverlongKeyIsRejected) {
@@ -337,7 +466,10 @@ TEST(GgufHostileTest, OverlongKeyIsRejected) {
   b.Header(3, 0, 1).Str(std::string(70000, 'k')).U32(0).U8(1);
   Result<GgufFile> f = GgufFile::Parse(b.bytes());
   EXPECT_EQ(f.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_THAT(f.status().message(), HasSubstr("key of 70000 bytes at byte 24 is longer than the limit of 65535"));
+  EXPECT_THAT(
+      f.status().message(),
+      HasSubstr(
+          "key of 70000 bytes at byte 24 is longer than the limit of 65535"));
 }
 
 // Arrays that fit the file but would cost too much memory as Values.
@@ -348,7 +480,9 @@ TEST(GgufHostileTest, MetadataArrayElementBudget) {
   b.U32(static_cast<uint32_t>(ValueType::kUint8)).U64(n).Bytes(n, 0);
   Result<GgufFile> f = GgufFile::Parse(b.bytes());
   EXPECT_EQ(f.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_THAT(f.status().message(), HasSubstr("exceeds the limit of 16777216 metadata array elements"));
+  EXPECT_THAT(
+      f.status().message(),
+      HasSubstr("exceeds the limit of 16777216 metadata array elements"));
 }
 
 TEST(GgufHostileTest, BoolsOtherThanZeroOrOneReadAsTrue) {
@@ -361,13 +495,15 @@ TEST(GgufHostileTest, BoolsOtherThanZeroOrOneReadAsTrue) {
 
 TEST(GgufHostileTest, ShortFiles) {
   using std::string_view_literals::operator""sv;
-  for (std::string_view s : {""sv, "G"sv, "GGU"sv, "GGUF"sv, "GGUF\x03"sv, "GGUF\x03\0\0\0"sv}) {
+  for (std::string_view s :
+       {""sv, "G"sv, "GGU"sv, "GGUF"sv, "GGUF\x03"sv, "GGUF\x03\0\0\0"sv}) {
     const std::vector<uint8_t> bytes(s.begin(), s.end());
     Result<GgufFile> f = GgufFile::Parse(bytes);
     EXPECT_EQ(f.status().code(), StatusCode::kDataLoss) << s.size();
   }
   const std::vector<uint8_t> elf = {0x7f, 'E', 'L', 'F', 2, 1, 1, 0};
-  EXPECT_THAT(GgufFile::Parse(elf).status().message(), HasSubstr("magic is '\\x7fELF'"));
+  EXPECT_THAT(GgufFile::Parse(elf).status().message(),
+              HasSubstr("magic is '\\x7fELF'"));
 }
 
 }  // namespace

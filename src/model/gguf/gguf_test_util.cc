@@ -19,7 +19,8 @@ bool ValuesEqual(const Value& a, const Value& b) {
     return true;
   }
   if (a.is_float()) {
-    return std::bit_cast<uint64_t>(std::get<double>(a.data)) == std::bit_cast<uint64_t>(std::get<double>(b.data));
+    return std::bit_cast<uint64_t>(std::get<double>(a.data)) ==
+           std::bit_cast<uint64_t>(std::get<double>(b.data));
   }
   if (a.is_integer()) return a.AsInt() == b.AsInt();
   return a.data == b.data;
@@ -50,8 +51,9 @@ GgufWriter CopyToWriter(const GgufFile& file) {
   w.SetAlignment(file.alignment());
   for (const TensorInfo& t : file.tensors()) {
     const uint8_t* src = t.data;
-    w.AddTensor(t.name, t.type, t.dims,
-                [src](std::span<uint8_t> dst) { std::memcpy(dst.data(), src, dst.size()); });
+    w.AddTensor(t.name, t.type, t.dims, [src](std::span<uint8_t> dst) {
+      std::memcpy(dst.data(), src, dst.size());
+    });
   }
   return w;
 }
@@ -60,8 +62,11 @@ namespace {
 
 void AddSmallVocab(GgufWriter& w) {
   w.Set("tokenizer.ggml.model", Value::Str("gpt2"));
-  w.Set("tokenizer.ggml.tokens", Value::StrArray({"<s>", "</s>", "a", "b", "ab", "\xc4\xa0" "a"}));
-  w.Set("tokenizer.ggml.scores", Value::F32Array({0.f, 0.f, -1.f, -2.f, -3.f, -4.f}));
+  w.Set("tokenizer.ggml.tokens", Value::StrArray({"<s>", "</s>", "a", "b", "ab",
+                                                  "\xc4\xa0"
+                                                  "a"}));
+  w.Set("tokenizer.ggml.scores",
+        Value::F32Array({0.f, 0.f, -1.f, -2.f, -3.f, -4.f}));
   w.Set("tokenizer.ggml.token_type", Value::I32Array({3, 3, 1, 1, 1, 1}));
   w.Set("tokenizer.ggml.merges", Value::StrArray({"a b", "\xc4\xa0 a"}));
   w.Set("tokenizer.ggml.bos_token_id", Value::U32(0));
@@ -83,7 +88,8 @@ std::vector<std::pair<std::string, GgufWriter>> SeedWriters() {
     AddSmallVocab(w);
     w.AddTensor("token_embd.weight", TensorType::kF32, {32, 6}, PatternFill(1));
     w.AddTensor("output_norm.weight", TensorType::kF32, {32}, PatternFill(2));
-    w.AddTensor("blk.0.attn_q.weight", TensorType::kF16, {32, 8}, PatternFill(3));
+    w.AddTensor("blk.0.attn_q.weight", TensorType::kF16, {32, 8},
+                PatternFill(3));
     seeds.emplace_back("tiny_llama.bin", std::move(w));
   }
   {
@@ -100,13 +106,16 @@ std::vector<std::pair<std::string, GgufWriter>> SeedWriters() {
     w.Set("u64", Value::U64(~uint64_t{0}));
     w.Set("i64", Value::I64(-(int64_t{1} << 62)));
     w.Set("f64", Value::F64(-0.125));
-    w.Set("arr.u8", Value::ArrayOf(ValueType::kUint8, {Value::U8(1), Value::U8(2)}));
-    w.Set("arr.bool", Value::ArrayOf(ValueType::kBool, {Value::Bool(false), Value::Bool(true)}));
+    w.Set("arr.u8",
+          Value::ArrayOf(ValueType::kUint8, {Value::U8(1), Value::U8(2)}));
+    w.Set("arr.bool", Value::ArrayOf(ValueType::kBool,
+                                     {Value::Bool(false), Value::Bool(true)}));
     w.Set("arr.f64", Value::ArrayOf(ValueType::kFloat64, {Value::F64(1.5)}));
     w.Set("arr.empty", Value::ArrayOf(ValueType::kInt64, {}));
     w.Set("arr.nested",
-          Value::ArrayOf(ValueType::kArray, {Value::ArrayOf(ValueType::kUint16, {Value::U16(7)}),
-                                             Value::StrArray({"x", ""})}));
+          Value::ArrayOf(ValueType::kArray,
+                         {Value::ArrayOf(ValueType::kUint16, {Value::U16(7)}),
+                          Value::StrArray({"x", ""})}));
     w.AddTensor("t", TensorType::kBF16, {8}, PatternFill(4));
     seeds.emplace_back("all_value_types.bin", std::move(w));
   }
@@ -114,17 +123,22 @@ std::vector<std::pair<std::string, GgufWriter>> SeedWriters() {
     GgufWriter w;
     w.Set("general.architecture", Value::Str("qwen2"));
     w.SetAlignment(64);
-    w.AddTensor("blk.0.ffn_up.weight", TensorType::kQ8_0, {64, 2}, PatternFill(5));
-    w.AddTensor("blk.0.ffn_down.weight", TensorType::kQ4_0, {32, 3}, PatternFill(6));
-    w.AddTensor("blk.0.attn_q.bias", TensorType::kBF16, {16, 2}, PatternFill(7));
+    w.AddTensor("blk.0.ffn_up.weight", TensorType::kQ8_0, {64, 2},
+                PatternFill(5));
+    w.AddTensor("blk.0.ffn_down.weight", TensorType::kQ4_0, {32, 3},
+                PatternFill(6));
+    w.AddTensor("blk.0.attn_q.bias", TensorType::kBF16, {16, 2},
+                PatternFill(7));
     seeds.emplace_back("quantized_align64.bin", std::move(w));
   }
   {
     GgufWriter w;
     w.Set("general.architecture", Value::Str("llama"));
     w.SetAlignment(16);
-    w.AddTensor("blk.0.ffn_down.weight", TensorType::kQ4_K, {256}, PatternFill(8));
-    w.AddTensor("blk.0.ffn_gate.weight", TensorType::kQ6_K, {256}, PatternFill(9));
+    w.AddTensor("blk.0.ffn_down.weight", TensorType::kQ4_K, {256},
+                PatternFill(8));
+    w.AddTensor("blk.0.ffn_gate.weight", TensorType::kQ6_K, {256},
+                PatternFill(9));
     w.AddTensor("ids", TensorType::kI32, {4}, PatternFill(10));
     w.AddTensor("f64", TensorType::kF64, {2, 1, 1}, PatternFill(11));
     seeds.emplace_back("unsupported_types_align16.bin", std::move(w));
@@ -134,7 +148,8 @@ std::vector<std::pair<std::string, GgufWriter>> SeedWriters() {
     w.Set("general.architecture", Value::Str("llama"));
     AddSmallVocab(w);
     w.Set("tokenizer.ggml.add_bos_token", Value::Bool(true));
-    w.Set("tokenizer.chat_template", Value::Str("{% for m in messages %}{{ m.content }}{% endfor %}"));
+    w.Set("tokenizer.chat_template",
+          Value::Str("{% for m in messages %}{{ m.content }}{% endfor %}"));
     seeds.emplace_back("vocab_only.bin", std::move(w));
   }
   return seeds;
@@ -146,12 +161,14 @@ RawBytes& RawBytes::U8(uint8_t v) {
 }
 
 RawBytes& RawBytes::U32(uint32_t v) {
-  for (int i = 0; i < 4; ++i) bytes_.push_back(static_cast<uint8_t>(v >> (8 * i)));
+  for (int i = 0; i < 4; ++i)
+    bytes_.push_back(static_cast<uint8_t>(v >> (8 * i)));
   return *this;
 }
 
 RawBytes& RawBytes::U64(uint64_t v) {
-  for (int i = 0; i < 8; ++i) bytes_.push_back(static_cast<uint8_t>(v >> (8 * i)));
+  for (int i = 0; i < 8; ++i)
+    bytes_.push_back(static_cast<uint8_t>(v >> (8 * i)));
   return *this;
 }
 
@@ -168,7 +185,8 @@ RawBytes& RawBytes::Bytes(size_t n, uint8_t fill) {
   return *this;
 }
 
-RawBytes& RawBytes::Header(uint32_t version, uint64_t tensor_count, uint64_t kv_count) {
+RawBytes& RawBytes::Header(uint32_t version, uint64_t tensor_count,
+                           uint64_t kv_count) {
   bytes_.insert(bytes_.end(), {'G', 'G', 'U', 'F'});
   return U32(version).U64(tensor_count).U64(kv_count);
 }

@@ -39,7 +39,8 @@ class GgufWriter {
   // Declares a tensor. `dims` in ggml order (dims[0] innermost). `fill` is
   // called once during Write with a zeroed buffer of exactly the tensor's
   // byte size to fill (a null `fill` leaves the tensor zero).
-  void AddTensor(const std::string& name, TensorType type, std::vector<int64_t> dims,
+  void AddTensor(const std::string& name, TensorType type,
+                 std::vector<int64_t> dims,
                  std::function<void(std::span<uint8_t>)> fill);
 
   // Alignment of tensor data (general.alignment is written if not 32, as a
@@ -65,7 +66,8 @@ class GgufWriter {
   std::vector<uint8_t> WriteToBytes() const;
 
   // The byte size of one tensor of `type` and `dims` (0 if invalid).
-  static uint64_t TensorBytes(TensorType type, const std::vector<int64_t>& dims);
+  static uint64_t TensorBytes(TensorType type,
+                              const std::vector<int64_t>& dims);
 
  private:
   struct PendingTensor {
