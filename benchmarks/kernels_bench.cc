@@ -115,10 +115,39 @@ constexpr Shape kMatVecShapes[] = {{896, 896}, {4864, 896}, {896, 4864}, {151936
 constexpr Shape kPrefillShapes[] = {{896, 896}, {4864, 896}, {896, 4864}, {576, 576}, {1536, 576}};
 constexpr int64_t kPrefillTokens = 128;
 
+// Read bandwidth of the same pool over a kColdBytes buffer: the roofline the
+// matvec figures compare with (measure both in the same window; this box's
+// bandwidth drifts).
+void BM_MemoryRead(benchmark::State& state) {
+  const int64_t n = kColdBytes / static_cast<int64_t>(sizeof(uint64_t));
+  static std::vector<uint64_t> buffer(static_cast<size_t>(n), 1);
+  std::vector<uint64_t> sums(kThreads);
+  for (auto _ : state) {
+    Pool().ParallelFor(n, 1 << 16, [&](int64_t begin, int64_t end, int t) {
+      uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+      for (int64_t i = begin; i + 4 <= end; i += 4) {
+        s0 += buffer[i];
+        s1 += buffer[i + 1];
+        s2 += buffer[i + 2];
+        s3 += buffer[i + 3];
+      }
+      sums[t] = s0 + s1 + s2 + s3;
+    });
+    benchmark::DoNotOptimize(sums.data());
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * kColdBytes);
+}
+BENCHMARK(BM_MemoryRead)->UseRealTime()->MinTime(0.5);
+
 void RegisterAll() {
   for (Isa isa : AvailableIsas()) {
+    // kAmx differs from kAvx512 only in quantized prefill.
+    const bool amx = isa == Isa::kAmx;
     for (DType type : kTypes) {
+      const bool quantized = type == DType::kQ8_0 || type == DType::kQ4_0;
+      if (amx && !quantized) continue;
       for (const Shape& s : kMatVecShapes) {
+        if (amx) break;
         const std::string name = "MatVec/" + std::string(DTypeName(type)) + "/" +
                                  std::string(IsaName(isa)) + "/" + std::to_string(s.rows) + "x" +
                                  std::to_string(s.cols);
@@ -135,6 +164,7 @@ void RegisterAll() {
         })->UseRealTime()->MinTime(0.3);
       }
     }
+    if (amx) continue;
     const std::string isa_name(IsaName(isa));
     benchmark::RegisterBenchmark(("RmsNorm/" + isa_name + "/896").c_str(), [=](benchmark::State& st) {
       SetActiveIsa(isa);

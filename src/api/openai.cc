@@ -259,8 +259,11 @@ Status ParseStreamChunk(std::string_view text, StreamChunk* out) {
 }
 
 Result<CompletionResponse> ParseResponse(std::string_view text) {
+  // Most bodies are small: a stack arena first, the heap beyond it.
+  unsigned char arena[8192];
+  json::monotonic_resource mr(arena, sizeof(arena));
   json::error_code ec;
-  json::value v = json::parse(text, ec);
+  json::value v = json::parse(text, ec, &mr);
   if (ec) return Status::DataLoss("response is not valid JSON: " + ec.message());
   if (!v.is_object()) return Status::DataLoss("response is not a JSON object");
   const json::object& o = v.get_object();

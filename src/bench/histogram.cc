@@ -69,7 +69,11 @@ double Histogram::ValueAtPercentile(double q, int64_t extra_infinite) const {
   int64_t seen = 0;
   for (size_t i = 0; i < counts_.size(); ++i) {
     seen += counts_[i];
-    if (seen >= rank) return static_cast<double>(HighestEquivalent(static_cast<int64_t>(i)));
+    if (seen >= rank) {
+      // The bucket's highest equivalent value, but never above the largest
+      // recorded sample (still >= the true nearest-rank value).
+      return static_cast<double>(std::min(HighestEquivalent(static_cast<int64_t>(i)), max_));
+    }
   }
   return static_cast<double>(max_);  // unreachable when counts are consistent
 }

@@ -11,7 +11,8 @@
 //
 // Percentiles use nearest rank without interpolation: p(q) is the highest
 // value equivalent to the bucket that holds rank ceil(q/100 * n) (rank 1 for
-// q = 0), the HdrHistogram convention; it never under-reports.
+// q = 0), the HdrHistogram convention, capped at the exact recorded maximum;
+// it never under-reports.
 //
 // Error-adjusted views (metrics.md §7) add `extra_infinite` samples of +inf
 // above every recorded value; see ValueAtPercentile().
@@ -23,6 +24,7 @@
 #ifndef REDLINE_BENCH_HISTOGRAM_H_
 #define REDLINE_BENCH_HISTOGRAM_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <vector>

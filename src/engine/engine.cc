@@ -323,7 +323,22 @@ void Engine::Step() {
     budget -= n;
     prefill_tokens += n;
   }
-  if (batch.empty()) return;
+  if (batch.empty()) {
+    // Nothing to run (e.g. the last request was just cancelled): keep the
+    // running/KV snapshot current anyway, or /metrics would show the
+    // cancelled request as running until the next busy step.
+    std::lock_guard<std::mutex> lock(mu_);
+    int running = 0;
+    int64_t used = 0;
+    for (auto& slot : slots_) {
+      if (!slot->active()) continue;
+      ++running;
+      used += static_cast<int64_t>(slot->cached.size());
+    }
+    stats_.running = running;
+    stats_.kv_used_tokens = used;
+    return;
+  }
 
   // 4. Forward, then sample for every row with logits.
   const int64_t vocab = model_.config().vocab_size;

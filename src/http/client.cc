@@ -143,7 +143,13 @@ struct Connection;
 
 struct Client::Impl : std::enable_shared_from_this<Client::Impl> {
   Impl(EventLoop& loop, ClientOptions opts)
-      : io(loop.impl()->io), options(std::move(opts)), tls_ctx(ssl::context::tls_client) {
+      : io(loop.impl()->io), options(std::move(opts)), tls_ctx(ssl::context::tls_client) {}
+
+  // Loading the system CA store takes tens of milliseconds: done on the
+  // first TLS connection only.
+  void EnsureTls() {
+    if (tls_ready) return;
+    tls_ready = true;
     if (options.tls_verify) {
       tls_ctx.set_verify_mode(ssl::verify_peer);
       error_code ec;
@@ -161,12 +167,22 @@ struct Client::Impl : std::enable_shared_from_this<Client::Impl> {
   Pool& GetPool(const Origin& origin);
   void Send(const Origin& origin, ClientRequest request, ResponseHandler* handler);
   void Shutdown();
+  // Deadlines are checked by one sweep timer for all requests instead of a
+  // timer per request (which would cost timer-queue work and a timerfd
+  // update per request). Timeouts fire at most kSweepIntervalNs late.
+  void EnsureSweep();
+  void Sweep();
+  static constexpr int64_t kSweepIntervalNs = 5'000'000;
 
   asio::io_context& io;
   ClientOptions options;
   ssl::context tls_ctx;
+  bool tls_ready = false;
   std::unordered_map<std::string, std::unique_ptr<Pool>> pools;
-  std::unordered_set<Connection*> live;  // every Connection object not yet destroyed
+  std::unordered_set<Connection*> live;    // every Connection object not yet destroyed
+  std::unordered_set<Connection*> active;  // connections with a request in progress
+  asio::steady_timer sweep_timer{io};
+  bool sweeping = false;
   ClientStats stats;
   bool closed = false;
 };
@@ -187,10 +203,12 @@ struct Pool {
 
 struct Connection : std::enable_shared_from_this<Connection> {
   enum class Phase { kIdle, kConnecting, kWriting, kReading, kClosed };
+  static constexpr int64_t kPeekAfterIdleNs = 50'000'000;
 
   Connection(std::shared_ptr<Client::Impl> client_impl, Pool* owner)
-      : impl(std::move(client_impl)), pool(owner), timer(impl->io), resolver(impl->io) {
+      : impl(std::move(client_impl)), pool(owner), resolver(impl->io) {
     if (pool->origin.tls) {
+      impl->EnsureTls();
       tls.emplace(impl->io, impl->tls_ctx);
     } else {
       plain.emplace(impl->io);
@@ -223,6 +241,9 @@ struct Connection : std::enable_shared_from_this<Connection> {
   // closed it and sent nothing unexpected.
   bool LooksAlive() {
     if (phase == Phase::kClosed || !Lowest().is_open()) return false;
+    // Recently used: skip the syscall (a server closing within this window is
+    // covered by the stale-connection retry in Fail()).
+    if (NowNs() - last_activity < kPeekAfterIdleNs) return true;
     char c;
     ssize_t r = ::recv(Lowest().native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
     if (r == 0) return false;                      // orderly close
@@ -242,6 +263,7 @@ struct Connection : std::enable_shared_from_this<Connection> {
     total_deadline = request.total_timeout_ms > 0 ? now + Ms(request.total_timeout_ms) : 0;
     last_activity = now;
     impl->stats.requests_in_flight++;
+    impl->active.insert(this);
     if (phase == Phase::kIdle) {
       impl->stats.connections_reused++;
       ArmTimer();
@@ -268,15 +290,7 @@ struct Connection : std::enable_shared_from_this<Connection> {
     return d;
   }
 
-  void ArmTimer() {
-    const int64_t deadline = NextDeadline();
-    if (deadline == 0) return;
-    timer.expires_at(std::chrono::steady_clock::time_point(std::chrono::nanoseconds(deadline)));
-    timer.async_wait([self = shared_from_this(), gen = generation](const error_code& ec) {
-      if (ec || gen != self->generation || self->handler == nullptr) return;
-      self->OnTimer();
-    });
-  }
+  void ArmTimer() { impl->EnsureSweep(); }
 
   void OnTimer() {
     const int64_t now = NowNs();
@@ -295,7 +309,6 @@ struct Connection : std::enable_shared_from_this<Connection> {
         return;
       }
     }
-    ArmTimer();  // woke early because bytes arrived since arming
   }
 
   void Connect() {
@@ -455,7 +468,7 @@ struct Connection : std::enable_shared_from_this<Connection> {
     ResponseHandler* h = handler;
     handler = nullptr;
     generation++;
-    timer.cancel();
+    impl->active.erase(this);
     impl->stats.requests_in_flight--;
     return h;
   }
@@ -549,7 +562,6 @@ struct Connection : std::enable_shared_from_this<Connection> {
   Pool* pool;
   std::optional<tcp::socket> plain;
   std::optional<ssl::stream<tcp::socket>> tls;
-  asio::steady_timer timer;
   tcp::resolver resolver;
   Phase phase = Phase::kConnecting;
 
@@ -569,6 +581,30 @@ struct Connection : std::enable_shared_from_this<Connection> {
   std::vector<char> rbuf;
   size_t rlen = 0;
 };
+
+void Client::Impl::EnsureSweep() {
+  if (sweeping || closed || active.empty()) return;
+  sweeping = true;
+  sweep_timer.expires_after(std::chrono::nanoseconds(kSweepIntervalNs));
+  sweep_timer.async_wait([self = shared_from_this()](const error_code& ec) {
+    self->sweeping = false;
+    if (ec || self->closed) return;
+    self->Sweep();
+  });
+}
+
+void Client::Impl::Sweep() {
+  const int64_t now = NowNs();
+  std::vector<std::shared_ptr<Connection>> due;
+  for (Connection* c : active) {
+    const int64_t deadline = c->NextDeadline();
+    if (deadline != 0 && now >= deadline) due.push_back(c->shared_from_this());
+  }
+  for (auto& c : due) {
+    if (c->handler != nullptr) c->OnTimer();
+  }
+  EnsureSweep();
+}
 
 Pool& Client::Impl::GetPool(const Origin& origin) {
   std::string key = origin.ToString();
@@ -617,6 +653,7 @@ void Client::Impl::Send(const Origin& origin, ClientRequest request, ResponseHan
 
 void Client::Impl::Shutdown() {
   closed = true;
+  sweep_timer.cancel();
   // Fail waiting requests first, then in-flight ones, synchronously.
   for (auto& [key, pool] : pools) {
     while (!pool->waiting.empty()) {

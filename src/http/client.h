@@ -59,7 +59,8 @@ struct ClientRequest {
   // Limits; 0 disables. The total limit runs from the moment the request gets
   // a connection (connect and handshake included) to the last body byte.
   // The idle limit is the longest silence (no byte received) allowed while
-  // waiting for the response or between body pieces.
+  // waiting for the response or between body pieces. One sweep timer checks
+  // every request's deadlines, so a limit fires up to 5 ms after it passes.
   int64_t total_timeout_ms = 0;
   int64_t idle_timeout_ms = 0;
 };

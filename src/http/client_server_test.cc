@@ -73,19 +73,20 @@ class TestServer {
       if (auto p = q.find("n="); p != std::string_view::npos) n = std::atoi(std::string(q.substr(p + 2)).c_str());
       if (auto p = q.find("gap="); p != std::string_view::npos) gap_ms = std::atoi(std::string(q.substr(p + 4)).c_str());
       w->BeginStream(200, {{"Content-Type", "text/event-stream"}});
-      auto timer = std::make_shared<Timer>(loop_);
-      auto step = std::make_shared<std::function<void(int)>>();
+      // The server owns timers and steps; callbacks hold raw pointers, so
+      // nothing keeps itself alive in a cycle.
+      timers_.push_back(std::make_unique<Timer>(loop_));
+      steps_.push_back(std::make_unique<std::function<void(int)>>());
+      Timer* timer = timers_.back().get();
+      std::function<void(int)>* step = steps_.back().get();
       *step = [=](int i) {
         if (i == n) {
           w->End();
-          timer->Cancel();
           return;
         }
         w->Write("c" + std::to_string(i));
         timer->ExpireAfter(gap_ms * kMs, [step, i] { (*step)(i + 1); });
       };
-      timers_.push_back(timer);
-      steps_.push_back(step);
       timer->ExpireAfter(gap_ms * kMs, [step] { (*step)(0); });
     } else if (path == "/abort-before") {
       w->Abort();
@@ -104,8 +105,8 @@ class TestServer {
 
   EventLoop& loop_;
   Server server_;
-  std::vector<std::shared_ptr<Timer>> timers_;
-  std::vector<std::shared_ptr<std::function<void(int)>>> steps_;
+  std::vector<std::unique_ptr<Timer>> timers_;
+  std::vector<std::unique_ptr<std::function<void(int)>>> steps_;
   std::vector<std::shared_ptr<ResponseWriter>> held_;
 };
 

@@ -240,8 +240,18 @@ struct ServerConnection : std::enable_shared_from_this<ServerConnection> {
       if (pec == bhttp::error::need_more) return;
       if (pec) {
         std::string body = "bad request: " + pec.message() + "\n";
+        int status = 400;
+        std::vector<Header> headers;
+        if (impl->options.on_parse_error) {
+          const bool too_large = pec == bhttp::error::body_limit || pec == bhttp::error::header_limit;
+          body.clear();
+          impl->options.on_parse_error(too_large, pec.message(), &status, &headers, &body);
+        } else {
+          headers.push_back({"Content-Type", "text/plain"});
+        }
+        headers.push_back({"Connection", "close"});
         std::string out;
-        AppendHead(out, 400, {{"Content-Type", "text/plain"}, {"Connection", "close"}});
+        AppendHead(out, status, headers);
         out += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
         keep_alive = false;
         busy = true;
@@ -484,6 +494,10 @@ Result<uint16_t> Server::Start() {
   s.acceptor.open(endpoint.protocol(), ec);
   if (ec) return Status::IoError("socket: " + ec.message());
   s.acceptor.set_option(asio::socket_base::reuse_address(true), ec);
+  if (s.options.reuse_port) {
+    s.acceptor.set_option(asio::detail::socket_option::boolean<SOL_SOCKET, SO_REUSEPORT>(true), ec);
+    if (ec) return Status::IoError("SO_REUSEPORT: " + ec.message());
+  }
   s.acceptor.bind(endpoint, ec);
   if (ec) return Status::IoError("bind " + s.options.host + ":" + std::to_string(s.options.port) + ": " + ec.message());
   s.acceptor.listen(s.options.backlog, ec);

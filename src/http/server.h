@@ -79,11 +79,22 @@ using RequestHandler = std::function<void(ServerRequest&& request, std::shared_p
 struct ServerOptions {
   std::string host = "127.0.0.1";
   uint16_t port = 0;                // 0: the OS picks a free port
-  int backlog = 1024;
+  int backlog = 4096;  // capped by net.core.somaxconn
+  // SO_REUSEPORT: several Servers (one per thread and loop) may bind the
+  // same port; the kernel spreads connections across them.
+  bool reuse_port = false;
   // TLS when both are set (PEM files).
   std::string tls_cert_file;
   std::string tls_key_file;
   size_t max_request_bytes = 16 * 1024 * 1024;
+  // Optional: builds the answer to a request that cannot be parsed; the
+  // connection closes after it. `too_large` is true when the body (or the
+  // header block) exceeds its limit. The callee sets *status (default 400),
+  // may add headers and sets *body. Unset: 400 text/plain for every parse
+  // error. Runs on the loop thread.
+  std::function<void(bool too_large, std::string_view detail, int* status, std::vector<Header>* headers,
+                     std::string* body)>
+      on_parse_error;
 };
 
 struct ServerStats {

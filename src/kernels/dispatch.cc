@@ -1,5 +1,5 @@
 // Chooses the kernel table once: the best ISA this CPU (and OS) supports,
-// unless RL_FORCE_ISA=scalar|avx2|avx512 asks for another.
+// unless RL_FORCE_ISA=scalar|avx2|avx512|amx asks for another.
 #include <cpuid.h>
 
 #include <atomic>
@@ -17,6 +17,7 @@ namespace {
 struct CpuFeatures {
   bool avx2 = false;    // AVX2 + FMA + F16C, with OS-saved YMM state
   bool avx512 = false;  // AVX-512 F/BW/VL/DQ/VNNI + the above, OS-saved ZMM state
+  bool amx = false;     // AMX-TILE + AMX-INT8 + the above, tile state granted
 };
 
 uint64_t ReadXcr0() {
@@ -46,8 +47,12 @@ CpuFeatures DetectCpu() {
   const bool avx512bw = ebx & (1u << 30);
   const bool avx512vl = ebx & (1u << 31);
   const bool avx512vnni = ecx & (1u << 11);
+  const bool amx_tile = edx & (1u << 24);
+  const bool amx_int8 = edx & (1u << 25);
+  const bool os_tiles = (xcr0 & 0x60000) == 0x60000;
   f.avx2 = os_ymm && avx2 && fma && f16c;
   f.avx512 = f.avx2 && os_zmm && avx512f && avx512dq && avx512bw && avx512vl && avx512vnni;
+  f.amx = f.avx512 && amx_tile && amx_int8 && os_tiles && amx::RequestTilePermission();
   return f;
 }
 
@@ -57,6 +62,7 @@ bool Supported(Isa isa) {
     case Isa::kScalar: return true;
     case Isa::kAvx2: return features.avx2;
     case Isa::kAvx512: return features.avx512;
+    case Isa::kAmx: return features.amx;
   }
   return false;
 }
@@ -67,6 +73,7 @@ KernelTable MakeTable(Isa isa) {
     case Isa::kScalar: ref::FillTable(&table); break;
     case Isa::kAvx2: avx2::FillTable(&table); break;
     case Isa::kAvx512: avx512::FillTable(&table); break;
+    case Isa::kAmx: amx::FillTable(&table); break;
   }
   return table;
 }
@@ -84,11 +91,18 @@ const KernelTable* TableFor(Isa isa) {
       static const KernelTable avx512 = MakeTable(Isa::kAvx512);
       return &avx512;
     }
+    case Isa::kAmx: {
+      static const KernelTable amx = MakeTable(Isa::kAmx);
+      return &amx;
+    }
   }
   return &scalar;
 }
 
+constexpr Isa kAllIsas[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kAmx};
+
 Isa BestIsa() {
+  if (Supported(Isa::kAmx)) return Isa::kAmx;
   if (Supported(Isa::kAvx512)) return Isa::kAvx512;
   if (Supported(Isa::kAvx2)) return Isa::kAvx2;
   return Isa::kScalar;
@@ -98,14 +112,14 @@ Isa InitialIsa() {
   const char* env = std::getenv("RL_FORCE_ISA");
   if (env == nullptr || *env == '\0') return BestIsa();
   const std::string_view name(env);
-  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512}) {
+  for (Isa isa : kAllIsas) {
     if (name != IsaName(isa)) continue;
     if (Supported(isa)) return isa;
     std::fprintf(stderr, "RL_FORCE_ISA=%s: this CPU cannot run it; using %s\n", env,
                  IsaName(BestIsa()).data());
     return BestIsa();
   }
-  std::fprintf(stderr, "RL_FORCE_ISA=%s: unknown (scalar|avx2|avx512); using %s\n", env,
+  std::fprintf(stderr, "RL_FORCE_ISA=%s: unknown (scalar|avx2|avx512|amx); using %s\n", env,
                IsaName(BestIsa()).data());
   return BestIsa();
 }
@@ -122,13 +136,14 @@ std::string_view IsaName(Isa isa) {
     case Isa::kScalar: return "scalar";
     case Isa::kAvx2: return "avx2";
     case Isa::kAvx512: return "avx512";
+    case Isa::kAmx: return "amx";
   }
   return "?";
 }
 
 std::vector<Isa> AvailableIsas() {
   std::vector<Isa> isas;
-  for (Isa isa : {Isa::kScalar, Isa::kAvx2, Isa::kAvx512}) {
+  for (Isa isa : kAllIsas) {
     if (Supported(isa)) isas.push_back(isa);
   }
   return isas;

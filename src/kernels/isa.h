@@ -1,7 +1,7 @@
 // Runtime instruction-set selection. Every kernel has a scalar reference
 // (kernels/ref) and SIMD variants in their own translation units
 // (kernels/x86/*_avx2.cc, *_avx512.cc); one table of function pointers is
-// chosen once from the CPU's features. RL_FORCE_ISA=scalar|avx2|avx512
+// chosen once from the CPU's features. RL_FORCE_ISA=scalar|avx2|avx512|amx
 // overrides detection (for debugging and A/B runs).
 #ifndef REDLINE_KERNELS_ISA_H_
 #define REDLINE_KERNELS_ISA_H_
@@ -11,8 +11,12 @@
 
 namespace redline::kernels {
 
-// kAvx512 means AVX-512 F/BW/VL (+VNNI used where present).
-enum class Isa { kScalar, kAvx2, kAvx512 };
+// kAvx2: AVX2 + FMA + F16C.
+// kAvx512: AVX-512 F/BW/VL/DQ/VNNI.
+// kAmx: kAvx512 plus AMX-INT8 tiles for quantized prefill (n_tokens > 1);
+//   needs Linux to grant tile state, which dispatch asks for once.
+// Later values are preferred when available.
+enum class Isa { kScalar, kAvx2, kAvx512, kAmx };
 
 std::string_view IsaName(Isa isa);
 

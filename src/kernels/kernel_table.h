@@ -1,8 +1,8 @@
 // Internal to kernels/: the table of per-ISA kernel entry points behind the
 // public API (matmul.h, ops.h), and the argument structs they share.
 //
-// Every ISA translation unit (ref/, x86/*_avx2.cc, x86/*_avx512.cc) fills a
-// KernelTable; dispatch.cc picks one at start-up. This header holds plain
+// Every ISA translation unit (ref/, x86/*_avx2.cc, x86/*_avx512.cc,
+// x86/matmul_amx.cc) fills a KernelTable; dispatch.cc picks one at start-up. This header holds plain
 // data and declarations only: no intrinsics and no inline functions, because
 // an inline function odr-used in an ISA TU is compiled with that TU's flags
 // and the linker may keep that copy for baseline callers.
@@ -20,18 +20,15 @@ namespace redline::kernels {
 
 // Activations rounded to Q8_0 blocks (ggml's reference quantizer) in the
 // layout every ISA reads. Token rows are padded with zeros to qs_stride and
-// d_stride so SIMD loads of a whole 64-byte pair of blocks (or 16 scales)
-// never leave the buffer and read zeros past `cols`.
+// d_stride so SIMD loads of whole units of blocks (up to 128 bytes from a
+// 128-byte boundary) or of 16 scales never leave the buffer and read zeros
+// past `cols`.
 struct Q8Activations {
   const int8_t* qs = nullptr;  // [n_tokens, qs_stride]: block b at qs + 32 * b
   const float* d = nullptr;    // [n_tokens, d_stride]: fp16-rounded block scale, as f32
-  int64_t qs_stride = 0;       // bytes; multiple of 64, >= cols + 64
+  int64_t qs_stride = 0;       // bytes; multiple of 128, >= cols + 64
   int64_t d_stride = 0;        // floats; multiple of 16, >= cols / 32 + 16
 };
-
-// Row strides of Q8Activations for `cols` columns.
-int64_t Q8QsStride(int64_t cols);
-int64_t Q8DStride(int64_t cols);
 
 // One MatMul call as the row kernels see it: y[t, r] = sum_c w[r, c] x[t, c].
 struct MatMulArgs {
@@ -44,19 +41,31 @@ struct MatMulArgs {
   Q8Activations xq;          // [n_tokens, cols] as Q8_0 (quantized weight types)
   float* y = nullptr;        // [n_tokens, y_stride]
   int64_t y_stride = 0;      // usually rows
+  // xq again as AMX B tiles, when the table has pack_q8_tiles and
+  // n_tokens > 1 (else null): tile j, block b at xtiles + (j * cols / 32 + b) * 512
+  // holds tokens [16j, 16j + 16) (zeros past n_tokens) as
+  // [k][4t + i] = x[16j + t][32b + 4k + i]; xtile_d likewise [.., 16] scales.
+  const int8_t* xtiles = nullptr;  // [ceil(n_tokens / 16), cols / 32, 8, 64]
+  const float* xtile_d = nullptr;  // [ceil(n_tokens / 16), cols / 32, 16]
 };
+
+// Packs token tiles [tile_begin, tile_end) of xq into the MatMulArgs::xtiles
+// layout.
+using PackQ8TilesFn = void (*)(const Q8Activations& xq, int64_t n_tokens, int64_t cols,
+                               int64_t tile_begin, int64_t tile_end, int8_t* tiles, float* tile_d);
 
 // Computes rows [row_begin, row_end) of y for all n_tokens tokens.
 using MatMulRowsFn = void (*)(const MatMulArgs& args, int64_t row_begin, int64_t row_end);
 
 // Quantizes one token row x [cols] (cols a multiple of 32) into
-// qs [cols] and d [cols / 32] exactly as ref::QuantizeQ8Activations does
-// (bit-identical output across ISAs). Does not write the padding.
+// qs [cols] and d [cols / 32] exactly as the reference does (bit-identical
+// output across ISAs). Does not write the padding.
 using QuantizeQ8Fn = void (*)(const float* x, int64_t cols, int8_t* qs, float* d);
 
 struct KernelTable {
   Isa isa = Isa::kScalar;
   QuantizeQ8Fn quantize_q8 = nullptr;
+  PackQ8TilesFn pack_q8_tiles = nullptr;  // null: the row kernels read xq only
   MatMulRowsFn matmul[5] = {};  // indexed by DType
   void (*rms_norm)(const float* x, const float* weight, int64_t n, float eps,
                    float* out) = nullptr;
@@ -86,7 +95,16 @@ void FillMatMulTable(KernelTable* table);
 namespace avx512 {
 void FillTable(KernelTable* table);
 void FillMatMulTable(KernelTable* table);
+// The VNNI row kernels, which the AMX ones fall back to.
+void MatMulRowsQ8_0(const MatMulArgs& args, int64_t row_begin, int64_t row_end);
+void MatMulRowsQ4_0(const MatMulArgs& args, int64_t row_begin, int64_t row_end);
 }  // namespace avx512
+namespace amx {
+void FillTable(KernelTable* table);
+// Asks Linux for AMX tile state (arch_prctl); false if refused. Call once
+// before FillTable, only on a CPU with AVX-512 and AMX-INT8.
+bool RequestTilePermission();
+}  // namespace amx
 
 }  // namespace redline::kernels
 

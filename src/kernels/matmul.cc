@@ -22,66 +22,151 @@ int64_t RoundUp(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 constexpr int64_t kParallelQuantizeMin = 1 << 15;
 
 // Rows per work unit of the row split. Small enough to balance 896-row
-// matrices over a few threads, a multiple of every row tile (<= 8).
+// matrices over a few threads, a multiple of every row tile (<= 16).
 constexpr int64_t kRowGrain = 16;
+
+// Tokens per AMX tile (MatMulArgs::xtiles).
+constexpr int64_t kTileTokens = 16;
+
+int64_t Q8QsStride(int64_t cols) { return RoundUp(cols + 64, 128); }
+int64_t Q8DStride(int64_t cols) { return RoundUp(cols / kQkBlock + 16, 16); }
+
+// Scratch of a quantized MatMul, from the aligned start:
+//   qs     [n_tokens, Q8QsStride]   int8
+//   d      [n_tokens, Q8DStride]    f32
+//   xtiles [n_tiles, n_blocks, 512] int8   (n_tokens > 1 only; AMX layout)
+//   xtile_d[n_tiles, n_blocks, 16]  f32
+// The tile copy is reserved whatever the ISA, so the size does not change
+// with SetActiveIsa.
+struct ScratchLayout {
+  int64_t qs_stride, d_stride, n_tiles, n_blocks;
+  int64_t qs_bytes, d_bytes, tiles_bytes, tile_d_bytes;
+
+  ScratchLayout(int64_t cols, int64_t n_tokens)
+      : qs_stride(Q8QsStride(cols)),
+        d_stride(Q8DStride(cols)),
+        n_tiles(n_tokens > 1 ? (n_tokens + kTileTokens - 1) / kTileTokens : 0),
+        n_blocks(cols / kQkBlock),
+        qs_bytes(n_tokens * qs_stride),
+        d_bytes(n_tokens * d_stride * static_cast<int64_t>(sizeof(float))),
+        tiles_bytes(n_tiles * n_blocks * kQkBlock * kTileTokens),
+        tile_d_bytes(n_tiles * n_blocks * kTileTokens * static_cast<int64_t>(sizeof(float))) {}
+
+  int64_t Total() const { return qs_bytes + d_bytes + tiles_bytes + tile_d_bytes; }
+};
 
 }  // namespace
 
-int64_t Q8QsStride(int64_t cols) { return RoundUp(cols + 64, 64); }
-int64_t Q8DStride(int64_t cols) { return RoundUp(cols / kQkBlock + 16, 16); }
-
 size_t MatMulScratchBytes(DType weight_type, int64_t cols, int64_t n_tokens) {
   if (!IsQuantized(weight_type)) return 0;
-  const int64_t per_token = Q8QsStride(cols) + Q8DStride(cols) * static_cast<int64_t>(sizeof(float));
-  return static_cast<size_t>(kScratchAlign + n_tokens * per_token);
+  return static_cast<size_t>(kScratchAlign + ScratchLayout(cols, n_tokens).Total());
+}
+
+namespace {
+
+// Quantizes x into the scratch (and packs AMX tiles when the table wants
+// them); returns the activations as the row kernels see them.
+void PrepareQuantized(const KernelTable& kernels, const float* x, int64_t cols, int64_t n_tokens,
+                      std::span<std::byte> scratch, ThreadPool& pool, MatMulArgs* args) {
+  RL_DCHECK(scratch.size() >= MatMulScratchBytes(DType::kQ8_0, cols, n_tokens))
+      << "scratch " << scratch.size() << " < " << MatMulScratchBytes(DType::kQ8_0, cols, n_tokens);
+  const auto base = reinterpret_cast<uintptr_t>(scratch.data());
+  const uintptr_t aligned = (base + kScratchAlign - 1) & ~static_cast<uintptr_t>(kScratchAlign - 1);
+  const ScratchLayout layout(cols, n_tokens);
+  auto* qs = reinterpret_cast<int8_t*>(aligned);
+  auto* d = reinterpret_cast<float*>(qs + layout.qs_bytes);
+  auto* tiles = reinterpret_cast<int8_t*>(qs + layout.qs_bytes + layout.d_bytes);
+  auto* tile_d = reinterpret_cast<float*>(tiles + layout.tiles_bytes);
+  const Q8Activations xq{qs, d, layout.qs_stride, layout.d_stride};
+  const bool pack = kernels.pack_q8_tiles != nullptr && layout.n_tiles > 0;
+  // Each range quantizes its tokens, then packs the tiles they complete
+  // (ranges are whole tiles except the last).
+  auto quantize = [&](int64_t t0, int64_t t1, int) {
+    for (int64_t t = t0; t < t1; ++t) {
+      int8_t* qs_t = qs + t * layout.qs_stride;
+      float* d_t = d + t * layout.d_stride;
+      kernels.quantize_q8(x + t * cols, cols, qs_t, d_t);
+      std::memset(qs_t + cols, 0, static_cast<size_t>(layout.qs_stride - cols));
+      std::fill(d_t + layout.n_blocks, d_t + layout.d_stride, 0.0f);
+    }
+    if (pack) {
+      kernels.pack_q8_tiles(xq, n_tokens, cols, t0 / kTileTokens,
+                            (t1 + kTileTokens - 1) / kTileTokens, tiles, tile_d);
+    }
+  };
+  if (n_tokens * cols >= kParallelQuantizeMin && n_tokens > 1) {
+    pool.ParallelFor(n_tokens, pack ? kTileTokens : 1, quantize);
+  } else {
+    quantize(0, n_tokens, 0);
+  }
+  args->xq = xq;
+  if (pack) {
+    args->xtiles = tiles;
+    args->xtile_d = tile_d;
+  }
+}
+
+// Units of kRowGrain rows of matrix i are numbered after those of
+// matrices < i; one ParallelFor splits them all.
+int64_t RowUnits(int64_t rows) { return (rows + kRowGrain - 1) / kRowGrain; }
+
+}  // namespace
+
+void MatMulMany(std::span<const WeightView> ws, const float* x, int64_t n_tokens,
+                std::span<float* const> ys, std::span<std::byte> scratch, ThreadPool& pool) {
+  RL_DCHECK(ws.size() == ys.size()) << ws.size() << " weights, " << ys.size() << " outputs";
+  RL_DCHECK(n_tokens >= 0);
+  if (n_tokens == 0 || ws.empty()) return;
+  constexpr size_t kMaxMatrices = 8;
+  RL_CHECK(ws.size() <= kMaxMatrices) << ws.size() << " matrices";
+  const int64_t cols = ws[0].cols;
+  const KernelTable& kernels = ActiveKernels();
+  MatMulArgs args[kMaxMatrices];
+  bool any_quantized = false;
+  int64_t total_units = 0;
+  for (size_t i = 0; i < ws.size(); ++i) {
+    const WeightView& w = ws[i];
+    RL_DCHECK(w.cols == cols) << "matrix " << i << " has " << w.cols << " cols, not " << cols;
+    RL_DCHECK(w.cols % BlockElements(w.type) == 0) << "cols=" << w.cols;
+    args[i].type = w.type;
+    args[i].w = static_cast<const uint8_t*>(w.data);
+    args[i].row_bytes = RowBytes(w.type, w.cols);
+    args[i].cols = w.cols;
+    args[i].n_tokens = n_tokens;
+    args[i].x = x;
+    args[i].y = ys[i];
+    args[i].y_stride = w.rows;
+    any_quantized = any_quantized || IsQuantized(w.type);
+    total_units += RowUnits(w.rows);
+  }
+  if (any_quantized) {
+    MatMulArgs prepared;
+    PrepareQuantized(kernels, x, cols, n_tokens, scratch, pool, &prepared);
+    for (size_t i = 0; i < ws.size(); ++i) {
+      args[i].xq = prepared.xq;
+      args[i].xtiles = prepared.xtiles;
+      args[i].xtile_d = prepared.xtile_d;
+    }
+  }
+  pool.ParallelFor(total_units, 1, [&](int64_t u0, int64_t u1, int) {
+    int64_t first = 0;  // first unit of matrix i
+    for (size_t i = 0; i < ws.size() && first < u1; ++i) {
+      const int64_t units = RowUnits(ws[i].rows);
+      const int64_t begin = std::max(u0, first) - first;
+      const int64_t end = std::min(u1, first + units) - first;
+      if (begin < end) {
+        kernels.matmul[static_cast<int>(ws[i].type)](
+            args[i], begin * kRowGrain, std::min(end * kRowGrain, ws[i].rows));
+      }
+      first += units;
+    }
+  });
 }
 
 void MatMul(const WeightView& w, const float* x, int64_t n_tokens, float* y,
             std::span<std::byte> scratch, ThreadPool& pool) {
-  RL_DCHECK(n_tokens >= 0);
-  RL_DCHECK(w.cols % BlockElements(w.type) == 0) << "cols=" << w.cols;
-  if (n_tokens == 0 || w.rows == 0) return;
-  const KernelTable& kernels = ActiveKernels();
-  MatMulArgs args;
-  args.type = w.type;
-  args.w = static_cast<const uint8_t*>(w.data);
-  args.row_bytes = RowBytes(w.type, w.cols);
-  args.cols = w.cols;
-  args.n_tokens = n_tokens;
-  args.x = x;
-  args.y = y;
-  args.y_stride = w.rows;
-
-  if (IsQuantized(w.type)) {
-    RL_DCHECK(scratch.size() >= MatMulScratchBytes(w.type, w.cols, n_tokens))
-        << "scratch " << scratch.size() << " < " << MatMulScratchBytes(w.type, w.cols, n_tokens);
-    const auto base = reinterpret_cast<uintptr_t>(scratch.data());
-    const uintptr_t aligned = (base + kScratchAlign - 1) & ~static_cast<uintptr_t>(kScratchAlign - 1);
-    auto* qs = reinterpret_cast<int8_t*>(aligned);
-    const int64_t qs_stride = Q8QsStride(w.cols);
-    const int64_t d_stride = Q8DStride(w.cols);
-    auto* d = reinterpret_cast<float*>(qs + n_tokens * qs_stride);
-    const int64_t n_blocks = w.cols / kQkBlock;
-    auto quantize = [&](int64_t t0, int64_t t1, int) {
-      for (int64_t t = t0; t < t1; ++t) {
-        int8_t* qs_t = qs + t * qs_stride;
-        float* d_t = d + t * d_stride;
-        kernels.quantize_q8(x + t * w.cols, w.cols, qs_t, d_t);
-        std::memset(qs_t + w.cols, 0, static_cast<size_t>(qs_stride - w.cols));
-        std::fill(d_t + n_blocks, d_t + d_stride, 0.0f);
-      }
-    };
-    if (n_tokens * w.cols >= kParallelQuantizeMin && n_tokens > 1) {
-      pool.ParallelFor(n_tokens, 1, quantize);
-    } else {
-      quantize(0, n_tokens, 0);
-    }
-    args.xq = Q8Activations{qs, d, qs_stride, d_stride};
-  }
-
-  const MatMulRowsFn rows_fn = kernels.matmul[static_cast<int>(w.type)];
-  pool.ParallelFor(w.rows, kRowGrain,
-                   [&](int64_t begin, int64_t end, int) { rows_fn(args, begin, end); });
+  float* ys[] = {y};
+  MatMulMany(std::span<const WeightView>(&w, 1), x, n_tokens, ys, scratch, pool);
 }
 
 void DequantizeRow(const WeightView& w, int64_t row, float* out) {

@@ -12,7 +12,8 @@
 namespace redline::kernels {
 
 // Bytes of scratch that MatMul needs for these shapes (e.g. the activations
-// quantized to Q8 for integer dot products). 0 when none.
+// quantized to Q8 for integer dot products). 0 when none. The same for every
+// ISA, and for Q8_0 and Q4_0.
 size_t MatMulScratchBytes(DType weight_type, int64_t cols, int64_t n_tokens);
 
 // y = x * w^T:  y[t, r] = sum_c w[r, c] * x[t, c].
@@ -24,6 +25,16 @@ size_t MatMulScratchBytes(DType weight_type, int64_t cols, int64_t n_tokens);
 // so the result differs from the float reference by that rounding.
 void MatMul(const WeightView& w, const float* x, int64_t n_tokens, float* y,
             std::span<std::byte> scratch, ThreadPool& pool);
+
+// Several products with the same x, as one call: ys[i] = x * ws[i]^T, each
+// like MatMul (ys[i] row stride ws[i].rows). Every ws[i] has the same cols;
+// types may differ. Quantizes x once and splits the rows of all matrices
+// over `pool` in one pass, so q/k/v or gate/up projections cost one
+// quantization and one thread synchronisation instead of several.
+// scratch: MatMulScratchBytes(kQ8_0, cols, n_tokens) if any ws[i] is
+// quantized. At most 8 matrices.
+void MatMulMany(std::span<const WeightView> ws, const float* x, int64_t n_tokens,
+                std::span<float* const> ys, std::span<std::byte> scratch, ThreadPool& pool);
 
 // out[0, w.cols) = row `row` of w as f32.
 void DequantizeRow(const WeightView& w, int64_t row, float* out);

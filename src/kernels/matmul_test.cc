@@ -288,6 +288,34 @@ TEST_P(MatMulTest, ZeroAndSpikyBlocks) {
   }
 }
 
+// MatMulMany gives exactly what separate MatMul calls give.
+TEST_P(MatMulTest, ManyMatchesSeparateCalls) {
+  ScopedIsa scoped(isa());
+  ThreadPool pool(2);
+  // Mixed with another type too: quantized types share the Q8 activations.
+  const DType other = IsQuantized(type()) ? DType::kQ4_0 : DType::kF16;
+  const std::vector<TestMatrix> ms = {MakeMatrix(type(), 45, 256, 21), MakeMatrix(type(), 16, 256, 22),
+                                      MakeMatrix(other, 7, 256, 23), MakeMatrix(type(), 33, 256, 24)};
+  for (int64_t n_tokens : {1, 5, 17}) {
+    const std::vector<float> x = RandomFloats(n_tokens * 256, 25);
+    std::vector<WeightView> views;
+    std::vector<std::vector<float>> ys;
+    for (const TestMatrix& m : ms) {
+      views.push_back(m.View());
+      ys.emplace_back(static_cast<size_t>(n_tokens * m.rows), std::nanf(""));
+    }
+    std::vector<float*> y_ptrs;
+    for (auto& y : ys) y_ptrs.push_back(y.data());
+    std::vector<std::byte> scratch(MatMulScratchBytes(DType::kQ8_0, 256, n_tokens));
+    MatMulMany(views, x.data(), n_tokens, y_ptrs, scratch, pool);
+    for (size_t i = 0; i < ms.size(); ++i) {
+      const std::vector<float> single = RunMatMul(ms[i], x, n_tokens, pool);
+      ASSERT_EQ(std::memcmp(single.data(), ys[i].data(), single.size() * sizeof(float)), 0)
+          << "matrix " << i << " n_tokens=" << n_tokens;
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(AllIsasAndTypes, MatMulTest, testing::ValuesIn(AllIsaDTypes()), ParamName);
 
 // ---------------------------------------------------------------------------
@@ -305,9 +333,24 @@ TEST_P(QuantizeActivationsTest, BitIdenticalToReference) {
   // Exact ties: amax 127 gives d = 1, so x.5 must round away from zero.
   for (int j = 0; j < 32; ++j) x[j] = static_cast<float>(j - 16) + 0.5f;
   x[31] = 127.0f;
+  // Just below halves (0.5 - 2^-25 is where "add 0.5 and truncate" fails).
+  x[0] = 0.49999997f;
+  x[1] = -0.49999997f;
+  x[2] = std::nextafter(2.5f, 0.0f);
+  x[3] = std::nextafter(-7.5f, 0.0f);
+  x[4] = 126.5f;
   for (int j = 32; j < 64; ++j) x[j] = 0.0f;             // zero block
   for (int j = 64; j < 96; ++j) x[j] = j == 70 ? -1e-20f : 0.0f;  // tiny
   for (int j = 96; j < 128; ++j) x[j] = (j % 2 ? 1.0f : -1.0f) * 3e4f;  // large
+  // Blocks 4..67: halves k + 0.5 and their float neighbours, d = 1.
+  for (int b = 4; b < 68; ++b) {
+    for (int j = 0; j < 31; ++j) {
+      const float h = static_cast<float>((b * 31 + j) % 254 - 127) + 0.5f;
+      const int which = j % 3;
+      x[b * 32 + j] = which == 0 ? h : std::nextafter(h, which == 1 ? 200.0f : -200.0f);
+    }
+    x[b * 32 + 31] = b % 2 ? 127.0f : -127.0f;
+  }
   std::vector<int8_t> q_ref(cols), q(cols);
   std::vector<float> d_ref(cols / 32), d(cols / 32);
   ref_table.quantize_q8(x.data(), cols, q_ref.data(), d_ref.data());
@@ -315,6 +358,11 @@ TEST_P(QuantizeActivationsTest, BitIdenticalToReference) {
   EXPECT_EQ(q, q_ref);
   EXPECT_EQ(std::memcmp(d.data(), d_ref.data(), d.size() * sizeof(float)), 0);
   // roundf semantics, not ties-to-even.
+  EXPECT_EQ(q_ref[0], 0);     // 0.49999997
+  EXPECT_EQ(q_ref[1], 0);     // -0.49999997
+  EXPECT_EQ(q_ref[2], 2);     // just below 2.5
+  EXPECT_EQ(q_ref[3], -7);    // just above -7.5
+  EXPECT_EQ(q_ref[4], 127);   // 126.5
   EXPECT_EQ(q_ref[16], 1);    // 0.5
   EXPECT_EQ(q_ref[18], 3);    // 2.5
   EXPECT_EQ(q_ref[13], -3);   // -2.5

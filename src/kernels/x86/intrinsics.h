@@ -8,10 +8,14 @@
 #ifndef REDLINE_KERNELS_X86_INTRINSICS_H_
 #define REDLINE_KERNELS_X86_INTRINSICS_H_
 
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 #pragma GCC diagnostic pop
+#else
+#include <immintrin.h>
+#endif
 
 #endif  // REDLINE_KERNELS_X86_INTRINSICS_H_

@@ -53,13 +53,11 @@ inline float HalfToFloat(const uint8_t* p) {
 // ---------------------------------------------------------------------------
 // Activation quantization (bit-identical to ref::QuantizeQ8Activations).
 
-inline __m256 RoundHalfAway(__m256 s) {
-  const __m256 t = _mm256_round_ps(s, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-  const __m256 sign_mask = _mm256_set1_ps(-0.0f);
-  const __m256 frac_abs = _mm256_andnot_ps(sign_mask, _mm256_sub_ps(s, t));
-  const __m256 up = _mm256_cmp_ps(frac_abs, _mm256_set1_ps(0.5f), _CMP_GE_OQ);
-  const __m256 one = _mm256_or_ps(_mm256_and_ps(s, sign_mask), _mm256_set1_ps(1.0f));
-  return _mm256_add_ps(t, _mm256_and_ps(up, one));
+// roundf() as an int32, exactly, for |s| < 2^23: truncate
+// s + copysign(0.5 - 2^-25, s) (see the AVX-512 file for why).
+inline __m256i RoundHalfAwayToInt(__m256 s) {
+  const __m256 half = _mm256_or_ps(_mm256_and_ps(s, _mm256_set1_ps(-0.0f)), _mm256_set1_ps(0.49999997f));
+  return _mm256_cvttps_epi32(_mm256_add_ps(s, half));
 }
 
 void QuantizeQ8(const float* x, int64_t cols, int8_t* qs, float* d) {
@@ -75,7 +73,7 @@ void QuantizeQ8(const float* x, int64_t cols, int8_t* qs, float* d) {
     const float inv = scale != 0.0f ? 1.0f / scale : 0.0f;
     const __m256 vinv = _mm256_set1_ps(inv);
     __m256i q[4];
-    for (int j = 0; j < 4; ++j) q[j] = _mm256_cvtps_epi32(RoundHalfAway(_mm256_mul_ps(v[j], vinv)));
+    for (int j = 0; j < 4; ++j) q[j] = RoundHalfAwayToInt(_mm256_mul_ps(v[j], vinv));
     // Pack 4 x 8 int32 to 32 int8; packs work per 128-bit lane, so undo the
     // lane interleave with a final permute.
     const __m256i p01 = _mm256_packs_epi32(q[0], q[1]);

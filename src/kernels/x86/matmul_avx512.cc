@@ -9,14 +9,12 @@
 //
 // Quantized weights use VNNI vpdpbusd (u8 x s8 -> s32, four products per
 // lane). vpdpbusd wants one unsigned operand:
-//   Q8_0: w is s8, so we feed (w ^ 0x80) = w + 128 as u8 against s8 x and
-//         start the accumulator at -128 * sum4(x), which cancels the offset.
-//   Q4_0: the stored nibble q = w + 8 is already u8 in [0, 15]; start the
-//         accumulator at -8 * sum4(x).
-// Both corrections depend on the activations only, so they cost nothing per
-// weight row. A zmm holds two 32-element blocks (lanes 0-7 and 8-15), and the
-// per-block scale d_w * d_x is spread over those lane halves by a permute
-// from a vector of 16 block scales gathered once per 16 blocks.
+//   Q8_0: w is s8, so we feed (w ^ 0x80) = w + 128 as u8 against s8 x;
+//   Q4_0: the stored nibble q = w + 8 is already u8 in [0, 15].
+// The offset adds c * (sum of x over the lane's 4 bytes) to each int32
+// lane; it depends on the activations only, so each token computes that
+// correction once per unit and every row's dot product starts from it: the
+// integer result is exact, as in the reference.
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -38,76 +36,180 @@ constexpr int kDecodeRows = 4;
 constexpr int kPrefillRows = 4;
 constexpr int kPrefillTokens = 4;
 
-// kPairIndex[p]: lanes 0-7 select element 2p, lanes 8-15 element 2p + 1.
-struct PairIndexTable {
-  alignas(64) int32_t v[8][16];
-};
-constexpr PairIndexTable MakePairIndex() {
-  PairIndexTable t{};
-  for (int p = 0; p < 8; ++p) {
-    for (int l = 0; l < 16; ++l) t.v[p][l] = 2 * p + (l >= 8 ? 1 : 0);
-  }
-  return t;
-}
-constexpr PairIndexTable kPairIndex = MakePairIndex();
-
-inline __m512i PairIndex(int p) {
-  return _mm512_load_si512(static_cast<const void*>(kPairIndex.v[p]));
-}
-
 inline int64_t Min(int64_t a, int64_t b) { return a < b ? a : b; }
 
 inline __mmask16 FirstLanes16(int64_t n) {
   return n >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n) - 1);
 }
 
-// ---------------------------------------------------------------------------
-// Activation quantization (bit-identical to ref::QuantizeQ8Activations).
-
-// roundf(): round half away from zero, exactly.
-inline __m512 RoundHalfAway(__m512 s) {
-  const __m512 t = _mm512_roundscale_ps(s, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC);
-  const __m512 frac_abs = _mm512_abs_ps(_mm512_sub_ps(s, t));
-  const __mmask16 up = _mm512_cmp_ps_mask(frac_abs, _mm512_set1_ps(0.5f), _CMP_GE_OQ);
-  const __m512 sign = _mm512_and_ps(s, _mm512_set1_ps(-0.0f));
-  const __m512 one = _mm512_or_ps(sign, _mm512_set1_ps(1.0f));
-  return _mm512_mask_add_ps(t, up, t, one);
+// Sums of 4 vectors: lane i of the result is the sum of v[i]'s lanes.
+inline __m128 Reduce4(__m512 v0, __m512 v1, __m512 v2, __m512 v3) {
+  // Interleave pairs so each step halves the width and keeps 4 sums apart.
+  const __m512 s01 = _mm512_add_ps(_mm512_unpacklo_ps(v0, v1), _mm512_unpackhi_ps(v0, v1));
+  const __m512 s23 = _mm512_add_ps(_mm512_unpacklo_ps(v2, v3), _mm512_unpackhi_ps(v2, v3));
+  // Per 128-bit chunk: s01 = [a0 a1 a0 a1], s23 = [a2 a3 a2 a3] (partial).
+  const __m512 s = _mm512_add_ps(_mm512_shuffle_ps(s01, s23, _MM_SHUFFLE(1, 0, 1, 0)),
+                                 _mm512_shuffle_ps(s01, s23, _MM_SHUFFLE(3, 2, 3, 2)));
+  const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(s),
+                                 _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s), 1)));
+  return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
 }
 
+// y[t * y_stride + r] = (or +=, if accumulate) the sum of acc[r][t]'s lanes.
+template <int R, int T>
+inline void StoreSums(const __m512 (&acc)[R][T], float* y, int64_t y_stride,
+                      bool accumulate = false) {
+  if constexpr (R == 4) {
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) {
+      __m128 sums = Reduce4(acc[0][t], acc[1][t], acc[2][t], acc[3][t]);
+      if (accumulate) sums = _mm_add_ps(sums, _mm_loadu_ps(y + t * y_stride));
+      _mm_storeu_ps(y + t * y_stride, sums);
+    }
+  } else {
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) {
+        const float sum = _mm512_reduce_add_ps(acc[r][t]);
+        y[t * y_stride + r] = accumulate ? y[t * y_stride + r] + sum : sum;
+      }
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Activation quantization (bit-identical to the reference).
+
+// roundf() as an int32: round half away from zero, exactly, for |s| < 2^23:
+// truncate s + copysign(0.5 - 2^-25, s). (With 0.5 itself, s = 0.5 - 2^-25
+// would sum to 1 after rounding; with the constant just below 0.5, exact
+// halves still reach the next integer because the sum's rounding carries
+// them there, and nothing below a half does.)
+inline __m512i RoundHalfAwayToInt(__m512 s) {
+  const __m512 half = _mm512_castsi512_ps(_mm512_ternarylogic_epi32(
+      _mm512_castps_si512(s), _mm512_set1_epi32(static_cast<int>(0x80000000u)),
+      _mm512_castps_si512(_mm512_set1_ps(0.49999997f)), 0xea));  // (s & sign) | 0.49999997
+  return _mm512_cvttps_epi32(_mm512_add_ps(s, half));
+}
+
+// kMaxIndex[level]: permutex2var indices that halve every block's segment
+// of partial maxima and pack two vectors' segments into one (block order
+// kept). Level 0 takes one block per vector (16 lanes), level 3 leaves one
+// lane per block.
+struct MaxIndexTable {
+  alignas(64) int32_t first[4][16];
+  alignas(64) int32_t second[4][16];
+};
+constexpr MaxIndexTable MakeMaxIndex() {
+  MaxIndexTable t{};
+  for (int level = 0; level < 4; ++level) {
+    const int width = 16 >> level;  // lanes per block in the inputs
+    const int half = width / 2;
+    const int n_seg = 16 / width;   // blocks per input vector
+    for (int j = 0; j < 16; ++j) {
+      const int seg = j / half, off = j % half;
+      const int base = seg < n_seg ? seg * width : 16 + (seg - n_seg) * width;
+      t.first[level][j] = base + off;
+      t.second[level][j] = base + half + off;
+    }
+  }
+  return t;
+}
+constexpr MaxIndexTable kMaxIndex = MakeMaxIndex();
+
+inline __m512 CombineMax(__m512 a, __m512 b, int level) {
+  const __m512i i1 = _mm512_load_si512(static_cast<const void*>(kMaxIndex.first[level]));
+  const __m512i i2 = _mm512_load_si512(static_cast<const void*>(kMaxIndex.second[level]));
+  return _mm512_max_ps(_mm512_permutex2var_ps(a, i1, b), _mm512_permutex2var_ps(a, i2, b));
+}
+
+// Quantizes 16 blocks at a time: the 16 block maxima come out of one
+// transposing reduction, and scales, reciprocals and fp16 rounding are done
+// as vectors with the same IEEE operations as the reference's scalars.
 void QuantizeQ8(const float* x, int64_t cols, int8_t* qs, float* d) {
-  for (int64_t b = 0; b < cols / kQk; ++b) {
-    const __m512 v0 = _mm512_loadu_ps(x + b * kQk);
-    const __m512 v1 = _mm512_loadu_ps(x + b * kQk + 16);
-    const float amax = _mm512_reduce_max_ps(_mm512_max_ps(_mm512_abs_ps(v0), _mm512_abs_ps(v1)));
-    const float scale = amax / 127.0f;
-    const float inv = scale != 0.0f ? 1.0f / scale : 0.0f;
-    const __m512 vinv = _mm512_set1_ps(inv);
-    const __m512i q0 = _mm512_cvtps_epi32(RoundHalfAway(_mm512_mul_ps(v0, vinv)));
-    const __m512i q1 = _mm512_cvtps_epi32(RoundHalfAway(_mm512_mul_ps(v1, vinv)));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + b * kQk), _mm512_cvtepi32_epi8(q0));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + b * kQk + 16), _mm512_cvtepi32_epi8(q1));
-    d[b] = _cvtsh_ss(_cvtss_sh(scale, _MM_FROUND_TO_NEAREST_INT));
+  const int64_t n_blocks = cols / kQk;
+  for (int64_t g = 0; g < n_blocks; g += 16) {
+    const int64_t nb = Min(16, n_blocks - g);
+    const float* xg = x + g * kQk;
+    __m512 m[16];
+    for (int k = 0; k < 16; ++k) {
+      const __mmask16 valid = k < nb ? static_cast<__mmask16>(0xffff) : 0;
+      m[k] = _mm512_max_ps(_mm512_abs_ps(_mm512_maskz_loadu_ps(valid, xg + k * kQk)),
+                           _mm512_abs_ps(_mm512_maskz_loadu_ps(valid, xg + k * kQk + 16)));
+    }
+    for (int level = 0, n = 16; n > 1; ++level, n /= 2) {
+      for (int k = 0; k < n / 2; ++k) m[k] = CombineMax(m[2 * k], m[2 * k + 1], level);
+    }
+    const __m512 scale = _mm512_div_ps(m[0], _mm512_set1_ps(127.0f));
+    const __mmask16 nonzero = _mm512_cmp_ps_mask(scale, _mm512_setzero_ps(), _CMP_NEQ_UQ);
+    alignas(64) float inv[16];
+    _mm512_store_ps(inv, _mm512_maskz_div_ps(nonzero, _mm512_set1_ps(1.0f), scale));
+    _mm512_mask_storeu_ps(d + g, FirstLanes16(nb),
+                          _mm512_cvtph_ps(_mm512_cvtps_ph(scale, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
+    for (int64_t k = 0; k < nb; ++k) {
+      const __m512 vinv = _mm512_set1_ps(inv[k]);
+      const __m512i q0 = RoundHalfAwayToInt(_mm512_mul_ps(_mm512_loadu_ps(xg + k * kQk), vinv));
+      const __m512i q1 = RoundHalfAwayToInt(_mm512_mul_ps(_mm512_loadu_ps(xg + k * kQk + 16), vinv));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + (g + k) * kQk), _mm512_cvtepi32_epi8(q0));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + (g + k) * kQk + 16), _mm512_cvtepi32_epi8(q1));
+    }
   }
 }
 
 // ---------------------------------------------------------------------------
 // Quantized weights.
+//
+// The inner loop steps over "units" of blocks that fill whole zmm registers:
+//   Q8_0: a pair of blocks, one zmm; lanes 0-7 hold block 0, 8-15 block 1.
+//   Q4_0: a quad of blocks, two zmm (low and high nibbles) whose lanes
+//         4k..4k+3 both belong to block k, so one int32 accumulator takes
+//         both dot products before the f32 conversion.
+// Scales are handled per group of 16 blocks: the 16 weight scales of a row
+// are collected once (LoadBlockScales), the 16 activation scales of a token
+// loaded once, then one permute per unit spreads block scales over the
+// unit's lanes.
 
 template <DType kType>
 struct QuantTraits;
 template <>
 struct QuantTraits<DType::kQ8_0> {
   static constexpr int64_t kBlockBytes = kQ8BlockBytes;
-  static constexpr char kOffset = static_cast<char>(128);  // see file comment
+  static constexpr int kUnitBlocks = 2;
+  static constexpr char kOffset = static_cast<char>(128);  // the u8 operand is w + 128
 };
 template <>
 struct QuantTraits<DType::kQ4_0> {
   static constexpr int64_t kBlockBytes = kQ4BlockBytes;
-  static constexpr char kOffset = 8;
+  static constexpr int kUnitBlocks = 4;
+  static constexpr char kOffset = 8;  // the u8 operand is the nibble w + 8
 };
 
+// kUnitIndex<kUnitBlocks>.v[u]: lane l takes block u * kUnitBlocks + l / (16 / kUnitBlocks).
+struct UnitIndexTable {
+  alignas(64) int32_t v[8][16];
+};
+constexpr UnitIndexTable MakeUnitIndex(int unit_blocks) {
+  UnitIndexTable t{};
+  for (int u = 0; u < 16 / unit_blocks; ++u) {
+    for (int l = 0; l < 16; ++l) t.v[u][l] = u * unit_blocks + l / (16 / unit_blocks);
+  }
+  return t;
+}
+constexpr UnitIndexTable kPairIndex = MakeUnitIndex(2);
+constexpr UnitIndexTable kQuadIndex = MakeUnitIndex(4);
+
+template <int kUnitBlocks>
+inline __m512i UnitIndex(int u) {
+  const UnitIndexTable& t = kUnitBlocks == 2 ? kPairIndex : kQuadIndex;
+  return _mm512_load_si512(static_cast<const void*>(t.v[u]));
+}
+
 // f32 scales of blocks [0, n) of a weight row (n <= 16); lanes >= n are 0.
-// One gather of the 16-bit scales at the block stride.
+// One gather of the 16-bit scales at the block stride. (Measured: cheaper
+// than 16 scalar loads through the stack, and than collecting them with
+// word permutes of 64-byte loads; in profiles the gather also absorbs the
+// cache misses of the next 16 blocks, being the first to touch them.)
 template <int64_t kBlockBytes>
 inline __m512 LoadBlockScales(const uint8_t* first_block, int64_t n) {
   const __m512i offsets = _mm512_mullo_epi32(
@@ -118,42 +220,93 @@ inline __m512 LoadBlockScales(const uint8_t* first_block, int64_t n) {
   return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(raw));
 }
 
-// The 64 weights of blocks (b, b + 1) as the u8 operand of vpdpbusd, in
-// natural order (block b in bytes 0-31). kTwo = false loads block b only and
-// leaves the upper half at the zero point, which the zero activation padding
-// turns into zero products.
-template <DType kType, bool kTwo>
-inline __m512i LoadWeightPair(const uint8_t* block) {
+// The weights of one unit as u8 operands of vpdpbusd. kFull = false loads
+// only the first `n` blocks and zeros the rest (zero activation padding makes
+// their products zero).
+struct WeightUnit {
+  __m512i a;  // Q8_0: the pair; Q4_0: low nibbles (elements 0-15 of each block)
+  __m512i b;  // Q4_0: high nibbles (elements 16-31); unused for Q8_0
+};
+
+inline __m128i LoadQs16(const uint8_t* block, bool present) {
+  return _mm_maskz_loadu_epi8(present ? static_cast<__mmask16>(0xffff) : 0, block + 2);
+}
+
+template <DType kType, bool kFull>
+inline WeightUnit LoadWeightUnit(const uint8_t* block, int64_t n) {
+  WeightUnit u;
   if constexpr (kType == DType::kQ8_0) {
     const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 2));
-    const __m256i hi = kTwo ? _mm256_loadu_si256(
-                                  reinterpret_cast<const __m256i*>(block + kQ8BlockBytes + 2))
-                            : _mm256_setzero_si256();
-    return _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1),
-                            _mm512_set1_epi8(static_cast<char>(0x80)));
+    const __m256i hi =
+        kFull || n > 1
+            ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + kQ8BlockBytes + 2))
+            : _mm256_set1_epi8(static_cast<char>(0x80));  // w = 0 after the flip below
+    u.a = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1),
+                           _mm512_set1_epi8(static_cast<char>(0x80)));
   } else {
-    // 16 bytes per block: low nibbles are elements 0-15, high nibbles 16-31.
-    const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 2));
-    __m256i q = _mm256_castsi128_si256(lo);
-    if constexpr (kTwo) {
-      q = _mm256_inserti128_si256(
-          q, _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + kQ4BlockBytes + 2)), 1);
+    __m256i lo, hi;
+    if constexpr (kFull) {
+      lo = _mm256_inserti128_si256(
+          _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 2))),
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + kQ4BlockBytes + 2)), 1);
+      hi = _mm256_inserti128_si256(
+          _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 2 * kQ4BlockBytes + 2))),
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 3 * kQ4BlockBytes + 2)), 1);
     } else {
-      q = _mm256_zextsi128_si256(lo);
+      lo = _mm256_inserti128_si256(_mm256_castsi128_si256(LoadQs16(block, true)),
+                                   LoadQs16(block + kQ4BlockBytes, n > 1), 1);
+      hi = _mm256_inserti128_si256(_mm256_castsi128_si256(LoadQs16(block + 2 * kQ4BlockBytes, n > 2)),
+                                   LoadQs16(block + 3 * kQ4BlockBytes, n > 3), 1);
     }
-    // [q_b, q_b, q_b+1, q_b+1] in 128-bit lanes, then shift lanes 1 and 3 by 4.
-    const __m512i z = _mm512_permutexvar_epi64(_mm512_set_epi64(3, 2, 3, 2, 1, 0, 1, 0),
-                                               _mm512_castsi256_si512(q));
-    const __m512i shifts = _mm512_set_epi64(0x0004000400040004, 0x0004000400040004, 0, 0,
-                                            0x0004000400040004, 0x0004000400040004, 0, 0);
-    return _mm512_and_si512(_mm512_srlv_epi16(z, shifts), _mm512_set1_epi8(0x0f));
+    const __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+    const __m512i mask = _mm512_set1_epi8(0x0f);
+    u.a = _mm512_and_si512(q, mask);
+    u.b = _mm512_and_si512(_mm512_srli_epi16(q, 4), mask);
   }
+  return u;
+}
+
+// Activations of one unit, arranged like the weights, with the int32
+// correction -offset * sum4(x) that every row's dot product starts from.
+struct ActivationUnit {
+  __m512i a, b;
+  __m512i corr;
+};
+
+template <DType kType>
+inline ActivationUnit LoadActivationUnit(const int8_t* x) {
+  const __m512i offset = _mm512_set1_epi8(QuantTraits<kType>::kOffset);
+  ActivationUnit u;
+  const __m512i x0 = _mm512_load_si512(static_cast<const void*>(x));
+  __m512i sum;
+  if constexpr (kType == DType::kQ4_0) {
+    // x0 = [b0 0-15, b0 16-31, b1 0-15, b1 16-31], x1 likewise for b2, b3.
+    const __m512i x1 = _mm512_load_si512(static_cast<const void*>(x + 64));
+    u.a = _mm512_shuffle_i64x2(x0, x1, 0x88);  // elements 0-15 of b0..b3
+    u.b = _mm512_shuffle_i64x2(x0, x1, 0xdd);  // elements 16-31 of b0..b3
+    sum = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), offset, u.a), offset, u.b);
+  } else {
+    u.a = x0;
+    u.b = _mm512_setzero_si512();
+    sum = _mm512_dpbusd_epi32(_mm512_setzero_si512(), offset, x0);
+  }
+  u.corr = _mm512_sub_epi32(_mm512_setzero_si512(), sum);
+  return u;
+}
+
+template <DType kType>
+inline __m512i UnitDot(const WeightUnit& w, const ActivationUnit& x) {
+  const __m512i dot = _mm512_dpbusd_epi32(x.corr, w.a, x.a);
+  if constexpr (kType == DType::kQ4_0) return _mm512_dpbusd_epi32(dot, w.b, x.b);
+  return dot;
 }
 
 // Quantized tile: y[t0 + t, r0 + r] for r < R, t < T.
 template <DType kType, int R, int T>
 void QuantTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
-  constexpr int64_t kBlockBytes = QuantTraits<kType>::kBlockBytes;
+  using Traits = QuantTraits<kType>;
+  constexpr int64_t kBlockBytes = Traits::kBlockBytes;
+  constexpr int kUnit = Traits::kUnitBlocks;
   const int64_t n_blocks = a.cols / kQk;
   const uint8_t* w[R];
   for (int r = 0; r < R; ++r) w[r] = a.w + (r0 + r) * a.row_bytes;
@@ -163,7 +316,6 @@ void QuantTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
     xq[t] = a.xq.qs + (t0 + t) * a.xq.qs_stride;
     xd[t] = a.xq.d + (t0 + t) * a.xq.d_stride;
   }
-  const __m512i offset = _mm512_set1_epi8(QuantTraits<kType>::kOffset);
 
   __m512 acc[R][T];
 #pragma GCC unroll 8
@@ -174,8 +326,8 @@ void QuantTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
 
   for (int64_t g = 0; g < n_blocks; g += 16) {
     const int64_t nb = Min(16, n_blocks - g);
-    // Block scales of this group: per row (gathered) and per token. For
-    // T == 1 fold them together once: scale[r] = d_w[r] * d_x.
+    // Scales of the group's blocks: per row (gathered) and per token; for
+    // T == 1 fold them once, wscale[r] = d_w[r] * d_x.
     __m512 wscale[R];
     __m512 xscale[T];
 #pragma GCC unroll 8
@@ -186,43 +338,35 @@ void QuantTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
       if constexpr (T == 1) wscale[r] = _mm512_mul_ps(wscale[r], xscale[0]);
     }
 
-    auto pair = [&](int p, auto two) {
-      constexpr bool kTwo = decltype(two)::value;
-      const int64_t b = g + 2 * p;
-      const __m512i idx = PairIndex(p);
-      __m512i wq[R];
+    auto unit = [&](int u, auto full) {
+      constexpr bool kFull = decltype(full)::value;
+      const int64_t b = g + u * kUnit;
+      const __m512i idx = UnitIndex<kUnit>(u);
+      WeightUnit wu[R];
       __m512 ws[R];
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
-        wq[r] = LoadWeightPair<kType, kTwo>(w[r] + b * kBlockBytes);
+        wu[r] = LoadWeightUnit<kType, kFull>(w[r] + b * kBlockBytes, nb - u * kUnit);
         ws[r] = _mm512_permutexvar_ps(idx, wscale[r]);
       }
 #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) {
-        const __m512i xv = _mm512_load_si512(static_cast<const void*>(xq[t] + b * kQk));
-        const __m512i corr = _mm512_sub_epi32(
-            _mm512_setzero_si512(), _mm512_dpbusd_epi32(_mm512_setzero_si512(), offset, xv));
+        const ActivationUnit xu = LoadActivationUnit<kType>(xq[t] + b * kQk);
         const __m512 xs = T == 1 ? _mm512_set1_ps(1.0f) : _mm512_permutexvar_ps(idx, xscale[t]);
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
-          const __m512i dot = _mm512_dpbusd_epi32(corr, wq[r], xv);
+          const __m512 dot = _mm512_cvtepi32_ps(UnitDot<kType>(wu[r], xu));
           const __m512 scale = T == 1 ? ws[r] : _mm512_mul_ps(ws[r], xs);
-          acc[r][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc[r][t]);
+          acc[r][t] = _mm512_fmadd_ps(dot, scale, acc[r][t]);
         }
       }
     };
-    const int full_pairs = static_cast<int>(nb / 2);
-    for (int p = 0; p < full_pairs; ++p) pair(p, std::true_type{});
-    if (nb & 1) pair(full_pairs, std::false_type{});
+    const int full_units = static_cast<int>(nb / kUnit);
+    for (int u = 0; u < full_units; ++u) unit(u, std::true_type{});
+    if (nb % kUnit != 0) unit(full_units, std::false_type{});
   }
 
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 8
-    for (int t = 0; t < T; ++t) {
-      a.y[(t0 + t) * a.y_stride + r0 + r] = _mm512_reduce_add_ps(acc[r][t]);
-    }
-  }
+  StoreSums<R, T>(acc, a.y + t0 * a.y_stride + r0, a.y_stride);
 }
 
 // ---------------------------------------------------------------------------
@@ -250,8 +394,11 @@ constexpr Bf16Index kBf16Index = MakeBf16Index();
 template <DType kType>
 constexpr int64_t kFloatStep = kType == DType::kBF16 ? 32 : 16;
 
+// Columns [c_begin, c_end) only; c_begin a multiple of kFloatStep. With
+// `accumulate`, adds to y (column chunks after the first).
 template <DType kType, int R, int T>
-void FloatTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
+void FloatTile(const MatMulArgs& a, int64_t r0, int64_t t0, int64_t c_begin, int64_t c_end,
+               bool accumulate) {
   constexpr int64_t kStep = kFloatStep<kType>;
   const uint8_t* w[R];
   for (int r = 0; r < R; ++r) w[r] = a.w + (r0 + r) * a.row_bytes;
@@ -317,51 +464,51 @@ void FloatTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
       }
     }
   };
-  int64_t c = 0;
-  for (; c + kStep <= a.cols; c += kStep) step(c, std::false_type{});
-  if (c < a.cols) step(c, std::true_type{});
+  int64_t c = c_begin;
+  for (; c + kStep <= c_end; c += kStep) step(c, std::false_type{});
+  if (c < c_end) step(c, std::true_type{});
 
-#pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 8
-    for (int t = 0; t < T; ++t) {
-      a.y[(t0 + t) * a.y_stride + r0 + r] = _mm512_reduce_add_ps(acc[r][t]);
-    }
-  }
+  StoreSums<R, T>(acc, a.y + t0 * a.y_stride + r0, a.y_stride, accumulate);
 }
 
 // ---------------------------------------------------------------------------
 // Row-range drivers: full tiles, then smaller tiles for the leftovers.
 
+// Columns per chunk of float prefill: a 4-row panel of f32 weights (16 KiB)
+// and 4 tokens of activations (16 KiB) stay in L1 across the token tiles.
+constexpr int64_t kFloatChunkCols = 1024;
+
+// Quantized tiles always take all columns (c_begin = 0, c_end = cols).
 template <DType kType, int R, int T>
-void Tile(const MatMulArgs& a, int64_t r0, int64_t t0) {
+void Tile(const MatMulArgs& a, int64_t r0, int64_t t0, int64_t c_begin = 0, int64_t c_end = -1) {
   if constexpr (kType == DType::kQ8_0 || kType == DType::kQ4_0) {
     QuantTile<kType, R, T>(a, r0, t0);
   } else {
-    FloatTile<kType, R, T>(a, r0, t0);
+    FloatTile<kType, R, T>(a, r0, t0, c_begin, c_end < 0 ? a.cols : c_end, c_begin > 0);
   }
 }
 
 template <DType kType, int R>
-void TileTokens(const MatMulArgs& a, int64_t r0, int64_t t0, int64_t n_tokens) {
+void TileTokens(const MatMulArgs& a, int64_t r0, int64_t t0, int64_t n_tokens, int64_t c0,
+                int64_t c1) {
   static_assert(kPrefillTokens == 4);
   switch (n_tokens) {
-    case 1: Tile<kType, R, 1>(a, r0, t0); break;
-    case 2: Tile<kType, R, 2>(a, r0, t0); break;
-    case 3: Tile<kType, R, 3>(a, r0, t0); break;
-    default: Tile<kType, R, 4>(a, r0, t0); break;
+    case 1: Tile<kType, R, 1>(a, r0, t0, c0, c1); break;
+    case 2: Tile<kType, R, 2>(a, r0, t0, c0, c1); break;
+    case 3: Tile<kType, R, 3>(a, r0, t0, c0, c1); break;
+    default: Tile<kType, R, 4>(a, r0, t0, c0, c1); break;
   }
 }
 
 template <DType kType>
 void TileRowsTokens(const MatMulArgs& a, int64_t r0, int64_t n_rows, int64_t t0,
-                    int64_t n_tokens) {
+                    int64_t n_tokens, int64_t c0, int64_t c1) {
   static_assert(kPrefillRows == 4);
   switch (n_rows) {
-    case 1: TileTokens<kType, 1>(a, r0, t0, n_tokens); break;
-    case 2: TileTokens<kType, 2>(a, r0, t0, n_tokens); break;
-    case 3: TileTokens<kType, 3>(a, r0, t0, n_tokens); break;
-    default: TileTokens<kType, 4>(a, r0, t0, n_tokens); break;
+    case 1: TileTokens<kType, 1>(a, r0, t0, n_tokens, c0, c1); break;
+    case 2: TileTokens<kType, 2>(a, r0, t0, n_tokens, c0, c1); break;
+    case 3: TileTokens<kType, 3>(a, r0, t0, n_tokens, c0, c1); break;
+    default: TileTokens<kType, 4>(a, r0, t0, n_tokens, c0, c1); break;
   }
 }
 
@@ -373,16 +520,30 @@ void MatMulRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
     for (; r < row_end; ++r) Tile<kType, 1, 1>(a, r, 0);
     return;
   }
-  // Prefill: each row panel stays in L1 while all token tiles pass over it.
-  for (int64_t r = row_begin; r < row_end; r += kPrefillRows) {
-    const int64_t n_rows = Min(kPrefillRows, row_end - r);
-    for (int64_t t = 0; t < a.n_tokens; t += kPrefillTokens) {
-      TileRowsTokens<kType>(a, r, n_rows, t, Min(kPrefillTokens, a.n_tokens - t));
+  // Prefill: each row panel (of one column chunk, for float weights) stays
+  // in L1 while all token tiles pass over it.
+  constexpr bool kQuantized = kType == DType::kQ8_0 || kType == DType::kQ4_0;
+  const int64_t chunk = kQuantized ? a.cols : kFloatChunkCols;
+  for (int64_t c0 = 0; c0 < a.cols; c0 += chunk) {
+    const int64_t c1 = Min(a.cols, c0 + chunk);
+    for (int64_t r = row_begin; r < row_end; r += kPrefillRows) {
+      const int64_t n_rows = Min(kPrefillRows, row_end - r);
+      for (int64_t t = 0; t < a.n_tokens; t += kPrefillTokens) {
+        TileRowsTokens<kType>(a, r, n_rows, t, Min(kPrefillTokens, a.n_tokens - t), c0, c1);
+      }
     }
   }
 }
 
 }  // namespace
+
+void MatMulRowsQ8_0(const MatMulArgs& args, int64_t row_begin, int64_t row_end) {
+  MatMulRows<DType::kQ8_0>(args, row_begin, row_end);
+}
+
+void MatMulRowsQ4_0(const MatMulArgs& args, int64_t row_begin, int64_t row_end) {
+  MatMulRows<DType::kQ4_0>(args, row_begin, row_end);
+}
 
 void FillMatMulTable(KernelTable* table) {
   table->quantize_q8 = &QuantizeQ8;

@@ -111,10 +111,42 @@ inline float Dot(const float* a, const float* b, int64_t n) {
   return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
 }
 
+// Sums of 4 vectors: lane i of the result is the sum of v[i]'s lanes.
+inline __m128 Reduce4(__m512 v0, __m512 v1, __m512 v2, __m512 v3) {
+  const __m512 s01 = _mm512_add_ps(_mm512_unpacklo_ps(v0, v1), _mm512_unpackhi_ps(v0, v1));
+  const __m512 s23 = _mm512_add_ps(_mm512_unpacklo_ps(v2, v3), _mm512_unpackhi_ps(v2, v3));
+  const __m512 s = _mm512_add_ps(_mm512_shuffle_ps(s01, s23, _MM_SHUFFLE(1, 0, 1, 0)),
+                                 _mm512_shuffle_ps(s01, s23, _MM_SHUFFLE(3, 2, 3, 2)));
+  const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(s),
+                                 _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s), 1)));
+  return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+}
+
+// scores[i] = scale * q . k_i, four keys at a time (four independent FMA
+// chains and one combined reduction).
+void Scores(const float* q, const float* k, int64_t n_kv, int64_t head_dim, int64_t kv_stride,
+            float scale, float* scores) {
+  const __m128 vscale = _mm_set1_ps(scale);
+  int64_t i = 0;
+  for (; i + 4 <= n_kv; i += 4) {
+    const float* k0 = k + i * kv_stride;
+    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+    for (int64_t d = 0; d < head_dim; d += 16) {
+      const __mmask16 m = FirstLanes16(head_dim - d);
+      const __m512 qv = _mm512_maskz_loadu_ps(m, q + d);
+      for (int j = 0; j < 4; ++j) {
+        acc[j] = _mm512_fmadd_ps(qv, _mm512_maskz_loadu_ps(m, k0 + j * kv_stride + d), acc[j]);
+      }
+    }
+    _mm_storeu_ps(scores + i, _mm_mul_ps(vscale, Reduce4(acc[0], acc[1], acc[2], acc[3])));
+  }
+  for (; i < n_kv; ++i) scores[i] = scale * Dot(q, k + i * kv_stride, head_dim);
+}
+
 void AttentionHead(const float* q, const float* k, const float* v, int64_t n_kv,
                    int64_t head_dim, int64_t kv_stride, float scale, float* scores,
                    float* out) {
-  for (int64_t i = 0; i < n_kv; ++i) scores[i] = scale * Dot(q, k + i * kv_stride, head_dim);
+  Scores(q, k, n_kv, head_dim, kv_stride, scale, scores);
   Softmax(scores, n_kv);
   // out = sum_i p_i v_i, 64 dimensions (4 accumulators) at a time.
   for (int64_t d0 = 0; d0 < head_dim; d0 += 64) {

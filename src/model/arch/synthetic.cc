@@ -22,6 +22,12 @@ constexpr int32_t kNumSpecial = 5;
 constexpr int32_t kFirstByteToken = kNumSpecial;
 constexpr int32_t kFirstPiece = kFirstByteToken + 256;
 
+// Each layer adds a small update to the residual stream (outputs ~0.25 of
+// its inputs): a random deep network with unit-size updates is chaotic, and
+// rounding differences between engines (f16 KV caches, 8-bit activations)
+// would grow through the layers into different greedy tokens.
+constexpr float kLayerOutputScale = 0.25f;
+
 // ChatML, the format SmolLM2 and Qwen2.5 instruct models use.
 constexpr const char* kChatMlTemplate =
     "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + "
@@ -280,13 +286,21 @@ Status WriteSyntheticModel(const SyntheticSpec& s, kernels::DType type, uint64_t
 
   const int64_t d = s.embedding_length;
   const float in_std = 1.0f / std::sqrt(static_cast<float>(d));
-  // Embedding rows with std 8/sqrt(d) give logits with std ~8: wide gaps
-  // between the best tokens, so greedy decoding is robust to rounding and
-  // engines agree token for token.
-  const float embd_std = 8.0f / std::sqrt(static_cast<float>(d));
+  // Logits get a standard deviation of ~8: wide gaps between the best
+  // tokens, so greedy decoding is robust to rounding and engines agree token
+  // for token. With tied embeddings the scale comes from output_norm (x16)
+  // rather than from large embeddings: a large embedding would dominate the
+  // residual stream, and the model would mostly repeat its input token (slow
+  // drifts between repeats make exact near-ties).
+  const float embd_std = 0.5f / std::sqrt(static_cast<float>(d));
+  const float out_std = 8.0f / std::sqrt(static_cast<float>(d));
   matrix("token_embd.weight", s.vocab_size, d, embd_std, type, 0.05f);
-  vector("output_norm.weight", d, 1.0f, 0.1f);
-  if (!s.tied_embeddings) matrix("output.weight", s.vocab_size, d, embd_std, type, 0.05f);
+  if (s.tied_embeddings) {
+    vector("output_norm.weight", d, 16.0f, 1.6f);
+  } else {
+    vector("output_norm.weight", d, 1.0f, 0.1f);
+    matrix("output.weight", s.vocab_size, d, out_std, type, 0.05f);
+  }
   if (s.llama3_rope_scaling) {
     const std::vector<float> factors = Llama3RopeFactors(s.rope_freq_base, head_dim);
     w.AddTensor("rope_freqs.weight", TensorType::kF32, {head_dim / 2}, [factors](std::span<uint8_t> dst) {
@@ -300,7 +314,7 @@ Status WriteSyntheticModel(const SyntheticSpec& s, kernels::DType type, uint64_t
     matrix(b + "attn_q.weight", d, d, in_std, type);
     matrix(b + "attn_k.weight", kv_dim, d, in_std, type);
     matrix(b + "attn_v.weight", kv_dim, d, in_std, type);
-    matrix(b + "attn_output.weight", d, d, in_std, type);
+    matrix(b + "attn_output.weight", d, d, kLayerOutputScale * in_std, type);
     if (s.arch == Arch::kQwen2) {
       vector(b + "attn_q.bias", d, 0.0f, 0.1f);
       vector(b + "attn_k.bias", kv_dim, 0.0f, 0.1f);
@@ -309,7 +323,7 @@ Status WriteSyntheticModel(const SyntheticSpec& s, kernels::DType type, uint64_t
     vector(b + "ffn_norm.weight", d, 1.0f, 0.1f);
     matrix(b + "ffn_gate.weight", s.feed_forward_length, d, in_std, type);
     matrix(b + "ffn_up.weight", s.feed_forward_length, d, in_std, type);
-    matrix(b + "ffn_down.weight", d, s.feed_forward_length, ff_std, type);
+    matrix(b + "ffn_down.weight", d, s.feed_forward_length, kLayerOutputScale * ff_std, type);
   }
   return w.Write(path);
 }

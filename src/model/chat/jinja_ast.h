@@ -18,9 +18,11 @@
 namespace redline::model::chat::jinja {
 
 // A filter: `input | name(args)`. Null input means "undefined input".
-using FilterFn = Result<Value> (*)(Renderer& renderer, const Value& input, CallArgs& args);
+using FilterFn = Result<Value> (*)(Renderer& renderer, const Value& input,
+                                   CallArgs& args);
 // A test: `input is name(args)`.
-using TestFn = Result<bool> (*)(Renderer& renderer, const Value& input, CallArgs& args);
+using TestFn = Result<bool> (*)(Renderer& renderer, const Value& input,
+                                CallArgs& args);
 
 enum class ExprKind : uint8_t {
   kLiteral,     // value
@@ -71,13 +73,14 @@ struct Expr {
 };
 
 enum class StmtKind : uint8_t {
-  kText,         // text
-  kOutput,       // {{ expr }}
-  kIf,           // conds[i] guards bodies[i]; bodies may hold one more (else)
-  kFor,          // for targets in expr [if loop_filter]: bodies[0], else bodies[1]
-  kSet,          // set targets = expr | set name.attr = expr
-  kSetBlock,     // set target %}bodies[0]{% endset; expr: optional filter chain
-  kMacro,        // macro name(params): bodies[0]
+  kText,    // text
+  kOutput,  // {{ expr }}
+  kIf,      // conds[i] guards bodies[i]; bodies may hold one more (else)
+  kFor,     // for targets in expr [if loop_filter] [recursive]: bodies[0], else
+            // bodies[1]
+  kSet,     // set targets = expr | set name.attr = expr
+  kSetBlock,  // set target %}bodies[0]{% endset; expr: optional filter chain
+  kMacro,     // macro name(params): bodies[0]
   kBreak,
   kContinue,
   kFilterBlock,  // filter <expr chain>: bodies[0]
@@ -103,12 +106,13 @@ struct Stmt {
   std::vector<Body> bodies;
   // kFor, kSet, kSetBlock, kWith: assigned names (several: tuple unpacking).
   std::vector<std::string> targets;
-  std::string target_attr;  // kSet: `set targets[0].target_attr = ...`
-  ExprPtr loop_filter;      // kFor
-  std::vector<ExprPtr> values;  // kWith
+  std::string target_attr;         // kSet: `set targets[0].target_attr = ...`
+  ExprPtr loop_filter;             // kFor
+  std::vector<ExprPtr> values;     // kWith
   std::vector<MacroParam> params;  // kMacro
   bool uses_varargs = false;       // kMacro body reads `varargs`
   bool uses_kwargs = false;        // kMacro body reads `kwargs`
+  bool recursive = false;  // kFor: `recursive` (the body may call loop(items))
 };
 
 }  // namespace redline::model::chat::jinja

@@ -24,7 +24,8 @@ namespace redline::model::chat::jinja {
 // ---- operators (jinja_ops.cc) ---------------------------------------------
 
 // Python `a <op> b` (with markupsafe's escaping when one side is Markup).
-Result<Value> ApplyBinary(Renderer& r, BinOp op, const Value& a, const Value& b);
+Result<Value> ApplyBinary(Renderer& r, BinOp op, const Value& a,
+                          const Value& b);
 // Unary minus / plus.
 Result<Value> ApplyUnary(const Value& v, bool negate);
 // Python comparison operators, `in` and `not in`.
@@ -43,8 +44,10 @@ Value EscapeToMarkup(const Value& v);
 
 // Python slicing obj[start:stop:step] for str, list and tuple; other values
 // give Undefined, as Jinja's getitem does.
-Result<Value> SliceValue(Renderer& r, const Value& obj, const std::optional<int64_t>& start,
-                         const std::optional<int64_t>& stop, const std::optional<int64_t>& step);
+Result<Value> SliceValue(Renderer& r, const Value& obj,
+                         const std::optional<int64_t>& start,
+                         const std::optional<int64_t>& stop,
+                         const std::optional<int64_t>& step);
 // Code point `index` (negative counts from the end) of a string, or
 // Undefined when out of range.
 Value StringIndex(const Value& s, int64_t index);
@@ -73,13 +76,14 @@ const Value* FindGlobal(std::string_view name);
 // sandbox refuses to call.
 bool HasMethod(const Value& obj, std::string_view name, bool* unsafe);
 // Calls obj.name(args).
-Result<Value> CallMethod(Renderer& r, const Value& obj, std::string_view name, CallArgs& args);
+Result<Value> CallMethod(Renderer& r, const Value& obj, std::string_view name,
+                         CallArgs& args);
 // obj.name as a bound-method value.
 Value BoundMethod(const Value& obj, std::string_view name);
 
 // String helpers shared by filters and methods.
-std::string PyStrip(std::string_view s, const std::optional<std::string>& chars, bool left,
-                    bool right);
+std::string PyStrip(std::string_view s, const std::optional<std::string>& chars,
+                    bool left, bool right);
 std::string PyUpper(std::string_view s);
 std::string PyLower(std::string_view s);
 std::string PyCapitalize(std::string_view s);
@@ -87,9 +91,14 @@ std::string PyCapitalize(std::string_view s);
 std::string PyTitle(std::string_view s);
 // Python str.splitlines() (keepends false).
 std::vector<std::string> PySplitLines(std::string_view s);
-// Python str.replace(old, new, count) with count < 0 meaning all.
-std::string PyReplace(std::string_view s, std::string_view old_s, std::string_view new_s,
-                      int64_t count);
+// Python str.replace(old, new, count) with count < 0 meaning all; nullopt
+// when the result would be longer than `max_bytes` (nothing is built then).
+std::optional<std::string> PyReplace(std::string_view s, std::string_view old_s,
+                                     std::string_view new_s, int64_t count,
+                                     size_t max_bytes);
+// A run of ASCII digits as an integer; nullopt for anything else or
+// overflow.
+std::optional<int64_t> ParseDigits(std::string_view s);
 
 // ---- JSON (jinja_json.cc) ---------------------------------------------------
 
@@ -103,9 +112,11 @@ struct JsonDumpOptions {
 };
 // Python json.dumps(v, ...). TypeError for values JSON cannot hold
 // (Undefined, namespaces, callables).
-Result<std::string> JsonDump(Renderer* r, const Value& v, const JsonDumpOptions& options);
+Result<std::string> JsonDump(Renderer* r, const Value& v,
+                             const JsonDumpOptions& options);
 
-// ---- argument binding --------------------------------------------------------
+// ---- argument binding
+// --------------------------------------------------------
 
 // Binds positional and keyword arguments to named parameters, Python style.
 class ArgBinder {

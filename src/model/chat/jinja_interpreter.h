@@ -32,26 +32,11 @@
 #include "base/result.h"
 #include "model/chat/jinja_ast.h"
 #include "model/chat/jinja_value.h"
+#include "model/chat/render_limits.h"
 
 namespace redline::model::chat::jinja {
 
-// Bounds that keep a hostile template from hanging or exhausting memory or
-// stack. The defaults are far above what real chat templates need (the
-// largest published ones render in well under 10^5 steps).
-struct RenderLimits {
-  // Bytes of output, and of any single string value made while rendering.
-  size_t max_output_bytes = size_t{16} << 20;
-  // Nested macro calls (recursive macros are legal; Cohere's schema printer
-  // recurses once per schema level).
-  int max_call_depth = 64;
-  // Loop iterations summed over the whole render.
-  int64_t max_loop_iterations = 1'000'000;
-  // Evaluation steps (expressions, statements, and copied elements/bytes/64)
-  // summed over the whole render; bounds CPU time to about a second.
-  int64_t max_steps = 50'000'000;
-  // Nesting of values built by the template (lists in lists ...).
-  int max_value_depth = 256;
-};
+using RenderLimits = ::redline::model::chat::RenderLimits;
 
 struct RenderOptions {
   RenderLimits limits;
@@ -68,7 +53,8 @@ class Template {
   static Result<std::shared_ptr<const Template>> Parse(std::string_view source);
 
   // Renders with `variables` as the template's context.
-  Result<std::string> Render(const Dict& variables, const RenderOptions& options) const;
+  Result<std::string> Render(const Dict& variables,
+                             const RenderOptions& options) const;
 
   const Body& body() const { return body_; }
 
@@ -81,7 +67,8 @@ class Template {
 // Not thread-safe (one render, one thread).
 class Renderer {
  public:
-  Renderer(const Template& tmpl, const Dict& variables, const RenderOptions& options);
+  Renderer(const Template& tmpl, const Dict& variables,
+           const RenderOptions& options);
   ~Renderer();
   Renderer(const Renderer&) = delete;
   Renderer& operator=(const Renderer&) = delete;
@@ -108,8 +95,10 @@ class Renderer {
   // Calls a callable value.
   Result<Value> Call(const Value& callee, CallArgs& args);
   // Runs a filter or test by name (for map('upper'), select('odd')).
-  Result<Value> ApplyFilter(std::string_view name, const Value& input, CallArgs& args);
-  Result<bool> ApplyTest(std::string_view name, const Value& input, CallArgs& args);
+  Result<Value> ApplyFilter(std::string_view name, const Value& input,
+                            CallArgs& args);
+  Result<bool> ApplyTest(std::string_view name, const Value& input,
+                         CallArgs& args);
 
   // raise_exception(): aborts the render; Render() returns exactly `message`.
   Status RaiseTemplateError(std::string message);
@@ -126,9 +115,14 @@ class Renderer {
 
   Status ExecBody(const Body& body, std::string* out, Flow* flow);
   Status Exec(const Stmt& s, std::string* out, Flow* flow);
-  Status ExecFor(const Stmt& s, std::string* out);
+  // Runs loop `s` over `iterable` at recursion depth `depth0` in `scope`.
+  // `flow` receives a break/continue from the else block (which belongs to
+  // the enclosing loop).
+  Status ExecLoop(const Stmt& s, const Value& iterable, int64_t depth0,
+                  Scope* scope, std::string* out, Flow* flow);
   Status ExecSet(const Stmt& s);
-  Status Assign(const std::vector<std::string>& targets, const Value& value, int line);
+  Status Assign(const std::vector<std::string>& targets, const Value& value,
+                int line);
   Status AppendOutput(const Value& v, std::string* out);
 
   Result<Value> Eval(const Expr& e);
@@ -138,9 +132,11 @@ class Renderer {
   Result<Value> EvalTest(const Expr& e);
   Result<Value> EvalSlice(const Expr& e);
   Status EvalArgs(const Expr& e, CallArgs* args);
-  Result<Value> CallMacro(const Stmt& macro, CallArgs& args);
+  Result<Value> CallMacro(const Stmt& macro, Scope* parent, CallArgs& args);
   Value Lookup(std::string_view name) const;
   Value MakeMacro(const Stmt& macro);
+  // Calls a recursive loop object: loop(items).
+  Result<Value> CallLoop(const Value& loop, CallArgs& args);
 
   Status WithLine(Status s, int line) const;
 

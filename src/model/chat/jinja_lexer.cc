@@ -10,7 +10,26 @@ namespace redline::model::chat::jinja {
 namespace {
 
 bool IsAsciiSpace(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' ||
+         c == '\v';
+}
+
+// Byte length of the whitespace code point (Python's `\s`, Unicode-aware)
+// starting at `p`, or 0 when there is none.
+size_t SpaceLen(std::string_view s, size_t p) {
+  if (p >= s.size()) return 0;
+  const unsigned char c = static_cast<unsigned char>(s[p]);
+  if (c < 0x80) return IsSpace(c) ? 1 : 0;
+  std::u32string one = DecodeUtf8(s.substr(p, 4));
+  if (one.empty() || !IsSpace(one[0])) return 0;
+  std::string enc;
+  AppendUtf8(one[0], &enc);
+  return enc.size();
+}
+
+size_t SkipSpace(std::string_view s, size_t p) {
+  while (size_t n = SpaceLen(s, p)) p += n;
+  return p;
 }
 
 bool IsNameStart(char c) {
@@ -24,7 +43,8 @@ bool IsDigitChar(char c) { return c >= '0' && c <= '9'; }
 // Python's str.rstrip() (Unicode whitespace).
 std::string_view RStripSpace(std::string_view s) {
   if (IsAscii(s)) {
-    while (!s.empty() && (IsAsciiSpace(s.back()) || (s.back() >= 0x1C && s.back() <= 0x1F))) {
+    while (!s.empty() &&
+           (IsAsciiSpace(s.back()) || (s.back() >= 0x1C && s.back() <= 0x1F))) {
       s.remove_suffix(1);
     }
     return s;
@@ -32,7 +52,8 @@ std::string_view RStripSpace(std::string_view s) {
   std::u32string cps = DecodeUtf8(s);
   size_t keep_cps = cps.size();
   while (keep_cps > 0 && IsSpace(cps[keep_cps - 1])) --keep_cps;
-  size_t bytes = EncodeUtf8(std::u32string_view(cps).substr(0, keep_cps)).size();
+  size_t bytes =
+      EncodeUtf8(std::u32string_view(cps).substr(0, keep_cps)).size();
   return s.substr(0, bytes);
 }
 
@@ -69,7 +90,8 @@ int CountNewlines(std::string_view s) {
 }
 
 Status LexError(int line, std::string_view message) {
-  return Status::InvalidArgument("line " + std::to_string(line) + ": " + std::string(message));
+  return Status::InvalidArgument("line " + std::to_string(line) + ": " +
+                                 std::string(message));
 }
 
 class Lexer {
@@ -94,7 +116,8 @@ class Lexer {
   Status LexRootStep() {
     size_t tag = std::string::npos;
     Tag kind = Tag::kVar;
-    for (size_t i = src_.find('{', pos_); i != std::string::npos; i = src_.find('{', i + 1)) {
+    for (size_t i = src_.find('{', pos_); i != std::string::npos;
+         i = src_.find('{', i + 1)) {
       if (i + 1 >= src_.size()) break;
       const char c = src_[i + 1];
       if (c == '{' || c == '%' || c == '#') {
@@ -111,7 +134,8 @@ class Lexer {
     std::string_view text = std::string_view(src_).substr(pos_, tag - pos_);
     size_t after = tag + 2;
     char sign = 0;
-    if (after < src_.size() && (src_[after] == '-' || src_[after] == '+')) sign = src_[after++];
+    if (after < src_.size() && (src_[after] == '-' || src_[after] == '+'))
+      sign = src_[after++];
 
     // {% raw %} is recognized before other block tags.
     size_t raw_end = 0;
@@ -124,21 +148,24 @@ class Lexer {
     pos_ = after;
 
     if (raw) {
-      line_ += CountNewlines(std::string_view(src_).substr(after, raw_end - after));
+      line_ +=
+          CountNewlines(std::string_view(src_).substr(after, raw_end - after));
       pos_ = raw_end;
       line_starting_ = raw_end > 0 && src_[raw_end - 1] == '\n';
       return LexRawBody();
     }
     if (kind == Tag::kComment) return LexComment();
     Token begin;
-    begin.type = kind == Tag::kVar ? Token::Type::kVarBegin : Token::Type::kBlockBegin;
+    begin.type =
+        kind == Tag::kVar ? Token::Type::kVarBegin : Token::Type::kBlockBegin;
     begin.line = line_;
     tokens_.push_back(std::move(begin));
     return LexTag(kind);
   }
 
   // Applies "-" stripping or lstrip_blocks to the data before a tag.
-  std::string_view StripBeforeTag(std::string_view text, char sign, bool lstrip_allowed) const {
+  std::string_view StripBeforeTag(std::string_view text, char sign,
+                                  bool lstrip_allowed) const {
     if (sign == '-') return RStripSpace(text);
     if (sign != '+' && lstrip_allowed) {
       const size_t nl = text.rfind('\n');
@@ -152,14 +179,14 @@ class Lexer {
 
   // Matches `\s*raw\s*(-%}\s*|%})` at `p` (just after "{%" and its sign).
   bool MatchRawBegin(size_t p, size_t* end) const {
-    while (p < src_.size() && IsAsciiSpace(src_[p])) ++p;
+    p = SkipSpace(src_, p);
     if (src_.compare(p, 3, "raw") != 0) return false;
     p += 3;
     if (p < src_.size() && IsNameChar(src_[p])) return false;
-    while (p < src_.size() && IsAsciiSpace(src_[p])) ++p;
+    p = SkipSpace(src_, p);
     if (src_.compare(p, 3, "-%}") == 0) {
       p += 3;
-      while (p < src_.size() && IsAsciiSpace(src_[p])) ++p;
+      p = SkipSpace(src_, p);
     } else if (src_.compare(p, 2, "%}") == 0) {
       p += 2;
     } else {
@@ -171,20 +198,22 @@ class Lexer {
 
   Status LexRawBody() {
     // Find {%[-+]? \s* endraw \s* (+%} | -%}\s* | %}\n?)
-    for (size_t i = src_.find("{%", pos_); i != std::string::npos; i = src_.find("{%", i + 1)) {
+    for (size_t i = src_.find("{%", pos_); i != std::string::npos;
+         i = src_.find("{%", i + 1)) {
       size_t p = i + 2;
       char sign = 0;
-      if (p < src_.size() && (src_[p] == '-' || src_[p] == '+')) sign = src_[p++];
-      while (p < src_.size() && IsAsciiSpace(src_[p])) ++p;
+      if (p < src_.size() && (src_[p] == '-' || src_[p] == '+'))
+        sign = src_[p++];
+      p = SkipSpace(src_, p);
       if (src_.compare(p, 6, "endraw") != 0) continue;
       p += 6;
-      while (p < src_.size() && IsAsciiSpace(src_[p])) ++p;
+      p = SkipSpace(src_, p);
       size_t end;
       if (src_.compare(p, 3, "+%}") == 0) {
         end = p + 3;
       } else if (src_.compare(p, 3, "-%}") == 0) {
         end = p + 3;
-        while (end < src_.size() && IsAsciiSpace(src_[end])) ++end;
+        end = SkipSpace(src_, end);
       } else if (src_.compare(p, 2, "%}") == 0) {
         end = p + 2;
         if (end < src_.size() && src_[end] == '\n') ++end;
@@ -204,10 +233,11 @@ class Lexer {
   }
 
   Status LexComment() {
-    for (size_t i = src_.find("#}", pos_); i != std::string::npos; i = src_.find("#}", i + 1)) {
+    for (size_t i = src_.find("#}", pos_); i != std::string::npos;
+         i = src_.find("#}", i + 1)) {
       size_t end = i + 2;
       if (i > pos_ && src_[i - 1] == '-') {
-        while (end < src_.size() && IsAsciiSpace(src_[end])) ++end;
+        end = SkipSpace(src_, end);
       } else if (i > pos_ && src_[i - 1] == '+') {
         // keep the newline
       } else if (end < src_.size() && src_[end] == '\n') {
@@ -227,14 +257,16 @@ class Lexer {
     std::vector<char> balance;
     while (true) {
       if (pos_ >= src_.size()) {
-        return LexError(start_line, kind == Tag::kVar ? "unexpected end of template, expected '}}'"
-                                                      : "unexpected end of template, expected '%}'");
+        return LexError(start_line,
+                        kind == Tag::kVar
+                            ? "unexpected end of template, expected '}}'"
+                            : "unexpected end of template, expected '%}'");
       }
       if (balance.empty() && MatchTagEnd(kind)) return Status::Ok();
       const char c = src_[pos_];
-      if (IsAsciiSpace(c)) {
+      if (size_t n = SpaceLen(src_, pos_)) {
         if (c == '\n') ++line_;
-        ++pos_;
+        pos_ += n;
         continue;
       }
       Token tok;
@@ -296,32 +328,19 @@ class Lexer {
 
   // After "-}}" / "-%}": Python's `\s*` (Unicode whitespace).
   void SkipWhitespaceAfterTag() {
-    line_starting_ = false;
-    while (pos_ < src_.size()) {
-      const unsigned char c = static_cast<unsigned char>(src_[pos_]);
-      size_t len = 1;
-      char32_t cp = c;
-      if (c >= 0x80) {
-        // Decode one code point.
-        std::u32string one = DecodeUtf8(std::string_view(src_).substr(pos_, 4));
-        cp = one.empty() ? 0 : one[0];
-        std::string enc;
-        AppendUtf8(cp, &enc);
-        len = enc.size();
-      }
-      if (!IsSpace(cp)) break;
-      if (c == '\n') ++line_;
-      line_starting_ = c == '\n';
-      pos_ += len;
-    }
+    const size_t end = SkipSpace(src_, pos_);
+    line_ += CountNewlines(std::string_view(src_).substr(pos_, end - pos_));
+    line_starting_ = end > pos_ && src_[end - 1] == '\n';
+    pos_ = end;
   }
 
   Status LexNumber(Token* tok) {
     // (\d+_)*\d+ with an optional fraction and exponent.
     auto digits = [&](size_t p) {
       size_t e = p;
-      while (e < src_.size() && (IsDigitChar(src_[e]) || (src_[e] == '_' && e + 1 < src_.size() &&
-                                                            IsDigitChar(src_[e + 1]) && e > p))) {
+      while (e < src_.size() &&
+             (IsDigitChar(src_[e]) || (src_[e] == '_' && e + 1 < src_.size() &&
+                                       IsDigitChar(src_[e + 1]) && e > p))) {
         ++e;
       }
       return e;
@@ -375,26 +394,50 @@ class Lexer {
         ++p;
         continue;
       }
-      if (p + 1 >= src_.size()) return LexError(tok->line, "unterminated string");
+      if (p + 1 >= src_.size())
+        return LexError(tok->line, "unterminated string");
       const char e = src_[p + 1];
       p += 2;
       switch (e) {
-        case '\n': ++line_; break;  // line continuation
-        case '\\': out.push_back('\\'); break;
-        case '\'': out.push_back('\''); break;
-        case '"': out.push_back('"'); break;
-        case 'a': out.push_back('\a'); break;
-        case 'b': out.push_back('\b'); break;
-        case 'f': out.push_back('\f'); break;
-        case 'n': out.push_back('\n'); break;
-        case 'r': out.push_back('\r'); break;
-        case 't': out.push_back('\t'); break;
-        case 'v': out.push_back('\v'); break;
+        case '\n':
+          ++line_;
+          break;  // line continuation
+        case '\\':
+          out.push_back('\\');
+          break;
+        case '\'':
+          out.push_back('\'');
+          break;
+        case '"':
+          out.push_back('"');
+          break;
+        case 'a':
+          out.push_back('\a');
+          break;
+        case 'b':
+          out.push_back('\b');
+          break;
+        case 'f':
+          out.push_back('\f');
+          break;
+        case 'n':
+          out.push_back('\n');
+          break;
+        case 'r':
+          out.push_back('\r');
+          break;
+        case 't':
+          out.push_back('\t');
+          break;
+        case 'v':
+          out.push_back('\v');
+          break;
         case 'x':
         case 'u':
         case 'U': {
           const size_t n = e == 'x' ? 2 : (e == 'u' ? 4 : 8);
-          if (p + n > src_.size()) return LexError(tok->line, "truncated escape in string");
+          if (p + n > src_.size())
+            return LexError(tok->line, "truncated escape in string");
           char32_t cp = 0;
           for (size_t k = 0; k < n; ++k) {
             const char h = src_[p + k];
@@ -410,7 +453,8 @@ class Lexer {
             }
             cp = cp * 16 + d;
           }
-          if (cp > 0x10FFFF) return LexError(tok->line, "illegal Unicode character in string");
+          if (cp > 0x10FFFF)
+            return LexError(tok->line, "illegal Unicode character in string");
           p += n;
           AppendUtf8(cp, &out);
           break;
@@ -418,7 +462,9 @@ class Lexer {
         default:
           if (e >= '0' && e <= '7') {
             char32_t cp = e - '0';
-            for (int k = 0; k < 2 && p < src_.size() && src_[p] >= '0' && src_[p] <= '7'; ++k) {
+            for (int k = 0;
+                 k < 2 && p < src_.size() && src_[p] >= '0' && src_[p] <= '7';
+                 ++k) {
               cp = cp * 8 + (src_[p++] - '0');
             }
             AppendUtf8(cp, &out);
@@ -438,7 +484,8 @@ class Lexer {
   }
 
   Status LexOperator(Token* tok, std::vector<char>* balance) {
-    static constexpr std::string_view kTwo[] = {"**", "//", "==", "!=", ">=", "<="};
+    static constexpr std::string_view kTwo[] = {
+        "**", "//", "==", "!=", ">=", "<="};
     for (std::string_view op : kTwo) {
       if (src_.compare(pos_, 2, op) == 0) {
         tok->type = Token::Type::kOperator;
@@ -455,10 +502,11 @@ class Lexer {
     if (c == '(' || c == '[' || c == '{') {
       balance->push_back(c == '(' ? ')' : (c == '[' ? ']' : '}'));
     } else if (c == ')' || c == ']' || c == '}') {
-      if (balance->empty()) return LexError(line_, std::string("unexpected '") + c + "'");
+      if (balance->empty())
+        return LexError(line_, std::string("unexpected '") + c + "'");
       if (balance->back() != c) {
-        return LexError(line_, std::string("unexpected '") + c + "', expected '" + balance->back() +
-                                   "'");
+        return LexError(line_, std::string("unexpected '") + c +
+                                   "', expected '" + balance->back() + "'");
       }
       balance->pop_back();
     }
@@ -497,17 +545,28 @@ Result<std::vector<Token>> Tokenize(std::string_view source) {
 
 std::string DescribeToken(const Token& token) {
   switch (token.type) {
-    case Token::Type::kData: return "template data";
-    case Token::Type::kVarBegin: return "begin of print statement";
-    case Token::Type::kVarEnd: return "end of print statement";
-    case Token::Type::kBlockBegin: return "begin of statement block";
-    case Token::Type::kBlockEnd: return "end of statement block";
-    case Token::Type::kName: return "'" + token.text + "'";
-    case Token::Type::kString: return "string";
-    case Token::Type::kInteger: return "integer";
-    case Token::Type::kFloat: return "float";
-    case Token::Type::kOperator: return "'" + token.text + "'";
-    case Token::Type::kEof: return "end of template";
+    case Token::Type::kData:
+      return "template data";
+    case Token::Type::kVarBegin:
+      return "begin of print statement";
+    case Token::Type::kVarEnd:
+      return "end of print statement";
+    case Token::Type::kBlockBegin:
+      return "begin of statement block";
+    case Token::Type::kBlockEnd:
+      return "end of statement block";
+    case Token::Type::kName:
+      return "'" + token.text + "'";
+    case Token::Type::kString:
+      return "string";
+    case Token::Type::kInteger:
+      return "integer";
+    case Token::Type::kFloat:
+      return "float";
+    case Token::Type::kOperator:
+      return "'" + token.text + "'";
+    case Token::Type::kEof:
+      return "end of template";
   }
   return "token";
 }

@@ -1,5 +1,6 @@
 // Python operators on interpreter values: arithmetic, comparison, `in`,
 // slicing and %-formatting.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -13,24 +14,33 @@ namespace {
 
 const char* OpSymbol(BinOp op) {
   switch (op) {
-    case BinOp::kAdd: return "+";
-    case BinOp::kSub: return "-";
-    case BinOp::kMul: return "*";
-    case BinOp::kDiv: return "/";
-    case BinOp::kFloorDiv: return "//";
-    case BinOp::kMod: return "%";
-    case BinOp::kPow: return "** or pow()";
+    case BinOp::kAdd:
+      return "+";
+    case BinOp::kSub:
+      return "-";
+    case BinOp::kMul:
+      return "*";
+    case BinOp::kDiv:
+      return "/";
+    case BinOp::kFloorDiv:
+      return "//";
+    case BinOp::kMod:
+      return "%";
+    case BinOp::kPow:
+      return "** or pow()";
   }
   return "?";
 }
 
 Status Unsupported(BinOp op, const Value& a, const Value& b) {
-  return TypeError(std::string("unsupported operand type(s) for ") + OpSymbol(op) + ": '" +
-                   TypeName(a) + "' and '" + TypeName(b) + "'");
+  return TypeError(std::string("unsupported operand type(s) for ") +
+                   OpSymbol(op) + ": '" + TypeName(a) + "' and '" +
+                   TypeName(b) + "'");
 }
 
 Status Overflow() {
-  return Status::InvalidArgument("OverflowError: integer result out of 64-bit range");
+  return Status::InvalidArgument(
+      "OverflowError: integer result out of 64-bit range");
 }
 
 Status ZeroDivision(std::string_view what) {
@@ -54,7 +64,8 @@ Result<Value> IntArith(BinOp op, int64_t x, int64_t y) {
       return Value::Float(static_cast<double>(x) / static_cast<double>(y));
     case BinOp::kFloorDiv: {
       if (y == 0) return ZeroDivision("integer division or modulo by zero");
-      if (x == std::numeric_limits<int64_t>::min() && y == -1) return Overflow();
+      if (x == std::numeric_limits<int64_t>::min() && y == -1)
+        return Overflow();
       int64_t q = x / y;
       if ((x % y != 0) && ((x < 0) != (y < 0))) --q;
       return Value::Int(q);
@@ -68,8 +79,10 @@ Result<Value> IntArith(BinOp op, int64_t x, int64_t y) {
     }
     case BinOp::kPow: {
       if (y < 0) {
-        if (x == 0) return ZeroDivision("0.0 cannot be raised to a negative power");
-        return Value::Float(std::pow(static_cast<double>(x), static_cast<double>(y)));
+        if (x == 0)
+          return ZeroDivision("0.0 cannot be raised to a negative power");
+        return Value::Float(
+            std::pow(static_cast<double>(x), static_cast<double>(y)));
       }
       int64_t result = 1;
       int64_t base = x;
@@ -79,7 +92,8 @@ Result<Value> IntArith(BinOp op, int64_t x, int64_t y) {
           if (__builtin_mul_overflow(result, base, &result)) return Overflow();
         }
         e >>= 1;
-        if (e > 0 && __builtin_mul_overflow(base, base, &base)) return Overflow();
+        if (e > 0 && __builtin_mul_overflow(base, base, &base))
+          return Overflow();
       }
       return Value::Int(result);
     }
@@ -89,16 +103,20 @@ Result<Value> IntArith(BinOp op, int64_t x, int64_t y) {
 
 Result<Value> FloatArith(BinOp op, double x, double y) {
   switch (op) {
-    case BinOp::kAdd: return Value::Float(x + y);
-    case BinOp::kSub: return Value::Float(x - y);
-    case BinOp::kMul: return Value::Float(x * y);
+    case BinOp::kAdd:
+      return Value::Float(x + y);
+    case BinOp::kSub:
+      return Value::Float(x - y);
+    case BinOp::kMul:
+      return Value::Float(x * y);
     case BinOp::kDiv:
       if (y == 0) return ZeroDivision("float division by zero");
       return Value::Float(x / y);
     case BinOp::kFloorDiv:
     case BinOp::kMod: {
       if (y == 0) {
-        return ZeroDivision(op == BinOp::kMod ? "float modulo" : "float floor division by zero");
+        return ZeroDivision(op == BinOp::kMod ? "float modulo"
+                                              : "float floor division by zero");
       }
       // CPython's float_divmod.
       double mod = std::fmod(x, y);
@@ -121,9 +139,11 @@ Result<Value> FloatArith(BinOp op, double x, double y) {
       return Value::Float(op == BinOp::kMod ? mod : floordiv);
     }
     case BinOp::kPow:
-      if (x == 0 && y < 0) return ZeroDivision("0.0 cannot be raised to a negative power");
+      if (x == 0 && y < 0)
+        return ZeroDivision("0.0 cannot be raised to a negative power");
       if (x < 0 && y != std::floor(y)) {
-        return ValueError("negative number cannot be raised to a fractional power");
+        return ValueError(
+            "negative number cannot be raised to a fractional power");
       }
       return Value::Float(std::pow(x, y));
   }
@@ -132,7 +152,8 @@ Result<Value> FloatArith(BinOp op, double x, double y) {
 
 Result<Value> Repeat(Renderer& r, const Value& seq, int64_t times) {
   if (times <= 0) {
-    if (seq.is_string()) return seq.is_markup() ? Value::Markup("") : Value::Str("");
+    if (seq.is_string())
+      return seq.is_markup() ? Value::Markup("") : Value::Str("");
     return seq.is_tuple() ? Value::MakeTuple({}) : Value::MakeList({});
   }
   if (seq.is_string()) {
@@ -145,18 +166,23 @@ Result<Value> Repeat(Renderer& r, const Value& seq, int64_t times) {
     std::string out;
     out.reserve(n * times);
     for (int64_t i = 0; i < times; ++i) out += seq.str();
-    return seq.is_markup() ? Value::Markup(std::move(out)) : Value::Str(std::move(out));
+    return seq.is_markup() ? Value::Markup(std::move(out))
+                           : Value::Str(std::move(out));
   }
   const auto& items = seq.items();
-  const uint64_t total = static_cast<uint64_t>(items.size()) * static_cast<uint64_t>(times);
-  if (!items.empty() && static_cast<uint64_t>(times) > (uint64_t{1} << 40) / items.size()) {
+  const uint64_t total =
+      static_cast<uint64_t>(items.size()) * static_cast<uint64_t>(times);
+  if (!items.empty() &&
+      static_cast<uint64_t>(times) > (uint64_t{1} << 40) / items.size()) {
     return r.Charge(std::numeric_limits<int64_t>::max() / 2);
   }
   RL_RETURN_IF_ERROR(r.Charge(static_cast<int64_t>(total)));
   std::vector<Value> out;
   out.reserve(total);
-  for (int64_t i = 0; i < times; ++i) out.insert(out.end(), items.begin(), items.end());
-  return seq.is_tuple() ? Value::MakeTuple(std::move(out)) : Value::MakeList(std::move(out));
+  for (int64_t i = 0; i < times; ++i)
+    out.insert(out.end(), items.begin(), items.end());
+  return seq.is_tuple() ? Value::MakeTuple(std::move(out))
+                        : Value::MakeList(std::move(out));
 }
 
 }  // namespace
@@ -166,12 +192,23 @@ std::string HtmlEscape(std::string_view s) {
   out.reserve(s.size());
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '\'': out += "&#39;"; break;
-      case '"': out += "&#34;"; break;
-      default: out.push_back(c);
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      case '"':
+        out += "&#34;";
+        break;
+      default:
+        out.push_back(c);
     }
   }
   return out;
@@ -182,18 +219,21 @@ Value EscapeToMarkup(const Value& v) {
   return Value::Markup(HtmlEscape(ToStr(v)));
 }
 
-Result<Value> ApplyBinary(Renderer& r, BinOp op, const Value& a, const Value& b) {
+Result<Value> ApplyBinary(Renderer& r, BinOp op, const Value& a,
+                          const Value& b) {
   if (a.is_undefined()) return FailUndefined(a);
   if (b.is_undefined()) return FailUndefined(b);
   if (a.is_number() && b.is_number()) {
-    if (a.is_float() || b.is_float()) return FloatArith(op, a.AsDouble(), b.AsDouble());
+    if (a.is_float() || b.is_float())
+      return FloatArith(op, a.AsDouble(), b.AsDouble());
     return IntArith(op, a.int_value(), b.int_value());
   }
   switch (op) {
     case BinOp::kAdd:
       if (a.is_string() && b.is_string()) {
         RL_RETURN_IF_ERROR(r.CheckStringSize(a.str().size() + b.str().size()));
-        RL_RETURN_IF_ERROR(r.Charge(static_cast<int64_t>((a.str().size() + b.str().size()) / 64)));
+        RL_RETURN_IF_ERROR(r.Charge(
+            static_cast<int64_t>((a.str().size() + b.str().size()) / 64)));
         if (a.is_markup() || b.is_markup()) {
           // markupsafe: the plain side is escaped, the result is Markup.
           std::string out = a.is_markup() ? a.str() : HtmlEscape(a.str());
@@ -206,29 +246,33 @@ Result<Value> ApplyBinary(Renderer& r, BinOp op, const Value& a, const Value& b)
         out += b.str();
         return Value::Str(std::move(out));
       }
-      if (a.is_list() && b.is_list() && a.is_tuple() == b.is_tuple()) {
-        RL_RETURN_IF_ERROR(r.Charge(static_cast<int64_t>(a.items().size() + b.items().size())));
+      if (a.is_sequence() && b.is_sequence() && a.is_tuple() == b.is_tuple()) {
+        RL_RETURN_IF_ERROR(r.Charge(
+            static_cast<int64_t>(a.items().size() + b.items().size())));
         std::vector<Value> out;
         out.reserve(a.items().size() + b.items().size());
         out.insert(out.end(), a.items().begin(), a.items().end());
         out.insert(out.end(), b.items().begin(), b.items().end());
-        return a.is_tuple() ? Value::MakeTuple(std::move(out)) : Value::MakeList(std::move(out));
+        return a.is_tuple() ? Value::MakeTuple(std::move(out))
+                            : Value::MakeList(std::move(out));
       }
-      if ((a.is_string() && !a.is_markup()) || a.is_list()) {
-        return TypeError("can only concatenate " + TypeName(a) + " (not \"" + TypeName(b) +
-                         "\") to " + TypeName(a));
+      if ((a.is_string() && !a.is_markup()) || a.is_sequence()) {
+        return TypeError("can only concatenate " + TypeName(a) + " (not \"" +
+                         TypeName(b) + "\") to " + TypeName(a));
       }
       return Unsupported(op, a, b);
     case BinOp::kMul:
-      if ((a.is_string() || a.is_list()) && (b.is_int() || b.is_bool())) {
+      if ((a.is_string() || a.is_sequence()) && (b.is_int() || b.is_bool())) {
         return Repeat(r, a, b.int_value());
       }
-      if ((b.is_string() || b.is_list()) && (a.is_int() || a.is_bool())) {
+      if ((b.is_string() || b.is_sequence()) && (a.is_int() || a.is_bool())) {
         return Repeat(r, b, a.int_value());
       }
-      if (a.is_string() || a.is_list() || b.is_string() || b.is_list()) {
+      if (a.is_string() || a.is_sequence() || b.is_string() ||
+          b.is_sequence()) {
         return TypeError("can't multiply sequence by non-int of type '" +
-                         TypeName(a.is_string() || a.is_list() ? b : a) + "'");
+                         TypeName(a.is_string() || a.is_sequence() ? b : a) +
+                         "'");
       }
       return Unsupported(op, a, b);
     case BinOp::kMod:
@@ -241,15 +285,16 @@ Result<Value> ApplyBinary(Renderer& r, BinOp op, const Value& a, const Value& b)
 
 Result<Value> ApplyUnary(const Value& v, bool negate) {
   if (v.is_undefined()) return FailUndefined(v);
-  if (v.is_float()) return Value::Float(negate ? -v.float_value() : v.float_value());
+  if (v.is_float())
+    return Value::Float(negate ? -v.float_value() : v.float_value());
   if (v.is_int() || v.is_bool()) {
     const int64_t i = v.int_value();
     if (!negate) return Value::Int(i);
     if (i == std::numeric_limits<int64_t>::min()) return Overflow();
     return Value::Int(-i);
   }
-  return TypeError(std::string("bad operand type for unary ") + (negate ? "-" : "+") + ": '" +
-                   TypeName(v) + "'");
+  return TypeError(std::string("bad operand type for unary ") +
+                   (negate ? "-" : "+") + ": '" + TypeName(v) + "'");
 }
 
 Result<int> ThreeWay(const Value& a, const Value& b) {
@@ -263,13 +308,16 @@ Result<int> ThreeWay(const Value& a, const Value& b) {
     }
     const double x = a.AsDouble();
     const double y = b.AsDouble();
-    return x < y ? -1 : (x > y ? 1 : 0);  // NaN compares equal-ish, as sorting tolerates
+    return x < y ? -1
+                 : (x > y ? 1
+                          : 0);  // NaN compares equal-ish, as sorting tolerates
   }
   if (a.is_string() && b.is_string()) {
-    const int c = a.str().compare(b.str());  // UTF-8 byte order == code point order
+    const int c =
+        a.str().compare(b.str());  // UTF-8 byte order == code point order
     return c < 0 ? -1 : (c > 0 ? 1 : 0);
   }
-  if (a.is_list() && b.is_list() && a.is_tuple() == b.is_tuple()) {
+  if (a.is_sequence() && b.is_sequence() && a.is_tuple() == b.is_tuple()) {
     const auto& x = a.items();
     const auto& y = b.items();
     for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
@@ -278,8 +326,8 @@ Result<int> ThreeWay(const Value& a, const Value& b) {
     }
     return x.size() < y.size() ? -1 : (x.size() > y.size() ? 1 : 0);
   }
-  return TypeError("'<' not supported between instances of '" + TypeName(a) + "' and '" +
-                   TypeName(b) + "'");
+  return TypeError("'<' not supported between instances of '" + TypeName(a) +
+                   "' and '" + TypeName(b) + "'");
 }
 
 Result<bool> Contains(const Value& container, const Value& item) {
@@ -288,7 +336,8 @@ Result<bool> Contains(const Value& container, const Value& item) {
       return false;
     case Value::Kind::kString:
       if (!item.is_string()) {
-        return TypeError("'in <string>' requires string as left operand, not " + TypeName(item));
+        return TypeError("'in <string>' requires string as left operand, not " +
+                         TypeName(item));
       }
       return container.str().find(item.str()) != std::string::npos;
     case Value::Kind::kList:
@@ -305,49 +354,66 @@ Result<bool> Contains(const Value& container, const Value& item) {
       return container.dict().Find(item) != nullptr;
     }
     default:
-      return TypeError("argument of type '" + TypeName(container) + "' is not iterable");
+      return TypeError("argument of type '" + TypeName(container) +
+                       "' is not iterable");
   }
 }
 
 Result<bool> ApplyCompare(CmpOp op, const Value& a, const Value& b) {
   switch (op) {
-    case CmpOp::kEq: return Equals(a, b);
-    case CmpOp::kNe: return !Equals(a, b);
-    case CmpOp::kIn: return Contains(b, a);
+    case CmpOp::kEq:
+      return Equals(a, b);
+    case CmpOp::kNe:
+      return !Equals(a, b);
+    case CmpOp::kIn:
+      return Contains(b, a);
     case CmpOp::kNotIn: {
       RL_ASSIGN_OR_RETURN(bool in, Contains(b, a));
       return !in;
     }
-    default: break;
+    default:
+      break;
   }
   auto c = ThreeWay(a, b);
   if (!c.ok()) {
     if (a.is_undefined() || b.is_undefined()) return c.status();
     static constexpr const char* kSym[] = {"==", "!=", "<", "<=", ">", ">="};
     return TypeError(std::string("'") + kSym[static_cast<int>(op)] +
-                     "' not supported between instances of '" + TypeName(a) + "' and '" +
-                     TypeName(b) + "'");
+                     "' not supported between instances of '" + TypeName(a) +
+                     "' and '" + TypeName(b) + "'");
   }
   // NaN: every ordering comparison is false.
-  if ((a.is_float() && std::isnan(a.float_value())) || (b.is_float() && std::isnan(b.float_value()))) {
+  if ((a.is_float() && std::isnan(a.float_value())) ||
+      (b.is_float() && std::isnan(b.float_value()))) {
     return false;
   }
   switch (op) {
-    case CmpOp::kLt: return *c < 0;
-    case CmpOp::kLe: return *c <= 0;
-    case CmpOp::kGt: return *c > 0;
-    case CmpOp::kGe: return *c >= 0;
-    default: return false;
+    case CmpOp::kLt:
+      return *c < 0;
+    case CmpOp::kLe:
+      return *c <= 0;
+    case CmpOp::kGt:
+      return *c > 0;
+    case CmpOp::kGe:
+      return *c >= 0;
+    default:
+      return false;
   }
 }
 
 std::optional<int64_t> Length(const Value& v) {
   switch (v.kind()) {
-    case Value::Kind::kUndefined: return 0;
-    case Value::Kind::kString: return static_cast<int64_t>(CountCodePoints(v.str()));
-    case Value::Kind::kList: return static_cast<int64_t>(v.items().size());
-    case Value::Kind::kDict: return static_cast<int64_t>(v.dict().size());
-    default: return std::nullopt;
+    case Value::Kind::kUndefined:
+      return 0;
+    case Value::Kind::kString:
+      return static_cast<int64_t>(CountCodePoints(v.str()));
+    case Value::Kind::kList:
+      if (v.is_generator()) return std::nullopt;
+      return static_cast<int64_t>(v.items().size());
+    case Value::Kind::kDict:
+      return static_cast<int64_t>(v.dict().size());
+    default:
+      return std::nullopt;
   }
 }
 
@@ -356,32 +422,38 @@ Value StringIndex(const Value& s, int64_t index) {
   if (IsAscii(str)) {
     const int64_t n = static_cast<int64_t>(str.size());
     if (index < 0) index += n;
-    if (index < 0 || index >= n) return Value::Undefined("str object has no element " + std::to_string(index));
+    if (index < 0 || index >= n)
+      return Value::Undefined("str object has no element " +
+                              std::to_string(index));
     return Value::Str(std::string(1, str[index]));
   }
   std::u32string cps = DecodeUtf8(str);
   const int64_t n = static_cast<int64_t>(cps.size());
   if (index < 0) index += n;
-  if (index < 0 || index >= n) return Value::Undefined("str object has no element " + std::to_string(index));
+  if (index < 0 || index >= n)
+    return Value::Undefined("str object has no element " +
+                            std::to_string(index));
   std::string out;
   AppendUtf8(cps[index], &out);
   return Value::Str(std::move(out));
 }
 
-Result<Value> SliceValue(Renderer& r, const Value& obj, const std::optional<int64_t>& start_arg,
+Result<Value> SliceValue(Renderer& r, const Value& obj,
+                         const std::optional<int64_t>& start_arg,
                          const std::optional<int64_t>& stop_arg,
                          const std::optional<int64_t>& step_arg) {
   const int64_t step = step_arg.value_or(1);
   if (step == 0) return ValueError("slice step cannot be zero");
-  if (!obj.is_string() && !obj.is_list()) {
+  if (!obj.is_string() && !obj.is_sequence()) {
     return Value::Undefined(ObjectTypeRepr(obj) + " has no element slice");
   }
   std::u32string cps;
   const bool ascii = obj.is_string() && IsAscii(obj.str());
   if (obj.is_string() && !ascii) cps = DecodeUtf8(obj.str());
-  const int64_t len = obj.is_list() ? static_cast<int64_t>(obj.items().size())
-                                    : (ascii ? static_cast<int64_t>(obj.str().size())
-                                             : static_cast<int64_t>(cps.size()));
+  const int64_t len = obj.is_list()
+                          ? static_cast<int64_t>(obj.items().size())
+                          : (ascii ? static_cast<int64_t>(obj.str().size())
+                                   : static_cast<int64_t>(cps.size()));
   auto adjust = [&](const std::optional<int64_t>& v, int64_t def) {
     if (!v) return def;
     int64_t x = *v;
@@ -396,13 +468,15 @@ Result<Value> SliceValue(Renderer& r, const Value& obj, const std::optional<int6
   const int64_t start = adjust(start_arg, step < 0 ? len - 1 : 0);
   const int64_t stop = adjust(stop_arg, step < 0 ? -1 : len);
   std::vector<int64_t> idx;
-  for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step) idx.push_back(i);
+  for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step)
+    idx.push_back(i);
   RL_RETURN_IF_ERROR(r.Charge(static_cast<int64_t>(idx.size())));
   if (obj.is_list()) {
     std::vector<Value> out;
     out.reserve(idx.size());
     for (int64_t i : idx) out.push_back(obj.items()[i]);
-    return obj.is_tuple() ? Value::MakeTuple(std::move(out)) : Value::MakeList(std::move(out));
+    return obj.is_tuple() ? Value::MakeTuple(std::move(out))
+                          : Value::MakeList(std::move(out));
   }
   std::string out;
   if (ascii) {
@@ -414,7 +488,8 @@ Result<Value> SliceValue(Renderer& r, const Value& obj, const std::optional<int6
   } else {
     for (int64_t i : idx) AppendUtf8(cps[i], &out);
   }
-  return obj.is_markup() ? Value::Markup(std::move(out)) : Value::Str(std::move(out));
+  return obj.is_markup() ? Value::Markup(std::move(out))
+                         : Value::Str(std::move(out));
 }
 
 // ---------------------------------------------------------------------------
@@ -435,7 +510,10 @@ std::string PadField(std::string body, const FormatSpec& spec, bool numeric) {
   const size_t pad = static_cast<size_t>(spec.width - len);
   if (spec.left) return body + std::string(pad, ' ');
   if (spec.zero && numeric) {
-    size_t sign = (!body.empty() && (body[0] == '-' || body[0] == '+' || body[0] == ' ')) ? 1 : 0;
+    size_t sign =
+        (!body.empty() && (body[0] == '-' || body[0] == '+' || body[0] == ' '))
+            ? 1
+            : 0;
     return body.substr(0, sign) + std::string(pad, '0') + body.substr(sign);
   }
   return std::string(pad, ' ') + body;
@@ -473,7 +551,8 @@ Result<std::string> FormatOne(const FormatSpec& spec, const Value& v) {
       } else if (v.is_float() && std::isfinite(v.float_value())) {
         i = static_cast<int64_t>(v.float_value());
       } else {
-        return TypeError(std::string("%") + spec.conv + " format: a real number is required, not " +
+        return TypeError(std::string("%") + spec.conv +
+                         " format: a real number is required, not " +
                          TypeName(v));
       }
       const char conv = spec.conv == 'i' || spec.conv == 'u' ? 'd' : spec.conv;
@@ -486,7 +565,8 @@ Result<std::string> FormatOne(const FormatSpec& spec, const Value& v) {
       } else {
         // Python formats the magnitude and puts the sign in front.
         std::snprintf(buf, sizeof(buf), fmt.c_str(),
-                      static_cast<unsigned long long>(i < 0 ? -static_cast<unsigned long long>(i) : i));
+                      static_cast<unsigned long long>(
+                          i < 0 ? -static_cast<unsigned long long>(i) : i));
         if (i < 0) return PadField("-" + std::string(buf), spec, true);
       }
       return PadField(buf, spec, true);
@@ -501,7 +581,8 @@ Result<std::string> FormatOne(const FormatSpec& spec, const Value& v) {
         return TypeError("must be real number, not " + TypeName(v));
       }
       std::string fmt = "%" + flags;
-      fmt += "." + std::to_string(spec.precision >= 0 ? std::min(spec.precision, 100) : 6);
+      fmt += "." + std::to_string(
+                       spec.precision >= 0 ? std::min(spec.precision, 100) : 6);
       fmt += spec.conv;
       std::snprintf(buf, sizeof(buf), fmt.c_str(), v.AsDouble());
       return PadField(buf, spec, true);
@@ -518,13 +599,15 @@ Result<std::string> FormatOne(const FormatSpec& spec, const Value& v) {
       return PadField(s, spec, false);
     }
     default:
-      return ValueError(std::string("unsupported format character '") + spec.conv + "'");
+      return ValueError(std::string("unsupported format character '") +
+                        spec.conv + "'");
   }
 }
 
 }  // namespace
 
-Result<Value> PercentFormat(Renderer& r, const Value& fmt_value, const Value& args) {
+Result<Value> PercentFormat(Renderer& r, const Value& fmt_value,
+                            const Value& args) {
   const std::string& fmt = fmt_value.str();
   std::vector<Value> positional;
   const Dict* mapping = nullptr;
@@ -550,11 +633,13 @@ Result<Value> PercentFormat(Renderer& r, const Value& fmt_value, const Value& ar
     const Value* value = nullptr;
     if (fmt[i] == '(') {
       const size_t close = fmt.find(')', i);
-      if (close == std::string::npos) return ValueError("incomplete format key");
+      if (close == std::string::npos)
+        return ValueError("incomplete format key");
       if (mapping == nullptr) return TypeError("format requires a mapping");
       value = mapping->Find(std::string_view(fmt).substr(i + 1, close - i - 1));
       if (value == nullptr) {
-        return Status::InvalidArgument("KeyError: '" + fmt.substr(i + 1, close - i - 1) + "'");
+        return Status::InvalidArgument("KeyError: '" +
+                                       fmt.substr(i + 1, close - i - 1) + "'");
       }
       used_mapping = true;
       i = close + 1;
@@ -578,8 +663,10 @@ Result<Value> PercentFormat(Renderer& r, const Value& fmt_value, const Value& ar
     }
     auto read_number = [&](int* target) -> Status {
       if (i < fmt.size() && fmt[i] == '*') {
-        if (next >= positional.size()) return TypeError("not enough arguments for format string");
-        RL_ASSIGN_OR_RETURN(int64_t n, ToIndex(positional[next++], "* wants int"));
+        if (next >= positional.size())
+          return TypeError("not enough arguments for format string");
+        RL_ASSIGN_OR_RETURN(int64_t n,
+                            ToIndex(positional[next++], "* wants int"));
         *target = static_cast<int>(std::clamp<int64_t>(n, -4096, 4096));
         ++i;
         return Status::Ok();
@@ -604,14 +691,22 @@ Result<Value> PercentFormat(Renderer& r, const Value& fmt_value, const Value& ar
       spec.precision = 0;
       RL_RETURN_IF_ERROR(read_number(&spec.precision));
     }
-    while (i < fmt.size() && (fmt[i] == 'h' || fmt[i] == 'l' || fmt[i] == 'L')) ++i;
+    while (i < fmt.size() && (fmt[i] == 'h' || fmt[i] == 'l' || fmt[i] == 'L'))
+      ++i;
     if (i >= fmt.size()) return ValueError("incomplete format");
     spec.conv = fmt[i];
     if (value == nullptr) {
-      if (next >= positional.size()) return TypeError("not enough arguments for format string");
+      if (next >= positional.size())
+        return TypeError("not enough arguments for format string");
       value = &positional[next++];
     }
     RL_ASSIGN_OR_RETURN(std::string piece, FormatOne(spec, *value));
+    // Markup % args escapes what the arguments print as (markupsafe).
+    if (fmt_value.is_markup() &&
+        (spec.conv == 's' || spec.conv == 'r' || spec.conv == 'a') &&
+        !(spec.conv == 's' && value->is_markup())) {
+      piece = HtmlEscape(piece);
+    }
     out += piece;
     RL_RETURN_IF_ERROR(r.CheckStringSize(out.size()));
   }

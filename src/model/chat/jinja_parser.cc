@@ -15,7 +15,8 @@ namespace {
 using TT = Token::Type;
 
 Status ParseError(int line, std::string_view message) {
-  return Status::InvalidArgument("line " + std::to_string(line) + ": " + std::string(message));
+  return Status::InvalidArgument("line " + std::to_string(line) + ": " +
+                                 std::string(message));
 }
 
 class Parser {
@@ -74,15 +75,16 @@ class Parser {
     return true;
   }
   Status Unexpected(std::string_view expected) const {
-    return ParseError(Cur().line,
-                      "expected " + std::string(expected) + ", got " + DescribeToken(Cur()));
+    return ParseError(Cur().line, "expected " + std::string(expected) +
+                                      ", got " + DescribeToken(Cur()));
   }
   Status ExpectOp(std::string_view op) {
     if (!SkipOp(op)) return Unexpected("'" + std::string(op) + "'");
     return Status::Ok();
   }
   Status ExpectBlockEnd() {
-    if (Cur().type != TT::kBlockEnd) return Unexpected("end of statement block");
+    if (Cur().type != TT::kBlockEnd)
+      return Unexpected("end of statement block");
     Advance();
     return Status::Ok();
   }
@@ -110,7 +112,8 @@ class Parser {
             if (!expected.empty()) expected += " or ";
             expected += "'" + std::string(e) + "'";
           }
-          return ParseError(t.line, "unexpected end of template, expected " + expected);
+          return ParseError(t.line,
+                            "unexpected end of template, expected " + expected);
         }
         case TT::kData: {
           auto s = std::make_unique<Stmt>();
@@ -127,7 +130,8 @@ class Parser {
           s->line = t.line;
           Advance();
           RL_ASSIGN_OR_RETURN(s->expr, ParseTuple(true, {}, false));
-          if (Cur().type != TT::kVarEnd) return Unexpected("end of print statement");
+          if (Cur().type != TT::kVarEnd)
+            return Unexpected("end of print statement");
           Advance();
           body->push_back(std::move(s));
           break;
@@ -168,12 +172,14 @@ class Parser {
     } else if (name == "macro") {
       RL_RETURN_IF_ERROR(ParseMacro(s.get()));
     } else if (name == "break" || name == "continue") {
-      if (loop_depth_ == 0) return ParseError(line, "'" + name + "' outside of a loop");
+      if (loop_depth_ == 0)
+        return ParseError(line, "'" + name + "' outside of a loop");
       s->kind = name == "break" ? StmtKind::kBreak : StmtKind::kContinue;
       RL_RETURN_IF_ERROR(ExpectBlockEnd());
     } else if (name == "filter") {
       s->kind = StmtKind::kFilterBlock;
-      RL_ASSIGN_OR_RETURN(s->expr, ParseFilterChain(nullptr, /*start_inline=*/true));
+      RL_ASSIGN_OR_RETURN(s->expr,
+                          ParseFilterChain(nullptr, /*start_inline=*/true));
       RL_RETURN_IF_ERROR(ExpectBlockEnd());
       RL_RETURN_IF_ERROR(ParseSimpleBody("endfilter", s.get()));
     } else if (name == "with") {
@@ -189,13 +195,14 @@ class Parser {
       RL_RETURN_IF_ERROR(ExpectBlockEnd());
       RL_RETURN_IF_ERROR(ParseSimpleBody("endwith", s.get()));
     } else if (name == "generation") {
-      // transformers' AssistantTracker marks assistant text; it renders in place.
+      // transformers' AssistantTracker marks assistant text; it renders in
+      // place.
       s->kind = StmtKind::kScope;
       RL_RETURN_IF_ERROR(ExpectBlockEnd());
       RL_RETURN_IF_ERROR(ParseSimpleBody("endgeneration", s.get()));
-    } else if (name == "call" || name == "include" || name == "import" || name == "from" ||
-               name == "extends" || name == "block" || name == "do" || name == "autoescape" ||
-               name == "trans") {
+    } else if (name == "call" || name == "include" || name == "import" ||
+               name == "from" || name == "extends" || name == "block" ||
+               name == "do" || name == "autoescape" || name == "trans") {
       return ParseError(line, "unsupported tag '" + name + "'");
     } else {
       return ParseError(line, "unknown tag '" + name + "'");
@@ -220,7 +227,8 @@ class Parser {
       s->conds.push_back(std::move(cond));
       s->bodies.emplace_back();
       std::string found;
-      RL_RETURN_IF_ERROR(ParseBody({"elif", "else", "endif"}, &s->bodies.back(), &found));
+      RL_RETURN_IF_ERROR(
+          ParseBody({"elif", "else", "endif"}, &s->bodies.back(), &found));
       if (found == "elif") continue;
       if (found == "else") {
         RL_RETURN_IF_ERROR(ExpectBlockEnd());
@@ -236,8 +244,8 @@ class Parser {
     const bool paren = SkipOp("(");
     while (true) {
       RL_ASSIGN_OR_RETURN(std::string n, ExpectName());
-      if (n == "true" || n == "false" || n == "none" || n == "True" || n == "False" ||
-          n == "None") {
+      if (n == "true" || n == "false" || n == "none" || n == "True" ||
+          n == "False" || n == "None") {
         return ParseError(Cur().line, "cannot assign to '" + n + "'");
       }
       names->push_back(std::move(n));
@@ -260,7 +268,7 @@ class Parser {
       if (!filter.ok()) return filter.status();
       s->loop_filter = std::move(filter).value();
     }
-    if (IsName(Cur(), "recursive")) return ParseError(Cur().line, "recursive loops are not supported");
+    if (SkipName("recursive")) s->recursive = true;
     RL_RETURN_IF_ERROR(ExpectBlockEnd());
     s->bodies.emplace_back();
     std::string found;
@@ -319,7 +327,8 @@ class Parser {
       if (SkipOp("=")) {
         RL_ASSIGN_OR_RETURN(p.default_value, ParseExpression(true));
       } else if (!s->params.empty() && s->params.back().default_value) {
-        return ParseError(s->line, "non-default argument follows default argument");
+        return ParseError(s->line,
+                          "non-default argument follows default argument");
       }
       s->params.push_back(std::move(p));
     }
@@ -347,9 +356,9 @@ class Parser {
     for (const auto& kv : e->kwargs) h = std::max(h, kv.second->height);
     for (const auto& op : e->cmp) h = std::max(h, op.second->height);
     e->height = h + 1;
-    if (e->height > kMaxParseDepth) {
+    if (e->height > kMaxExprHeight) {
       return ParseError(e->line, "expression nests too deeply (limit " +
-                                     std::to_string(kMaxParseDepth) + ")");
+                                     std::to_string(kMaxExprHeight) + ")");
     }
     return e;
   }
@@ -363,7 +372,8 @@ class Parser {
 
   bool IsTupleEnd(std::initializer_list<std::string_view> extra_end) const {
     const Token& t = Cur();
-    if (t.type == TT::kVarEnd || t.type == TT::kBlockEnd || IsOp(t, ")")) return true;
+    if (t.type == TT::kVarEnd || t.type == TT::kBlockEnd || IsOp(t, ")"))
+      return true;
     for (std::string_view e : extra_end) {
       if (IsName(t, e)) return true;
     }
@@ -371,7 +381,8 @@ class Parser {
   }
 
   // Jinja's parse_tuple: a bare comma makes a tuple.
-  Result<ExprPtr> ParseTuple(bool with_condexpr, std::initializer_list<std::string_view> extra_end,
+  Result<ExprPtr> ParseTuple(bool with_condexpr,
+                             std::initializer_list<std::string_view> extra_end,
                              bool explicit_parens) {
     const int line = Cur().line;
     std::vector<ExprPtr> items;
@@ -389,7 +400,9 @@ class Parser {
     }
     if (!is_tuple) {
       if (!items.empty()) return std::move(items[0]);
-      if (!explicit_parens) return ParseError(line, "expected an expression, got " + DescribeToken(Cur()));
+      if (!explicit_parens)
+        return ParseError(
+            line, "expected an expression, got " + DescribeToken(Cur()));
     }
     ExprPtr t = NewExpr(ExprKind::kTuple, line);
     t->args = std::move(items);
@@ -504,7 +517,8 @@ class Parser {
       const int line = Cur().line;
       Advance();
       RL_ASSIGN_OR_RETURN(ExprPtr right, ParseConcat());
-      RL_ASSIGN_OR_RETURN(left, MakeBinary(op, std::move(left), std::move(right), line));
+      RL_ASSIGN_OR_RETURN(
+          left, MakeBinary(op, std::move(left), std::move(right), line));
     }
     return left;
   }
@@ -543,7 +557,8 @@ class Parser {
       const int line = t.line;
       Advance();
       RL_ASSIGN_OR_RETURN(ExprPtr right, ParsePow());
-      RL_ASSIGN_OR_RETURN(left, MakeBinary(op, std::move(left), std::move(right), line));
+      RL_ASSIGN_OR_RETURN(
+          left, MakeBinary(op, std::move(left), std::move(right), line));
     }
     return left;
   }
@@ -554,7 +569,8 @@ class Parser {
       const int line = Cur().line;
       Advance();
       RL_ASSIGN_OR_RETURN(ExprPtr right, ParseUnary(true));
-      RL_ASSIGN_OR_RETURN(left, MakeBinary(BinOp::kPow, std::move(left), std::move(right), line));
+      RL_ASSIGN_OR_RETURN(left, MakeBinary(BinOp::kPow, std::move(left),
+                                           std::move(right), line));
     }
     return left;
   }
@@ -584,7 +600,8 @@ class Parser {
     const int line = t.line;
     if (t.type == TT::kName) {
       ExprPtr e;
-      if (t.text == "true" || t.text == "True" || t.text == "false" || t.text == "False") {
+      if (t.text == "true" || t.text == "True" || t.text == "false" ||
+          t.text == "False") {
         e = NewExpr(ExprKind::kLiteral, line);
         e->value = Value::Bool(t.text == "true" || t.text == "True");
       } else if (t.text == "none" || t.text == "None") {
@@ -614,7 +631,8 @@ class Parser {
     }
     if (t.type == TT::kInteger || t.type == TT::kFloat) {
       ExprPtr e = NewExpr(ExprKind::kLiteral, line);
-      e->value = t.type == TT::kInteger ? Value::Int(t.int_value) : Value::Float(t.float_value);
+      e->value = t.type == TT::kInteger ? Value::Int(t.int_value)
+                                        : Value::Float(t.float_value);
       Advance();
       return e;
     }
@@ -727,7 +745,8 @@ class Parser {
     }
     if (args.empty()) return ParseError(line, "expected a subscript");
     for (const auto& a : args) {
-      if (a->kind == ExprKind::kSlice) return ParseError(line, "multi-dimensional slices are not supported");
+      if (a->kind == ExprKind::kSlice)
+        return ParseError(line, "multi-dimensional slices are not supported");
     }
     ExprPtr tuple = NewExpr(ExprKind::kTuple, line);
     tuple->args = std::move(args);
@@ -771,15 +790,21 @@ class Parser {
         if (IsOp(Cur(), ")")) break;
       }
       if (IsOp(Cur(), "*")) {
-        if (e->c || e->d) return ParseError(line, "invalid syntax for function call expression");
+        if (e->c || e->d)
+          return ParseError(line,
+                            "invalid syntax for function call expression");
         Advance();
         RL_ASSIGN_OR_RETURN(e->c, ParseExpression(true));
       } else if (IsOp(Cur(), "**")) {
-        if (e->d) return ParseError(line, "invalid syntax for function call expression");
+        if (e->d)
+          return ParseError(line,
+                            "invalid syntax for function call expression");
         Advance();
         RL_ASSIGN_OR_RETURN(e->d, ParseExpression(true));
       } else if (Cur().type == TT::kName && IsOp(Look(), "=")) {
-        if (e->d) return ParseError(line, "invalid syntax for function call expression");
+        if (e->d)
+          return ParseError(line,
+                            "invalid syntax for function call expression");
         std::string key = Cur().text;
         Advance();
         Advance();
@@ -787,7 +812,8 @@ class Parser {
         e->kwargs.emplace_back(std::move(key), std::move(value));
       } else {
         if (e->c || e->d || !e->kwargs.empty()) {
-          return ParseError(line, "positional argument follows keyword argument");
+          return ParseError(line,
+                            "positional argument follows keyword argument");
         }
         RL_ASSIGN_OR_RETURN(ExprPtr value, ParseExpression(true));
         e->args.push_back(std::move(value));
@@ -845,10 +871,12 @@ class Parser {
     const Token& t = Cur();
     if (IsOp(t, "(")) {
       RL_RETURN_IF_ERROR(ParseCallArgs(e.get()));
-    } else if ((t.type == TT::kName || t.type == TT::kString || t.type == TT::kInteger ||
-                t.type == TT::kFloat || IsOp(t, "(") || IsOp(t, "[") || IsOp(t, "{")) &&
+    } else if ((t.type == TT::kName || t.type == TT::kString ||
+                t.type == TT::kInteger || t.type == TT::kFloat ||
+                IsOp(t, "(") || IsOp(t, "[") || IsOp(t, "{")) &&
                !IsName(t, "else") && !IsName(t, "or") && !IsName(t, "and")) {
-      if (IsName(t, "is")) return ParseError(t.line, "you cannot chain multiple tests with is");
+      if (IsName(t, "is"))
+        return ParseError(t.line, "you cannot chain multiple tests with is");
       RL_ASSIGN_OR_RETURN(ExprPtr arg, ParsePrimary());
       RL_ASSIGN_OR_RETURN(arg, ParsePostfix(std::move(arg)));
       e->args.push_back(std::move(arg));
@@ -878,24 +906,28 @@ class NameChecker {
   Status CheckStmt(const Stmt& s, bool soft) {
     switch (s.kind) {
       case StmtKind::kIf:
-        for (const auto& c : s.conds) RL_RETURN_IF_ERROR(CheckExpr(c.get(), true));
+        for (const auto& c : s.conds)
+          RL_RETURN_IF_ERROR(CheckExpr(c.get(), true));
         for (const auto& b : s.bodies) RL_RETURN_IF_ERROR(CheckBody(b, true));
         return Status::Ok();
       case StmtKind::kFor:
         RL_RETURN_IF_ERROR(CheckExpr(s.expr.get(), soft));
         RL_RETURN_IF_ERROR(CheckExpr(s.loop_filter.get(), false));
         RL_RETURN_IF_ERROR(CheckBody(s.bodies[0], false));
-        if (s.bodies.size() > 1) RL_RETURN_IF_ERROR(CheckBody(s.bodies[1], soft));
+        if (s.bodies.size() > 1)
+          RL_RETURN_IF_ERROR(CheckBody(s.bodies[1], soft));
         return Status::Ok();
       case StmtKind::kMacro:
-        for (const auto& p : s.params) RL_RETURN_IF_ERROR(CheckExpr(p.default_value.get(), false));
+        for (const auto& p : s.params)
+          RL_RETURN_IF_ERROR(CheckExpr(p.default_value.get(), false));
         return CheckBody(s.bodies[0], false);
       case StmtKind::kSetBlock:
       case StmtKind::kFilterBlock:
         RL_RETURN_IF_ERROR(CheckExpr(s.expr.get(), soft));
         return CheckBody(s.bodies[0], false);
       case StmtKind::kWith:
-        for (const auto& v : s.values) RL_RETURN_IF_ERROR(CheckExpr(v.get(), soft));
+        for (const auto& v : s.values)
+          RL_RETURN_IF_ERROR(CheckExpr(v.get(), soft));
         return CheckBody(s.bodies[0], false);
       case StmtKind::kScope:
         return CheckBody(s.bodies[0], soft);
@@ -907,18 +939,22 @@ class NameChecker {
   Status CheckExpr(const Expr* e, bool soft) {
     if (e == nullptr) return Status::Ok();
     if (e->kind == ExprKind::kCondExpr) soft = true;
-    if (e->kind == ExprKind::kFilter && e->filter == nullptr && !soft && !IsJinjaFilter(e->name)) {
+    if (e->kind == ExprKind::kFilter && e->filter == nullptr && !soft &&
+        !IsJinjaFilter(e->name)) {
       return ParseError(e->line, "no filter named '" + e->name + "'");
     }
-    if (e->kind == ExprKind::kTest && e->test == nullptr && !soft && !IsJinjaTest(e->name)) {
+    if (e->kind == ExprKind::kTest && e->test == nullptr && !soft &&
+        !IsJinjaTest(e->name)) {
       return ParseError(e->line, "no test named '" + e->name + "'");
     }
     for (const Expr* child : {e->a.get(), e->b.get(), e->c.get(), e->d.get()}) {
       RL_RETURN_IF_ERROR(CheckExpr(child, soft));
     }
     for (const auto& x : e->args) RL_RETURN_IF_ERROR(CheckExpr(x.get(), soft));
-    for (const auto& kv : e->kwargs) RL_RETURN_IF_ERROR(CheckExpr(kv.second.get(), soft));
-    for (const auto& op : e->cmp) RL_RETURN_IF_ERROR(CheckExpr(op.second.get(), soft));
+    for (const auto& kv : e->kwargs)
+      RL_RETURN_IF_ERROR(CheckExpr(kv.second.get(), soft));
+    for (const auto& op : e->cmp)
+      RL_RETURN_IF_ERROR(CheckExpr(op.second.get(), soft));
     return Status::Ok();
   }
 };

@@ -24,6 +24,9 @@ namespace redline::model::chat::jinja {
 // Nesting limit for blocks and expressions (CPython's own parser stops at a
 // similar depth; real templates nest fewer than 20 levels).
 inline constexpr int kMaxParseDepth = 100;
+// Height limit of one expression tree (long `a + b + c ...` chains nest to
+// the left; real templates stay below 30).
+inline constexpr int kMaxExprHeight = 256;
 
 // Tokenizes and parses a whole template.
 Result<Body> ParseTemplate(std::string_view source);

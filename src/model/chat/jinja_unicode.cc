@@ -41,7 +41,8 @@ std::u32string DecodeUtf8(std::string_view s) {
       }
     }
     // Overlong forms, surrogates and values past U+10FFFF are not UTF-8.
-    if (valid && (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))) valid = false;
+    if (valid && (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)))
+      valid = false;
     if (valid) {
       out.push_back(cp);
       i += len;
@@ -86,16 +87,18 @@ size_t CountCodePoints(std::string_view s) {
 }
 
 bool IsSpace(char32_t cp) {
-  if (cp < 0x80) return (cp >= 0x09 && cp <= 0x0D) || (cp >= 0x1C && cp <= 0x20);
-  return cp == 0x85 || cp == 0xA0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) ||
-         cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F || cp == 0x3000;
+  if (cp < 0x80)
+    return (cp >= 0x09 && cp <= 0x0D) || (cp >= 0x1C && cp <= 0x20);
+  return cp == 0x85 || cp == 0xA0 || cp == 0x1680 ||
+         (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 ||
+         cp == 0x202F || cp == 0x205F || cp == 0x3000;
 }
 
 bool IsDigit(char32_t cp) {
   if (cp < 0x80) return cp >= '0' && cp <= '9';
-  return cp == 0xB2 || cp == 0xB3 || cp == 0xB9 || (cp >= 0x660 && cp <= 0x669) ||
-         (cp >= 0x6F0 && cp <= 0x6F9) || (cp >= 0x966 && cp <= 0x96F) ||
-         (cp >= 0xFF10 && cp <= 0xFF19);
+  return cp == 0xB2 || cp == 0xB3 || cp == 0xB9 ||
+         (cp >= 0x660 && cp <= 0x669) || (cp >= 0x6F0 && cp <= 0x6F9) ||
+         (cp >= 0x966 && cp <= 0x96F) || (cp >= 0xFF10 && cp <= 0xFF19);
 }
 
 namespace {
@@ -183,10 +186,13 @@ bool IsCased(char32_t cp) { return IsUpper(cp) || IsLower(cp); }
 
 bool IsAlpha(char32_t cp) {
   if (cp < 0x80) return (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z');
-  if (cp < 0x100) return cp == 0xAA || cp == 0xB5 || cp == 0xBA || (cp >= 0xC0 && cp != 0xD7 && cp != 0xF7);
+  if (cp < 0x100)
+    return cp == 0xAA || cp == 0xB5 || cp == 0xBA ||
+           (cp >= 0xC0 && cp != 0xD7 && cp != 0xF7);
   if (IsSpace(cp) || IsDigit(cp) || !IsPrintable(cp)) return false;
-  if (cp >= 0x300 && cp <= 0x36F) return false;    // combining marks
-  if (cp >= 0x2000 && cp <= 0x2BFF) return false;  // punctuation, symbols, arrows
+  if (cp >= 0x300 && cp <= 0x36F) return false;  // combining marks
+  if (cp >= 0x2000 && cp <= 0x2BFF)
+    return false;  // punctuation, symbols, arrows
   if (cp >= 0x3000 && cp <= 0x303F) return false;  // CJK punctuation
   if (cp >= 0xFE00 && cp <= 0xFE0F) return false;  // variation selectors
   if (cp >= 0xFE30 && cp <= 0xFE4F) return false;
@@ -203,13 +209,15 @@ bool IsAlnum(char32_t cp) { return IsAlpha(cp) || IsDigit(cp); }
 bool IsPrintable(char32_t cp) {
   if (cp < 0x20 || (cp >= 0x7F && cp <= 0xA0) || cp == 0xAD) return false;
   if (cp < 0x600) return true;
-  if ((cp >= 0x600 && cp <= 0x605) || cp == 0x61C || cp == 0x6DD || cp == 0x70F) return false;
+  if ((cp >= 0x600 && cp <= 0x605) || cp == 0x61C || cp == 0x6DD || cp == 0x70F)
+    return false;
   if (cp == 0x1680 || cp == 0x180E) return false;
   if ((cp >= 0x2000 && cp <= 0x200F) || (cp >= 0x2028 && cp <= 0x202F) ||
       (cp >= 0x205F && cp <= 0x206F)) {
     return false;
   }
-  if (cp == 0x3000 || cp == 0xFEFF || (cp >= 0xFFF9 && cp <= 0xFFFB)) return false;
+  if (cp == 0x3000 || cp == 0xFEFF || (cp >= 0xFFF9 && cp <= 0xFFFB))
+    return false;
   if (cp >= 0xD800 && cp <= 0xF8FF) return false;  // surrogates, private use
   if (cp == 0xFFFE || cp == 0xFFFF) return false;
   if (cp >= 0xE0000) return false;  // tags, private use planes

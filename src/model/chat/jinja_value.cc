@@ -1,5 +1,6 @@
 #include "model/chat/jinja_value.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -17,7 +18,8 @@ constexpr size_t kDictLinearMax = 8;
 
 Value Value::Undefined(std::string message) {
   Value v;
-  if (!message.empty()) v.ptr_ = std::make_shared<const std::string>(std::move(message));
+  if (!message.empty())
+    v.ptr_ = std::make_shared<const std::string>(std::move(message));
   return v;
 }
 
@@ -62,23 +64,51 @@ Value Value::Markup(std::string s) {
   return v;
 }
 
-Value Value::MakeList(std::vector<Value> items) {
+namespace {
+
+uint16_t ChildDepth(const Value& v) {
+  return static_cast<uint16_t>(std::min(v.depth() + 1, 0xFFFF));
+}
+
+Value MakeSeq(std::vector<Value> items, bool tuple, bool generator) {
+  uint16_t depth = 1;
+  for (const Value& item : items) depth = std::max(depth, ChildDepth(item));
+  auto list = std::make_shared<List>();
+  list->items = std::move(items);
+  list->is_tuple = tuple;
+  list->is_generator = generator;
+  return Value::FromSharedList(std::move(list), depth);
+}
+
+}  // namespace
+
+Value Value::FromSharedList(std::shared_ptr<const List> list, uint16_t depth) {
   Value v;
   v.kind_ = Kind::kList;
-  v.ptr_ = std::make_shared<const List>(List{std::move(items), false});
+  v.depth_ = depth;
+  v.ptr_ = std::move(list);
   return v;
 }
 
+Value Value::MakeList(std::vector<Value> items) {
+  return MakeSeq(std::move(items), false, false);
+}
+
 Value Value::MakeTuple(std::vector<Value> items) {
-  Value v;
-  v.kind_ = Kind::kList;
-  v.ptr_ = std::make_shared<const List>(List{std::move(items), true});
-  return v;
+  return MakeSeq(std::move(items), true, false);
+}
+
+Value Value::MakeGenerator(std::vector<Value> items) {
+  return MakeSeq(std::move(items), false, true);
 }
 
 Value Value::MakeDict(Dict dict) {
   Value v;
   v.kind_ = Kind::kDict;
+  uint16_t depth = 1;
+  for (const auto& [k, item] : dict.items())
+    depth = std::max(depth, ChildDepth(item));
+  v.depth_ = depth;
   v.ptr_ = std::make_shared<const Dict>(std::move(dict));
   return v;
 }
@@ -90,10 +120,11 @@ Value Value::MakeNamespace(Dict attrs) {
   return v;
 }
 
-Value Value::MakeCallable(std::string name, CallableFn fn) {
+Value Value::MakeCallable(std::string name, CallableFn fn, bool is_macro) {
   Value v;
   v.kind_ = Kind::kCallable;
-  v.ptr_ = std::make_shared<const Callable>(Callable{std::move(name), std::move(fn)});
+  v.ptr_ = std::make_shared<const Callable>(
+      Callable{std::move(name), std::move(fn), is_macro});
   return v;
 }
 
@@ -227,7 +258,8 @@ const Value* Dict::Find(std::string_view key) const {
 
 Status Dict::Set(Value key, Value value) {
   std::string k;
-  if (!KeyOf(key, &k)) return TypeError("unhashable type: '" + TypeName(key) + "'");
+  if (!KeyOf(key, &k))
+    return TypeError("unhashable type: '" + TypeName(key) + "'");
   if (index_.empty()) {
     std::string other;
     for (auto& [ik, iv] : items_) {
@@ -264,17 +296,29 @@ void Dict::SetStr(std::string key, Value value) {
 
 std::string TypeName(const Value& v) {
   switch (v.kind()) {
-    case Value::Kind::kUndefined: return "Undefined";
-    case Value::Kind::kNone: return "NoneType";
-    case Value::Kind::kBool: return "bool";
-    case Value::Kind::kInt: return "int";
-    case Value::Kind::kFloat: return "float";
-    case Value::Kind::kString: return v.is_markup() ? "Markup" : "str";
-    case Value::Kind::kList: return v.list().is_tuple ? "tuple" : "list";
-    case Value::Kind::kDict: return "dict";
-    case Value::Kind::kNamespace: return "Namespace";
-    case Value::Kind::kCallable: return "function";
-    case Value::Kind::kLoop: return "LoopContext";
+    case Value::Kind::kUndefined:
+      return "Undefined";
+    case Value::Kind::kNone:
+      return "NoneType";
+    case Value::Kind::kBool:
+      return "bool";
+    case Value::Kind::kInt:
+      return "int";
+    case Value::Kind::kFloat:
+      return "float";
+    case Value::Kind::kString:
+      return v.is_markup() ? "Markup" : "str";
+    case Value::Kind::kList:
+      return v.is_generator() ? "generator"
+                              : (v.list().is_tuple ? "tuple" : "list");
+    case Value::Kind::kDict:
+      return "dict";
+    case Value::Kind::kNamespace:
+      return "Namespace";
+    case Value::Kind::kCallable:
+      return v.callable().is_macro ? "Macro" : "function";
+    case Value::Kind::kLoop:
+      return "LoopContext";
   }
   return "object";
 }
@@ -298,7 +342,7 @@ bool Truthy(const Value& v) {
     case Value::Kind::kString:
       return !v.str().empty();
     case Value::Kind::kList:
-      return !v.items().empty();
+      return v.is_generator() || !v.items().empty();
     case Value::Kind::kDict:
       return !v.dict().empty();
     default:
@@ -319,6 +363,8 @@ bool Equals(const Value& a, const Value& b) {
     case Value::Kind::kString:
       return a.str() == b.str();
     case Value::Kind::kList: {
+      if (a.is_generator() || b.is_generator())
+        return a.identity() == b.identity();
       if (a.list().is_tuple != b.list().is_tuple) return false;
       const auto& x = a.items();
       const auto& y = b.items();
@@ -350,7 +396,8 @@ std::string FloatRepr(double f) {
   if (std::isnan(f)) return "nan";
   if (std::isinf(f)) return f < 0 ? "-inf" : "inf";
   char buf[64];
-  auto res = std::to_chars(buf, buf + sizeof(buf), f, std::chars_format::scientific);
+  auto res =
+      std::to_chars(buf, buf + sizeof(buf), f, std::chars_format::scientific);
   std::string_view sci(buf, res.ptr - buf);
   // sci is "[-]d[.ddd]e[+-]XX".
   std::string out;
@@ -364,10 +411,11 @@ std::string FloatRepr(double f) {
     if (c != '.') digits.push_back(c);
   }
   int exp = 0;
-  std::from_chars(sci.data() + e_pos + 1 + (sci[e_pos + 1] == '+' ? 1 : 0), sci.data() + sci.size(),
-                  exp);
+  std::from_chars(sci.data() + e_pos + 1 + (sci[e_pos + 1] == '+' ? 1 : 0),
+                  sci.data() + sci.size(), exp);
   const int ndigits = static_cast<int>(digits.size());
-  if (exp >= -4 && exp < 16) {  // Python's repr uses exponents outside [1e-4, 1e16)
+  if (exp >= -4 &&
+      exp < 16) {  // Python's repr uses exponents outside [1e-4, 1e16)
     const int decpt = exp + 1;
     if (decpt <= 0) {
       out += "0.";
@@ -390,7 +438,8 @@ std::string FloatRepr(double f) {
     out += digits.substr(1);
   }
   char exp_buf[16];
-  std::snprintf(exp_buf, sizeof(exp_buf), "e%c%02d", exp < 0 ? '-' : '+', exp < 0 ? -exp : exp);
+  std::snprintf(exp_buf, sizeof(exp_buf), "e%c%02d", exp < 0 ? '-' : '+',
+                exp < 0 ? -exp : exp);
   out += exp_buf;
   return out;
 }
@@ -473,6 +522,10 @@ void AppendStr(const Value& v, std::string* out) {
       out->append(v.str());
       return;
     case Value::Kind::kList: {
+      if (v.is_generator()) {
+        out->append("<generator object>");
+        return;
+      }
       const bool tuple = v.list().is_tuple;
       out->push_back(tuple ? '(' : '[');
       const auto& items = v.items();
@@ -502,7 +555,11 @@ void AppendStr(const Value& v, std::string* out) {
       return;
     }
     case Value::Kind::kCallable:
-      out->append("<function " + v.callable().name + ">");
+      if (v.callable().is_macro) {
+        out->append("<Macro '" + v.callable().name + "'>");
+      } else {
+        out->append("<function " + v.callable().name + ">");
+      }
       return;
     case Value::Kind::kLoop: {
       const LoopState& loop = v.loop();

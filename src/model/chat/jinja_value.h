@@ -34,10 +34,15 @@ class Renderer;
 struct Callable;
 struct LoopState;
 
-// A list or a tuple (tuples print as "(a, b)" and never equal a list).
+// A list, a tuple (prints as "(a, b)", never equals a list) or a generator
+// (what Jinja's map/select/items filters return: always truthy, no len(),
+// not subscriptable, and iterable only once).
 struct List {
   std::vector<Value> items;
   bool is_tuple = false;
+  bool is_generator = false;
+  // A generator that has been iterated (Python generators run only once).
+  mutable bool consumed = false;
 };
 
 // Arguments of a call: positional values and keyword pairs in source order.
@@ -48,7 +53,8 @@ struct CallArgs {
 
 // A builtin function, bound method or macro. `renderer` is the render in
 // progress (for limits, filters and macro bodies).
-using CallableFn = std::function<Result<Value>(Renderer& renderer, CallArgs& args)>;
+using CallableFn =
+    std::function<Result<Value>(Renderer& renderer, CallArgs& args)>;
 
 class Value {
  public:
@@ -80,9 +86,13 @@ class Value {
   static Value Markup(std::string s);
   static Value MakeList(std::vector<Value> items);
   static Value MakeTuple(std::vector<Value> items);
+  static Value MakeGenerator(std::vector<Value> items);
+  // Wraps an existing list object (no copy); `depth` as computed by MakeList.
+  static Value FromSharedList(std::shared_ptr<const List> list, uint16_t depth);
   static Value MakeDict(Dict dict);
   static Value MakeNamespace(Dict attrs);
-  static Value MakeCallable(std::string name, CallableFn fn);
+  static Value MakeCallable(std::string name, CallableFn fn,
+                            bool is_macro = false);
   static Value MakeLoop(std::shared_ptr<LoopState> loop);
 
   Kind kind() const { return kind_; }
@@ -97,8 +107,18 @@ class Value {
   }
   bool is_string() const { return kind_ == Kind::kString; }
   bool is_markup() const { return kind_ == Kind::kString && markup_; }
+  // True for lists, tuples and generators.
   bool is_list() const { return kind_ == Kind::kList; }
   bool is_tuple() const { return kind_ == Kind::kList && list().is_tuple; }
+  bool is_generator() const {
+    return kind_ == Kind::kList && list().is_generator;
+  }
+  // A real list or tuple (has len(), can be indexed).
+  bool is_sequence() const {
+    return kind_ == Kind::kList && !list().is_generator;
+  }
+  // Nesting depth of lists/dicts (0 for scalars).
+  int depth() const { return depth_; }
   bool is_dict() const { return kind_ == Kind::kDict; }
   bool is_namespace() const { return kind_ == Kind::kNamespace; }
   bool is_callable() const { return kind_ == Kind::kCallable; }
@@ -108,12 +128,16 @@ class Value {
   bool bool_value() const;
   int64_t int_value() const;  // kInt or kBool
   double float_value() const;
-  double AsDouble() const;  // any number
+  double AsDouble() const;         // any number
   const std::string& str() const;  // kString
   // The message an undefined value fails with; "" when none was given.
   const std::string& undefined_message() const;
   const List& list() const;
   const std::vector<Value>& items() const { return list().items; }
+  // items() sharing ownership with this value (no copy).
+  std::shared_ptr<const std::vector<Value>> shared_items() const {
+    return std::shared_ptr<const std::vector<Value>>(ptr_, &list().items);
+  }
   const Dict& dict() const;
   Dict& namespace_attrs() const;
   const Callable& callable() const;
@@ -124,6 +148,7 @@ class Value {
  private:
   Kind kind_ = Kind::kUndefined;
   bool markup_ = false;
+  uint16_t depth_ = 0;
   union {
     bool b_;
     int64_t i_;
@@ -162,6 +187,7 @@ class Dict {
 struct Callable {
   std::string name;
   CallableFn fn;
+  bool is_macro = false;  // prints as <Macro 'name'>, type name "Macro"
 };
 
 // State of one for loop, exposed to templates as `loop`.
@@ -169,6 +195,11 @@ struct LoopState {
   std::shared_ptr<const std::vector<Value>> items;  // after `if` filtering
   int64_t index0 = 0;
   int64_t depth0 = 0;
+  // For `recursive` loops: the statement and the scope it runs in, so that
+  // loop(items) can render the body again one level deeper. Both outlive
+  // the loop object (it cannot escape its loop; see Renderer::ExecSet).
+  const void* recursive_stmt = nullptr;
+  void* enclosing_scope = nullptr;
   // Last value passed to loop.changed() and whether one was passed.
   Value changed_last;
   bool changed_called = false;

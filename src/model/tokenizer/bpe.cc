@@ -2,14 +2,13 @@
 
 #include <algorithm>
 #include <climits>
-#include <mutex>
 
 #include "model/tokenizer/byte_level.h"
 
 namespace redline::model::tokenizer_internal {
 
-BpeModel::BpeModel(const Vocab& vocab, bool ignore_merges, int32_t unk_id)
-    : vocab_(vocab), ignore_merges_(ignore_merges), unk_id_(unk_id) {
+BpeModel::BpeModel(const Vocab& vocab, bool ignore_merges)
+    : vocab_(vocab), ignore_merges_(ignore_merges) {
   for (int b = 0; b < 256; ++b) {
     byte_ids_[static_cast<size_t>(b)] = vocab.Find(byte_level::ByteToText(static_cast<uint8_t>(b)));
   }
@@ -17,8 +16,8 @@ BpeModel::BpeModel(const Vocab& vocab, bool ignore_merges, int32_t unk_id)
 
 std::unique_ptr<BpeModel> BpeModel::Create(const Vocab& vocab,
                                            const std::vector<std::string>& merges,
-                                           bool ignore_merges, int32_t unk_id) {
-  std::unique_ptr<BpeModel> model(new BpeModel(vocab, ignore_merges, unk_id));
+                                           bool ignore_merges) {
+  std::unique_ptr<BpeModel> model(new BpeModel(vocab, ignore_merges));
   model->merges_.Reserve(merges.size());
   std::string joined;
   for (size_t rank = 0; rank < merges.size(); ++rank) {
@@ -154,18 +153,16 @@ void BpeModel::EncodeUncached(std::string_view word, std::vector<int32_t>* out) 
   } else {
     MergeLong(&ids);
   }
+  // A byte whose character is not in the vocabulary is dropped, as in
+  // llama.cpp (GGUF "unknown" ids of byte-level vocabularies are often EOS).
   for (int32_t id : ids) {
-    if (id >= 0) {
-      out->push_back(id);
-    } else if (unk_id_ >= 0) {
-      out->push_back(unk_id_);
-    }
+    if (id >= 0) out->push_back(id);
   }
 }
 
 void BpeModel::EncodeWord(std::string_view word, std::vector<int32_t>* out) const {
   if (word.empty()) return;
-  if (word.size() > kMaxCachedWordBytes) {
+  if (word.size() > WordCache::kMaxWordBytes) {
     EncodeUncached(word, out);
     return;
   }
@@ -173,22 +170,6 @@ void BpeModel::EncodeWord(std::string_view word, std::vector<int32_t>* out) cons
   const size_t before = out->size();
   EncodeUncached(word, out);
   cache_.Insert(word, out->data() + before, out->size() - before);
-}
-
-bool BpeModel::WordCache::Lookup(std::string_view word, std::vector<int32_t>* out) const {
-  const Shard& shard = shards_[ShardOf(word)];
-  std::shared_lock lock(shard.mu);
-  const auto it = shard.map.find(word);
-  if (it == shard.map.end()) return false;
-  out->insert(out->end(), it->second.begin(), it->second.end());
-  return true;
-}
-
-void BpeModel::WordCache::Insert(std::string_view word, const int32_t* ids, size_t count) {
-  Shard& shard = shards_[ShardOf(word)];
-  std::unique_lock lock(shard.mu);
-  if (shard.map.size() >= kShardCapacity) shard.map.clear();
-  shard.map.try_emplace(std::string(word), ids, ids + count);
 }
 
 }  // namespace redline::model::tokenizer_internal

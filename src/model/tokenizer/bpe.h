@@ -7,8 +7,8 @@
 // builds strings. Results for short words are cached.
 //
 // Ownership: borrows the Vocab (must outlive it); owns the merge table and
-// cache. Thread-safety: EncodeWord may be called concurrently; the cache is
-// sharded and each shard has its own reader/writer lock.
+// cache. Thread-safety: EncodeWord may be called concurrently (see
+// word_cache.h).
 // Cost: Create is O(merges). EncodeWord is O(n log n) in the word's bytes
 // (O(n^2) with tiny constants for words up to kShortWordBytes).
 #ifndef REDLINE_MODEL_TOKENIZER_BPE_H_
@@ -17,15 +17,14 @@
 #include <array>
 #include <cstdint>
 #include <memory>
-#include <shared_mutex>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "base/result.h"
 #include "model/tokenizer/flat_maps.h"
 #include "model/tokenizer/vocab.h"
+#include "model/tokenizer/word_cache.h"
 
 namespace redline::model::tokenizer_internal {
 
@@ -35,11 +34,11 @@ class BpeModel {
   // result are not tokens are skipped (they could never apply).
   static std::unique_ptr<BpeModel> Create(const Vocab& vocab,
                                           const std::vector<std::string>& merges,
-                                          bool ignore_merges, int32_t unk_id);
+                                          bool ignore_merges);
 
   // Appends the tokens of one word (raw bytes, not yet byte-level mapped).
-  // A byte whose character is not in the vocabulary becomes the unknown
-  // token, or is dropped when there is none.
+  // A byte whose character is not in the vocabulary is dropped (llama.cpp
+  // does the same; Hugging Face drops it when the model has no unk_token).
   void EncodeWord(std::string_view word, std::vector<int32_t>* out) const;
 
   size_t num_merges() const { return merges_.size(); }
@@ -48,41 +47,15 @@ class BpeModel {
   // Words up to this many bytes merge by rescanning a small array; longer
   // ones use a heap so a megabyte-long "word" stays O(n log n).
   static constexpr size_t kShortWordBytes = 48;
-  // Longer words are rarely repeated; caching them would only churn.
-  static constexpr size_t kMaxCachedWordBytes = 64;
-
-  BpeModel(const Vocab& vocab, bool ignore_merges, int32_t unk_id);
+  BpeModel(const Vocab& vocab, bool ignore_merges);
   void MergeShort(std::vector<int32_t>* ids) const;
   void MergeLong(std::vector<int32_t>* ids) const;
   void EncodeUncached(std::string_view word, std::vector<int32_t>* out) const;
-
-  // Thread-safe word -> ids cache. A shard that fills up is cleared, which
-  // bounds memory at kShards * kShardCapacity entries.
-  class WordCache {
-   public:
-    bool Lookup(std::string_view word, std::vector<int32_t>* out) const;
-    void Insert(std::string_view word, const int32_t* ids, size_t count);
-
-   private:
-    static constexpr size_t kShards = 64;
-    static constexpr size_t kShardCapacity = 4096;
-    struct Hash {
-      using is_transparent = void;
-      size_t operator()(std::string_view s) const { return HashBytes(s); }
-    };
-    struct Shard {
-      mutable std::shared_mutex mu;
-      std::unordered_map<std::string, std::vector<int32_t>, Hash, std::equal_to<>> map;
-    };
-    static size_t ShardOf(std::string_view word) { return HashBytes(word) >> 58; }
-    std::array<Shard, kShards> shards_;
-  };
 
   const Vocab& vocab_;
   MergeTable merges_;
   std::array<int32_t, 256> byte_ids_;  // token of each byte's character, or -1
   bool ignore_merges_;
-  int32_t unk_id_;
   mutable WordCache cache_;
 };
 

@@ -24,5 +24,6 @@ set(TOKENIZER_TEST_SOURCES
   ${_tokenizer_dir}/pre_tokenizer_test.cc
   ${_tokenizer_dir}/streaming_detokenizer_test.cc
   ${_tokenizer_dir}/tokenizer_test.cc
+  ${_tokenizer_dir}/unicode_data_test.cc
   ${_tokenizer_dir}/utf8_test.cc
   ${_tokenizer_dir}/vocab_files_test.cc)

@@ -41,6 +41,7 @@ struct Entry {
   bool ignore_merges = false;
   bool add_bos = false;
   bool no_bos = false;
+  bool nfc = false;
 };
 
 // Names and expressions follow llama.cpp's llama-vocab.cpp (which names
@@ -63,10 +64,10 @@ const std::vector<Entry>& Registry() {
        /*add_bos=*/true},
       {{"dbrx", "smaug-bpe"}, {kLlama3}},
       {{"chatglm-bpe", "glm4"}, {kLlama3}, false, false, /*no_bos=*/true},
-      {{"qwen2", "deepseek-r1-qwen", "kormo", "f2llmv2", "stablelm2", "hunyuan", "solar-open",
-        "megrez"},
-       {kQwen2}},
-      {{"qwen35"}, {kQwen35}},
+      // Qwen's tokenizer.json normalizes to NFC before splitting.
+      {{"qwen2", "deepseek-r1-qwen"}, {kQwen2}, false, false, false, /*nfc=*/true},
+      {{"kormo", "f2llmv2", "stablelm2", "hunyuan", "solar-open", "megrez"}, {kQwen2}},
+      {{"qwen35"}, {kQwen35}, false, false, false, /*nfc=*/true},
       // The letter class is the cased letters (Lu, Ll, Lt) of the original;
       // six Greek Extended / letterlike code points are escaped because they
       // have singleton canonical decompositions that text tools "normalize"
@@ -135,6 +136,7 @@ Result<PreTokenizerConfig> FindPreTokenizer(std::string_view pre) {
       config.ignore_merges = entry.ignore_merges;
       config.add_bos = entry.add_bos;
       config.no_bos = entry.no_bos;
+      config.nfc = entry.nfc;
       return config;
     }
   }

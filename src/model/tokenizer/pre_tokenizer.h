@@ -39,6 +39,10 @@ struct PreTokenizerConfig {
   bool add_bos = false;
   // The model has no BOS token by default (e.g. chatglm-bpe).
   bool no_bos = false;
+  // Text is normalized to Unicode NFC first (Hugging Face's "NFC"
+  // normalizer, used by Qwen). llama.cpp skips this step; the two differ
+  // only on text that is not already NFC (e.g. decomposed accents).
+  bool nfc = false;
 };
 
 // Looks up the configuration for a `tokenizer.ggml.pre` value. An empty

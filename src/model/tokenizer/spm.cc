@@ -6,6 +6,11 @@
 #include "model/tokenizer/utf8.h"
 
 namespace redline::model::tokenizer_internal {
+namespace {
+
+constexpr std::string_view kSpace = "\xE2\x96\x81";  // ▁
+
+}  // namespace
 
 SpmModel::SpmModel(const Vocab& vocab, int32_t unk_id) : vocab_(vocab), unk_id_(unk_id) {
   for (int b = 0; b < 256; ++b) {
@@ -17,6 +22,17 @@ SpmModel::SpmModel(const Vocab& vocab, int32_t unk_id) : vocab_(vocab), unk_id_(
       id = vocab.Find(std::string_view(&raw, 1));
     }
     byte_ids_[static_cast<size_t>(b)] = id;
+  }
+  // Words can be encoded independently unless some token has a "▁" after
+  // its leading run of "▁".
+  split_words_ = true;
+  for (const std::string& text : vocab.texts()) {
+    std::string_view rest = text;
+    while (rest.substr(0, kSpace.size()) == kSpace) rest.remove_prefix(kSpace.size());
+    if (rest.find(kSpace) != std::string_view::npos) {
+      split_words_ = false;
+      break;
+    }
   }
 }
 
@@ -46,6 +62,30 @@ struct Lower {
 }  // namespace
 
 void SpmModel::Encode(std::string_view text, std::vector<int32_t>* out) const {
+  if (!split_words_) {
+    EncodePiece(text, out);
+    return;
+  }
+  // Words: a run of "▁" and everything up to the next run.
+  size_t start = 0;
+  while (start < text.size()) {
+    size_t end = start;
+    while (text.compare(end, kSpace.size(), kSpace) == 0) end += kSpace.size();
+    end = text.find(kSpace, end);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view word = text.substr(start, end - start);
+    if (word.size() > WordCache::kMaxWordBytes) {
+      EncodePiece(word, out);
+    } else if (!cache_.Lookup(word, out)) {
+      const size_t before = out->size();
+      EncodePiece(word, out);
+      cache_.Insert(word, out->data() + before, out->size() - before);
+    }
+    start = end;
+  }
+}
+
+void SpmModel::EncodePiece(std::string_view text, std::vector<int32_t>* out) const {
   if (text.empty()) return;
   thread_local std::vector<Symbol> symbols;
   thread_local std::vector<Bigram> heap;

@@ -7,10 +7,17 @@
 // Symbols that are not tokens fall back to their bytes' <0xNN> tokens, then
 // to the unknown token.
 //
+// When no token has "▁" after a non-"▁" character (true for Llama, Phi-3,
+// Baichuan and synthetic vocabularies), no merge can cross the start of a
+// "▁" run, so the text is encoded one such word at a time: the result is
+// identical (merges in different words never interact) but heaps stay small
+// and repeated words come from a cache.
+//
 // Ownership: borrows the Vocab (must outlive it). Thread-safety: Encode may
-// be called concurrently (scratch space is per thread). Cost: Encode is
-// O(n log n) in the text's characters, with one hash lookup per candidate
-// pair.
+// be called concurrently (scratch space is per thread; the cache is
+// synchronized). Cost: Encode is O(n log n) in the characters of the longest
+// word (the whole text when words cannot be split), one hash lookup per
+// candidate pair.
 #ifndef REDLINE_MODEL_TOKENIZER_SPM_H_
 #define REDLINE_MODEL_TOKENIZER_SPM_H_
 
@@ -20,6 +27,7 @@
 #include <vector>
 
 #include "model/tokenizer/vocab.h"
+#include "model/tokenizer/word_cache.h"
 
 namespace redline::model::tokenizer_internal {
 
@@ -30,13 +38,21 @@ class SpmModel {
   // Appends the tokens of `text` (already escaped: "▁" for spaces).
   void Encode(std::string_view text, std::vector<int32_t>* out) const;
 
+  // Whether Encode splits the text into words (see above).
+  bool splits_words() const { return split_words_; }
+
   // The token for one raw byte (<0xNN>, else the one-byte text), or -1.
   int32_t ByteToken(uint8_t b) const { return byte_ids_[b]; }
 
  private:
+  // Merges and byte fallback over one independent piece of text.
+  void EncodePiece(std::string_view text, std::vector<int32_t>* out) const;
+
   const Vocab& vocab_;
   std::array<int32_t, 256> byte_ids_;
   int32_t unk_id_;
+  bool split_words_ = false;
+  mutable WordCache cache_;
 };
 
 }  // namespace redline::model::tokenizer_internal

@@ -3,8 +3,12 @@
 
 namespace redline::model {
 
-StreamingDetokenizer::StreamingDetokenizer(const Tokenizer& tokenizer, bool skip_special)
-    : tokenizer_(tokenizer), skip_special_(skip_special) {}
+StreamingDetokenizer::StreamingDetokenizer(const Tokenizer& tokenizer, bool skip_special,
+                                           bool continuation)
+    : tokenizer_(tokenizer),
+      skip_special_(skip_special),
+      continuation_(continuation),
+      at_start_(!continuation) {}
 
 std::string StreamingDetokenizer::Push(int32_t id) {
   tokenizer_.AppendPiece(id, skip_special_, &at_start_, &pending_);
@@ -17,7 +21,7 @@ std::string StreamingDetokenizer::Push(int32_t id) {
 std::string StreamingDetokenizer::Flush() {
   std::string out = std::move(pending_);
   pending_.clear();
-  at_start_ = true;
+  at_start_ = !continuation_;
   return out;
 }
 

@@ -9,6 +9,7 @@
 #include "model/tokenizer/byte_level.h"
 #include "model/tokenizer/pre_tokenizer.h"
 #include "model/tokenizer/special_tokens.h"
+#include "model/tokenizer/unicode_data.h"
 #include "model/tokenizer/spm.h"
 #include "model/tokenizer/vocab.h"
 #include "model/tokenizer/wordpiece.h"
@@ -120,6 +121,7 @@ class Tokenizer::Impl {
   std::vector<uint8_t> is_eog;
   bool add_space_prefix = false;
   bool add_sep = false;
+  bool nfc = false;  // normalize raw text to NFC first (Qwen)
   // Decode drops the leading space of the first piece (SentencePiece and
   // WordPiece, whose encodings introduce it).
   bool strip_first_space = false;
@@ -192,6 +194,7 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::FromSpec(TokenizerSpec spec) {
     if (!config.ok()) return config.status();
     pre_config = std::move(config).value();
     add_bos = pre_config.add_bos;
+    impl->nfc = pre_config.nfc;
   } else if (spec.model == "bert") {
     impl->kind = Kind::kWpm;
     bos = 101, unk = 100, sep = 102, pad = 0;
@@ -306,13 +309,15 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::FromSpec(TokenizerSpec spec) {
       auto pre = PreTokenizer::Create(pre_config.patterns);
       if (!pre.ok()) return pre.status();
       impl->pre_tokenizer = std::move(pre).value();
-      impl->bpe = BpeModel::Create(vocab, spec.merges, pre_config.ignore_merges, unk);
+      impl->bpe = BpeModel::Create(vocab, spec.merges, pre_config.ignore_merges);
       break;
     }
-    case Kind::kWpm:
-      impl->wpm = std::make_unique<WordPieceModel>(vocab, unk, /*lowercase=*/true,
-                                                   /*strip_accents=*/true);
+    case Kind::kWpm: {
+      const bool lowercase = spec.lowercase.value_or(true);
+      impl->wpm = std::make_unique<WordPieceModel>(vocab, unk, lowercase,
+                                                   spec.strip_accents.value_or(lowercase));
       break;
+    }
   }
 
   // Pieces.
@@ -464,6 +469,10 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::FromGguf(const gguf::GgufFile& fil
   RL_RETURN_IF_ERROR(ReadOptional(file.GetBool("tokenizer.ggml.add_eos_token"), &spec.add_eos));
   RL_RETURN_IF_ERROR(
       ReadOptional(file.GetBool("tokenizer.ggml.add_space_prefix"), &spec.add_space_prefix));
+  RL_RETURN_IF_ERROR(
+      ReadOptional(file.GetBool("tokenizer.ggml.normalizer.lowercase"), &spec.lowercase));
+  RL_RETURN_IF_ERROR(
+      ReadOptional(file.GetBool("tokenizer.ggml.normalizer.strip_accents"), &spec.strip_accents));
   return FromSpec(std::move(spec));
 }
 
@@ -489,7 +498,14 @@ void Tokenizer::EncodeAppend(std::string_view text, bool add_special, bool parse
       ids->push_back(s.token);
       prev_special = true;
     } else {
-      impl.EncodeRaw(s.text, impl.add_space_prefix && prev_special, ids);
+      std::string_view raw = s.text;
+      thread_local std::string normalized;
+      if (impl.nfc && unicode_data::MayNeedNfc(raw)) {
+        normalized.clear();
+        unicode_data::AppendNfc(raw, &normalized);
+        raw = normalized;
+      }
+      impl.EncodeRaw(raw, impl.add_space_prefix && prev_special, ids);
       prev_special = false;
     }
   }
@@ -528,9 +544,10 @@ void Tokenizer::AppendPiece(int32_t id, bool skip_special, bool* at_start,
   out->append(piece);
 }
 
-std::string Tokenizer::Decode(std::span<const int32_t> ids, bool skip_special) const {
+std::string Tokenizer::Decode(std::span<const int32_t> ids, bool skip_special,
+                              bool continuation) const {
   std::string out;
-  bool at_start = true;
+  bool at_start = !continuation;
   for (int32_t id : ids) AppendPiece(id, skip_special, &at_start, &out);
   return out;
 }

@@ -9,7 +9,9 @@
 //   "gpt2"   Byte-level BPE: the text is split by the expressions that
 //            tokenizer.ggml.pre names (see pre_tokenizer.h; absent means
 //            llama.cpp's "default"), each piece is mapped to the GPT-2 byte
-//            alphabet and merged by rank (tokenizer.ggml.merges).
+//            alphabet and merged by rank (tokenizer.ggml.merges). Qwen
+//            vocabularies ("qwen2", "deepseek-r1-qwen", "qwen35") first
+//            normalize the text to NFC, as their Hugging Face tokenizers do.
 //   "bert"   WordPiece with BERT normalization (lower-casing, accent
 //            stripping, punctuation and CJK splitting), for vocabularies
 //            converted by llama.cpp (word-initial pieces start with "▁").
@@ -86,6 +88,10 @@ struct TokenizerSpec {
   std::optional<bool> add_bos;        // tokenizer.ggml.add_bos_token
   std::optional<bool> add_eos;        // tokenizer.ggml.add_eos_token
   std::optional<bool> add_space_prefix;  // tokenizer.ggml.add_space_prefix
+  // "bert": tokenizer.ggml.normalizer.lowercase (default true) and
+  // .strip_accents (default: as lowercase).
+  std::optional<bool> lowercase;
+  std::optional<bool> strip_accents;
   std::string model_name;             // general.name (a few per-model quirks)
 };
 
@@ -119,7 +125,11 @@ class Tokenizer {
   // EOS, <|im_end|>, ...); otherwise they appear as their text. Ids outside
   // the vocabulary contribute nothing. The result is raw bytes: it is valid
   // UTF-8 unless the ids spell invalid byte sequences.
-  std::string Decode(std::span<const int32_t> ids, bool skip_special = false) const;
+  // continuation: the ids continue earlier text (e.g. tokens generated after
+  // a prompt), so the first piece keeps its leading space ("▁time" after
+  // "Once upon a" decodes to " time", not "time").
+  std::string Decode(std::span<const int32_t> ids, bool skip_special = false,
+                     bool continuation = false) const;
 
   // The bytes this token contributes to decoded text: byte tokens give their
   // byte, "▁" becomes a space ("llama", "bert"), byte-level text becomes raw
@@ -185,25 +195,30 @@ class Tokenizer {
 // complete after one more token; a chunk never ends inside a UTF-8
 // character (bytes of an unfinished character wait for the next tokens).
 // The concatenation of every Push and the final Flush equals
-// tokenizer.Decode(all ids, skip_special). Bytes that can never form a valid
+// tokenizer.Decode(all ids, skip_special, continuation). Bytes that can never form a valid
 // character are passed through rather than held back forever.
 //
 // Ownership: borrows the tokenizer, which must outlive it. Thread-safety:
 // thread-compatible (one per stream). Cost: O(piece length) per Push.
 class StreamingDetokenizer {
  public:
-  explicit StreamingDetokenizer(const Tokenizer& tokenizer, bool skip_special = false);
+  // continuation: as in Tokenizer::Decode (a stream of generated tokens
+  // that continues a prompt keeps the first piece's leading space).
+  explicit StreamingDetokenizer(const Tokenizer& tokenizer, bool skip_special = false,
+                                bool continuation = false);
 
   // Adds one token; returns the newly completed text (possibly empty).
   std::string Push(int32_t id);
   // Returns whatever is still held back (an unfinished character at the end
-  // of the stream) and resets the detokenizer for a new stream.
+  // of the stream) and resets the detokenizer for a new stream (with the
+  // same settings).
   std::string Flush();
 
  private:
   const Tokenizer& tokenizer_;
   bool skip_special_;
-  bool at_start_ = true;
+  bool continuation_;
+  bool at_start_;
   std::string pending_;  // bytes of an unfinished UTF-8 character (<= 3)
 };
 

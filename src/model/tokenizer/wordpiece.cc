@@ -64,6 +64,22 @@ std::vector<std::string> WordPieceModel::SplitWords(std::string_view text) const
   };
 
   for (size_t pos = 0; pos < text.size();) {
+    const auto byte = static_cast<uint8_t>(text[pos]);
+    if (byte >= 0x20 && byte < 0x7F) {
+      // Printable ASCII: no table lookups (the common case).
+      ++pos;
+      if (byte == ' ') {
+        finish_word();
+      } else if (IsBertPunctuation(byte)) {
+        finish_word();
+        words.back().assign(1, static_cast<char>(byte));
+        words.emplace_back();
+      } else {
+        words.back().push_back(
+            static_cast<char>(lowercase_ && byte >= 'A' && byte <= 'Z' ? byte + 32 : byte));
+      }
+      continue;
+    }
     size_t len = 0;
     const uint32_t cp = utf8::DecodeCodepoint(text, pos, &len);
     pos += len;

@@ -5,7 +5,9 @@ Usage: python3 gen_unicode_data.py > ../unicode_data.cc
 
 Uses Python's unicodedata (its Unicode version is recorded in the output).
 Tables: general-category ranges (C*, P*, Mn), full canonical decompositions
-(NFD, Hangul excluded: it is algorithmic) and full lower-case mappings.
+(NFD, Hangul excluded: it is algorithmic), full lower-case mappings, and for
+NFC: canonical combining classes, primary composites and the code points
+that may change under NFC (NFC_Quick_Check No/Maybe, plus every non-starter).
 """
 import sys
 import unicodedata
@@ -113,6 +115,74 @@ def main():
     emit_mapping("kDecompositions", decomp,
                  "Full canonical decomposition (NFD) of each code point that has one (Hangul excluded).")
     emit_mapping("kLowercase", lower, "Full lower-case mapping (str.lower()).")
+
+    # Canonical combining classes as (first, last, class) runs.
+    print("// Canonical combining class runs (class != 0).")
+    print("const CombiningClassRange kCombiningClasses[] = {")
+    runs = []
+    for cp in range(MAX):
+        if 0xD800 <= cp <= 0xDFFF:
+            continue
+        c = unicodedata.combining(chr(cp))
+        if c == 0:
+            continue
+        if runs and runs[-1][1] == cp - 1 and runs[-1][2] == c:
+            runs[-1][1] = cp
+        else:
+            runs.append([cp, cp, c])
+    line = " "
+    for a, b, c in runs:
+        item = f" {{0x{a:X}, 0x{b:X}, {c}}},"
+        if len(line) + len(item) > 96:
+            print(line)
+            line = " "
+        line += item
+    if line.strip():
+        print(line)
+    print("};")
+    print("const size_t kCombiningClassesSize = sizeof(kCombiningClasses) / sizeof(kCombiningClasses[0]);")
+    print()
+
+    # Primary composites: pairs that NFC recomposes (exclusions removed).
+    pairs = []
+    seconds = set()
+    for cp in range(MAX):
+        if 0xD800 <= cp <= 0xDFFF:
+            continue
+        d = unicodedata.decomposition(chr(cp))
+        if not d or d.startswith("<"):
+            continue
+        parts = [int(x, 16) for x in d.split()]
+        if len(parts) != 2:
+            continue
+        if unicodedata.normalize("NFC", chr(parts[0]) + chr(parts[1])) != chr(cp):
+            continue
+        pairs.append(((parts[0] << 21) | parts[1], cp))
+        seconds.add(parts[1])
+    pairs.sort()
+    print("// Primary composites: key (first << 21 | second), sorted by key.")
+    print("const Composition kCompositions[] = {")
+    line = " "
+    for k, cp in pairs:
+        item = f" {{0x{k:X}ull, 0x{cp:X}}},"
+        if len(line) + len(item) > 96:
+            print(line)
+            line = " "
+        line += item
+    if line.strip():
+        print(line)
+    print("};")
+    print("const size_t kCompositionsSize = sizeof(kCompositions) / sizeof(kCompositions[0]);")
+    print()
+
+    def maybe_changes(cp):
+        if 0xD800 <= cp <= 0xDFFF:
+            return False
+        ch = chr(cp)
+        return (unicodedata.normalize("NFC", ch) != ch or unicodedata.combining(ch) != 0
+                or cp in seconds or 0x1161 <= cp <= 0x11C2)  # Hangul V and T jamo
+    emit_ranges("kNfcMaybeRanges", ranges(maybe_changes),
+                "Code points whose presence means the text may not be NFC.")
     print("}  // namespace redline::model::unicode_data")
 
 

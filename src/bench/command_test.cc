@@ -1,0 +1,416 @@
+// The whole `redline bench` command in-process against the fake server:
+// exit codes (0 / 99 / 100 / 101), the JSON result schema, compare, and the
+// HTML report rendered by headless Chromium.
+#include "bench/command.h"
+
+#include <gtest/gtest.h>
+
+#include <boost/json.hpp>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "bench/report.h"
+#include "bench/testing/fake_openai_server.h"
+#include "http/event_loop.h"
+#include "http/server.h"
+
+namespace redline::bench {
+namespace {
+
+namespace json = boost::json;
+using testing::FakeOpenAiServer;
+using testing::FakeServerOptions;
+
+class BenchCommandTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "/redline_bench_cmd_" + std::to_string(::getpid()) + "_" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::filesystem::create_directories(dir_);
+    null_ = std::fopen("/dev/null", "w");
+  }
+  void TearDown() override {
+    std::fclose(null_);
+    std::filesystem::remove_all(dir_);
+  }
+
+  std::unique_ptr<FakeOpenAiServer> Server(int64_t ttft_us, int64_t gap_us, int tokens) {
+    FakeServerOptions o;
+    o.default_plan.ttft_us = ttft_us;
+    o.default_plan.gap_us = gap_us;
+    o.default_plan.tokens = tokens;
+    o.record_truth = false;
+    auto s = std::make_unique<FakeOpenAiServer>(o);
+    EXPECT_TRUE(s->Start().ok());
+    return s;
+  }
+
+  BenchCommandOptions Options(const FakeOpenAiServer& s) {
+    BenchCommandOptions o;
+    o.url = "http://127.0.0.1:" + std::to_string(s.port());
+    o.users = 4;
+    o.requests = 24;
+    o.quiet = true;
+    // Validity has its own test; elsewhere a loaded CI machine must not turn
+    // a scheduling hiccup into exit 100.
+    o.max_dispatch_delay = "500ms";
+    return o;
+  }
+
+  int Run(const BenchCommandOptions& o) { return RunBenchCommand(o, nullptr, null_, null_); }
+
+  static std::string Read(const std::string& path) {
+    std::ifstream f(path);
+    std::stringstream ss;
+    ss << f.rdbuf();
+    return ss.str();
+  }
+
+  std::string dir_;
+  std::FILE* null_ = nullptr;
+};
+
+TEST_F(BenchCommandTest, PassExitsZeroAndWritesTheJsonSchema) {
+  auto server = Server(20'000, 2'000, 8);
+  BenchCommandOptions o = Options(*server);
+  o.profile = "three-second";
+  o.slo = {"ttft: p(99)<1s", "errors: rate<1%"};
+  o.warmup = "4";
+  o.json_path = dir_ + "/r.json";
+  o.requests_out = dir_ + "/requests.jsonl";
+  EXPECT_EQ(Run(o), kExitPass);
+
+  json::value v = json::parse(Read(o.json_path));
+  const json::object& r = v.as_object();
+  EXPECT_EQ(r.at("schema").as_string(), "redline.bench.result/1");
+  EXPECT_EQ(r.at("verdict").as_string(), "pass");
+  EXPECT_EQ(r.at("exit_code").as_int64(), 0);
+  const json::object& m = r.at("phases").at("measure").as_object();
+  EXPECT_EQ(m.at("requests").at("attempted").as_int64(), 24);
+  EXPECT_EQ(m.at("requests").at("ok").as_int64(), 24);
+  for (const char* metric : {"ttft", "ttfo", "ttft_sched", "e2e", "e2e_stream", "e2e_sched", "tpot", "ntpot"}) {
+    const json::object& d = m.at("latency_us").at(metric).as_object();
+    for (const char* view : {"success", "adjusted"}) {
+      for (const char* k : {"count", "mean", "min", "p50", "p90", "p95", "p99", "p99.9", "max"}) {
+        EXPECT_TRUE(d.at(view).as_object().contains(k)) << metric << "." << view << "." << k;
+      }
+    }
+  }
+  EXPECT_TRUE(m.at("latency_us").at("itl").as_object().contains("success"));
+  EXPECT_FALSE(m.at("latency_us").at("itl").as_object().contains("adjusted"));
+  for (const char* k : {"connect", "timeout", "http_429", "http_4xx", "http_5xx", "abort", "parse", "all", "by_label"}) {
+    EXPECT_TRUE(m.at("errors").as_object().contains(k)) << k;
+  }
+  for (const char* k : {"window_s", "offered_rps", "achieved_send_rps", "completed_rps", "output_tps", "peak_output_tps",
+                        "mean_concurrency", "goodput_rps", "token_goodput_tps", "good_fraction"}) {
+    EXPECT_TRUE(m.at("rates").as_object().contains(k)) << k;
+  }
+  EXPECT_EQ(m.at("tokens").at("sources").at("usage").as_int64(), 24);
+  EXPECT_TRUE(r.at("phases").as_object().contains("cold"));
+  EXPECT_TRUE(r.at("phases").as_object().contains("warmup"));
+  ASSERT_EQ(r.at("thresholds").as_array().size(), 7u);
+  for (const json::value& t : r.at("thresholds").as_array()) {
+    EXPECT_TRUE(t.at("pass").as_bool()) << json::serialize(t);
+    EXPECT_TRUE(t.as_object().contains("observed"));
+    EXPECT_TRUE(t.as_object().contains("success_only"));
+  }
+  EXPECT_TRUE(r.at("validity").at("valid").as_bool());
+  const json::object& ts = r.at("timeseries").as_object();
+  const size_t n = ts.at("t_s").as_array().size();
+  EXPECT_GT(n, 0u);
+  for (const char* k : {"sent", "ok", "failed", "output_tps", "in_flight", "ttft_p50_us", "e2e_p99_us"}) {
+    EXPECT_EQ(ts.at(k).as_array().size(), n) << k;
+  }
+  EXPECT_FALSE(r.at("cdf").at("e2e").as_array().empty());
+
+  // The per-request file has one line per request with every timestamp.
+  std::istringstream lines(Read(o.requests_out));
+  std::string line;
+  int count = 0;
+  while (std::getline(lines, line)) {
+    json::value q = json::parse(line);
+    for (const char* k : {"t_sched_ns", "t_send_ns", "t_first_ns", "t_last_ns", "t_end_ns", "chunk_ns", "class"}) {
+      EXPECT_TRUE(q.as_object().contains(k)) << k;
+    }
+    count++;
+  }
+  EXPECT_EQ(count, 1 + 4 + 24);  // cold + warm-up + measured
+}
+
+TEST_F(BenchCommandTest, SloBreachExits99) {
+  auto server = Server(50'000, 1'000, 4);
+  BenchCommandOptions o = Options(*server);
+  o.slo = {"ttft: p(95)<10ms"};
+  o.json_path = dir_ + "/r.json";
+  EXPECT_EQ(Run(o), kExitSloFailed);
+  json::value v = json::parse(Read(o.json_path));
+  EXPECT_EQ(v.at("verdict").as_string(), "fail");
+  EXPECT_FALSE(v.at("thresholds").as_array()[0].at("pass").as_bool());
+}
+
+TEST_F(BenchCommandTest, ErrorsFailThroughErrorAdjustedPercentiles) {
+  // Every 10th request fails with 503: success-only p99 looks fine, the
+  // error-adjusted p99 is +inf, so e2e p(99)<3s must fail.
+  FakeServerOptions fo;
+  fo.default_plan.tokens = 2;
+  fo.record_truth = false;
+  fo.plan_fn = [](uint64_t i, const http::ServerRequest&, const testing::FakePlan& base) {
+    testing::FakePlan p = base;
+    if (i % 10 == 9) p.status = 503;
+    return p;
+  };
+  FakeOpenAiServer server(fo);
+  ASSERT_TRUE(server.Start().ok());
+  BenchCommandOptions o = Options(server);
+  o.requests = 40;
+  o.users = 1;
+  o.cold_requests = 0;
+  o.slo = {"e2e: p(99)<3s"};
+  o.json_path = dir_ + "/r.json";
+  EXPECT_EQ(Run(o), kExitSloFailed);
+  json::value v = json::parse(Read(o.json_path));
+  const json::value& t = v.at("thresholds").as_array()[0];
+  EXPECT_EQ(t.at("observed").as_string(), "inf");
+  EXPECT_TRUE(t.at("success_only").is_double());
+  EXPECT_EQ(v.at("phases").at("measure").at("errors").at("http_5xx").at("count").as_int64(), 4);
+}
+
+TEST_F(BenchCommandTest, ClientThatCannotKeepItsScheduleExits100) {
+  // 100 req/s offered, but at most one request in flight and each takes
+  // ~50 ms: arrivals queue, dispatch delay explodes, the run is invalid.
+  auto server = Server(50'000, 1'000, 2);
+  BenchCommandOptions o = Options(*server);
+  o.users = 0;
+  o.rate = "100";
+  o.arrival = "constant";
+  o.max_in_flight = 1;
+  o.requests = 20;
+  o.profile = "three-second";
+  o.max_dispatch_delay = "10ms";  // the queue makes it hundreds of ms
+  o.json_path = dir_ + "/r.json";
+  EXPECT_EQ(Run(o), kExitInvalidRun);
+  json::value v = json::parse(Read(o.json_path));
+  EXPECT_EQ(v.at("verdict").as_string(), "invalid");
+  EXPECT_FALSE(v.at("validity").at("valid").as_bool());
+}
+
+TEST_F(BenchCommandTest, ToolErrorsExit101) {
+  auto server = Server(0, 0, 1);
+  BenchCommandOptions o = Options(*server);
+  o.slo = {"e2e: p(99)<3"};  // no unit
+  EXPECT_EQ(Run(o), kExitToolError);
+  o.slo.clear();
+  o.profile = "four-second";
+  EXPECT_EQ(Run(o), kExitToolError);
+  o.profile.clear();
+  BenchCommandOptions none = o;
+  none.url.clear();
+  EXPECT_EQ(Run(none), kExitToolError);
+  BenchCommandOptions both = o;
+  both.rate = "5";
+  EXPECT_EQ(Run(both), kExitToolError);  // --users and --rate together
+  server->Stop();
+  EXPECT_EQ(Run(o), kExitToolError);  // unreachable at start
+}
+
+TEST_F(BenchCommandTest, CompareFlagsRegressions) {
+  // One chunk per response: no ITL samples, whose tail is mostly machine noise.
+  auto fast = Server(10'000, 0, 1);
+  auto slow = Server(80'000, 0, 1);
+  BenchCommandOptions a = Options(*fast);
+  a.json_path = dir_ + "/a.json";
+  BenchCommandOptions b = Options(*slow);
+  b.json_path = dir_ + "/b.json";
+  ASSERT_EQ(Run(a), kExitPass);
+  ASSERT_EQ(Run(b), kExitPass);
+  EXPECT_EQ(RunCompareCommand(a.json_path, a.json_path, 0.1, null_, null_), kExitPass);
+  EXPECT_EQ(RunCompareCommand(a.json_path, b.json_path, 0.1, null_, null_), kExitSloFailed);
+  EXPECT_EQ(RunCompareCommand(b.json_path, a.json_path, 0.1, null_, null_), kExitPass);  // faster is fine
+  EXPECT_EQ(RunCompareCommand(a.json_path, dir_ + "/missing.json", 0.1, null_, null_), kExitToolError);
+  auto res = CompareResults(Read(a.json_path), Read(b.json_path), {});
+  ASSERT_TRUE(res.ok());
+  bool ttft_flagged = false;
+  for (const CompareRow& row : res->rows) ttft_flagged |= row.metric == "ttft p50 (adjusted)" && row.regression;
+  EXPECT_TRUE(ttft_flagged);
+}
+
+uint16_t FreePort() {
+  // Bind port 0, read the port, release it: good enough for a test.
+  http::EventLoop loop;
+  http::Server probe(loop, {}, [](http::ServerRequest&&, std::shared_ptr<http::ResponseWriter>) {});
+  auto port = probe.Start();
+  return port.ok() ? *port : 0;
+}
+
+TEST_F(BenchCommandTest, ColdStartLaunchesTheServerAndMeasuresTimeToReady) {
+  const uint16_t port = FreePort();
+  ASSERT_NE(port, 0);
+  BenchCommandOptions o;
+  o.url = "http://127.0.0.1:" + std::to_string(port);
+  o.cold_start = std::string(RL_FAKE_SERVER_BIN) + " --startup-delay-ms 300 --port " + std::to_string(port) +
+                 " --plan 'ttft=5ms;gap=1ms;tokens=4'";
+  o.users = 2;
+  o.requests = 10;
+  o.quiet = true;
+  o.json_path = dir_ + "/r.json";
+  o.server_log = dir_ + "/server.log";
+  o.slo = {"ttft{phase:cold}: max<5s"};
+  o.max_dispatch_delay = "500ms";
+  const std::string err_path = dir_ + "/stderr.txt";
+  std::FILE* err = std::fopen(err_path.c_str(), "w");
+  const int code = RunBenchCommand(o, nullptr, null_, err);
+  std::fclose(err);
+  ASSERT_EQ(code, kExitPass) << Read(err_path) << "\nserver log:\n" << Read(o.server_log);
+  json::value v = json::parse(Read(o.json_path));
+  const json::object& cs = v.at("cold_start").as_object();
+  EXPECT_TRUE(cs.at("ready").as_bool());
+  EXPECT_GE(cs.at("time_to_ready_s").as_double(), 0.3);
+  EXPECT_LT(cs.at("time_to_ready_s").as_double(), 10.0);
+  EXPECT_EQ(v.at("phases").at("cold").at("requests").at("ok").as_int64(), 1);
+  EXPECT_TRUE(v.at("thresholds").as_array()[0].at("pass").as_bool());
+  // The server was stopped: nothing listens any more.
+  BenchCommandOptions after = o;
+  after.cold_start.clear();
+  after.json_path.clear();
+  EXPECT_EQ(Run(after), kExitToolError);
+
+  BenchCommandOptions broken = o;
+  broken.cold_start = "exit 3";
+  broken.ready_timeout = "5s";
+  EXPECT_EQ(Run(broken), kExitToolError);  // the process died before it was ready
+}
+
+TEST_F(BenchCommandTest, ExpectedRatePeakCheckAndStages) {
+  auto server = Server(2'000, 500, 2);
+  BenchCommandOptions o = Options(*server);
+  o.users = 0;
+  o.requests = -1;
+  o.expected_rate = 50;  // runs open loop at 60/s
+  o.arrival = "constant";
+  o.max_dispatch_delay = "500ms";  // not what this test is about (shared CI machines stall)
+  o.rate_tolerance = "50%";
+  o.duration = "2s";
+  o.json_path = dir_ + "/r.json";
+  EXPECT_EQ(Run(o), kExitPass);
+  json::value v = json::parse(Read(o.json_path));
+  EXPECT_TRUE(v.at("peak_check").at("pass").as_bool());
+  EXPECT_NEAR(v.at("peak_check").at("target_rps").as_double(), 60, 1e-9);
+  EXPECT_NEAR(v.at("phases").at("measure").at("requests").at("planned").as_int64(), 120, 1);
+
+  BenchCommandOptions st = Options(*server);
+  st.users = 0;
+  st.requests = -1;
+  st.stages = "1s:20rps,1s:40rps";
+  st.arrival = "constant";
+  st.max_dispatch_delay = "500ms";
+  st.rate_tolerance = "50%";
+  st.json_path = dir_ + "/s.json";
+  EXPECT_EQ(Run(st), kExitPass);
+  json::value s = json::parse(Read(st.json_path));
+  EXPECT_EQ(s.at("phases").at("measure").at("requests").at("planned").as_int64(), 60);
+}
+
+TEST_F(BenchCommandTest, FindMaxRateReportsACapacityCurve) {
+  // The server takes ~20 ms per request whatever the load, so every probed
+  // rate below the ceiling should pass the e2e SLO.
+  FakeServerOptions fo;
+  fo.default_plan.ttft_us = 20'000;
+  fo.default_plan.tokens = 1;
+  fo.record_truth = false;
+  FakeOpenAiServer server(fo);
+  ASSERT_TRUE(server.Start().ok());
+  BenchCommandOptions o = Options(server);
+  o.users = 0;
+  o.requests = -1;
+  o.find_max_rate = true;
+  o.probe_users = 8;
+  o.duration = "1s";
+  o.slo = {"e2e: p(99)<60ms"};
+  o.max_dispatch_delay = "50ms";  // shared CI machines stall threads for milliseconds
+  o.json_path = dir_ + "/r.json";
+  const int code = Run(o);
+  EXPECT_TRUE(code == kExitPass || code == kExitSloFailed) << code;
+  json::value v = json::parse(Read(o.json_path));
+  const json::object& cap = v.at("capacity").as_object();
+  EXPECT_GT(cap.at("ceiling_rps").as_double(), 100);  // 8 users / ~21 ms
+  EXPECT_GE(cap.at("curve").as_array().size(), 1u);
+  if (code == kExitPass) {
+    EXPECT_GT(cap.at("capacity_rps").as_double(), 0);
+  }
+}
+
+// Runs a command and returns its stdout; stderr goes to `err_path`.
+std::string Capture(const std::string& cmd, int* status) {
+  std::string out;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (p == nullptr) return out;
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+  *status = ::pclose(p);
+  return out;
+}
+
+TEST_F(BenchCommandTest, HtmlReportRendersInHeadlessChromiumWithoutConsoleErrors) {
+  const char* chromium = "/usr/bin/chromium";
+  if (!std::filesystem::exists(chromium)) GTEST_SKIP() << "chromium not installed";
+  FakeServerOptions fo;
+  fo.default_plan.ttft_us = 5'000;
+  fo.default_plan.gap_us = 1'000;
+  fo.default_plan.tokens = 6;
+  fo.record_truth = false;
+  fo.plan_fn = [](uint64_t i, const http::ServerRequest&, const testing::FakePlan& base) {
+    testing::FakePlan p = base;
+    if (i % 13 == 5) p.status = 429;
+    if (i % 17 == 3) p.disconnect_after = 2;
+    return p;
+  };
+  FakeOpenAiServer server(fo);
+  ASSERT_TRUE(server.Start().ok());
+  BenchCommandOptions o = Options(server);
+  o.requests = 60;
+  o.warmup = "5";
+  o.profile = "three-second";
+  o.html_path = dir_ + "/report.html";
+  o.scrape = "http://127.0.0.1:" + std::to_string(server.port()) + "/metrics";
+  const int code = Run(o);
+  EXPECT_TRUE(code == kExitPass || code == kExitSloFailed) << code;
+  const std::string html = Read(o.html_path);
+  EXPECT_EQ(html.find("http://"), html.find("http://127.0.0.1"));  // no external resources
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(html.find("<link"), std::string::npos);
+
+  const std::string profile = dir_ + "/chromium-profile";
+  const std::string err = dir_ + "/chromium.log";
+  const std::string cmd = std::string("timeout 60 ") + chromium +
+                          " --headless --no-sandbox --disable-gpu --disable-background-networking "
+                          "--disable-component-update --disable-sync --no-first-run --user-data-dir=" +
+                          profile + " --enable-logging=stderr --v=0 --dump-dom file://" + o.html_path + " 2>" + err;
+  int status = 0;
+  const std::string dom = Capture(cmd, &status);
+  if (dom.empty()) GTEST_SKIP() << "chromium did not start here (status " << status << ")";
+  // The charts made it into the rendered DOM.
+  size_t svgs = 0, pos = 0;
+  while ((pos = dom.find("<svg", pos)) != std::string::npos) {
+    svgs++;
+    pos++;
+  }
+  EXPECT_GE(svgs, 6u);
+  EXPECT_NE(dom.find("class=\"line\""), std::string::npos);
+  EXPECT_NE(dom.find("id=\"verdict\""), std::string::npos);
+  EXPECT_NE(dom.find("Cold vs warm"), std::string::npos);
+  EXPECT_NE(dom.find("Server metrics"), std::string::npos);
+  EXPECT_NE(dom.find("http_429"), std::string::npos);
+  // No console messages at all (errors would be "CONSOLE" lines).
+  const std::string log = Read(err);
+  EXPECT_EQ(log.find("CONSOLE"), std::string::npos) << log.substr(0, 2000);
+  EXPECT_EQ(log.find("Uncaught"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace redline::bench

@@ -1,0 +1,184 @@
+// BenchReport: everything `redline bench` concludes from a run: per-phase
+// statistics, threshold results, run validity (metrics.md §3), the verdict
+// and exit code (§12), time series and CDFs for the charts, scraped server
+// series, cold-start and capacity results. Renderers turn it into the
+// terminal table (report_text.cc), the JSON result (report_json.cc,
+// docs/BENCH_JSON.md) and the HTML report (report_html.cc).
+//
+// Thread-safety: plain values; thread-compatible. Cost: building it is
+// O(records + chunks) plus one histogram pass per time bucket.
+#ifndef REDLINE_BENCH_REPORT_H_
+#define REDLINE_BENCH_REPORT_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "bench/metrics.h"
+#include "bench/runner.h"
+#include "bench/scrape.h"
+#include "bench/threshold.h"
+
+namespace redline::bench {
+
+// Exit codes (metrics.md §12).
+inline constexpr int kExitPass = 0;
+inline constexpr int kExitSloFailed = 99;
+inline constexpr int kExitInvalidRun = 100;
+inline constexpr int kExitToolError = 101;
+
+enum class Verdict { kPass, kFail, kInvalid };
+std::string_view VerdictName(Verdict v);
+
+struct ValidityOptions {
+  // Dispatch-delay p99 bound in us; 0 picks the default: 1 % of the tightest
+  // time threshold, clamped to [1 ms, 10 ms] (10 ms without time thresholds).
+  int64_t dispatch_bound_us = 0;
+  // Open loop: allowed shortfall of the achieved send rate vs the planned
+  // rate over the same requests.
+  double send_rate_tolerance = 0.05;
+};
+
+struct Validity {
+  bool valid = true;
+  std::vector<std::string> reasons;
+  double dispatch_p99_us = 0;
+  int64_t dispatch_bound_us = 0;
+  bool send_rate_checked = false;
+  double planned_send_rps = 0;
+  double achieved_send_rps = 0;
+  double send_shortfall = 0;  // 1 - achieved/planned
+};
+
+// Checks metrics.md §3 on the measurement phase.
+Validity CheckValidity(const RunResult& run, const PhaseStats& measure, const std::vector<Threshold>& thresholds,
+                       const ValidityOptions& options);
+
+struct TimeSeries {
+  double bucket_s = 1;
+  double warmup_end_s = 0;  // where the measurement phase starts on the time axis
+  std::vector<double> t_s;  // bucket starts, seconds from the load timeline start
+  std::vector<int64_t> sent, ok, failed;
+  std::vector<double> output_tps;
+  std::vector<double> ttft_p50_us, ttft_p99_us, e2e_p50_us, e2e_p90_us, e2e_p99_us, itl_p50_us, itl_p99_us;
+  std::vector<double> in_flight;  // mean requests in flight over the bucket
+};
+TimeSeries BuildTimeSeries(const RunResult& run, int64_t warmup_ns);
+
+// (value_us, cumulative fraction) points of a success-only distribution.
+std::vector<std::pair<double, double>> BuildCdf(const Histogram& h, size_t max_points = 200);
+
+struct ColdStartInfo {
+  std::string command;
+  std::string ready_url;
+  bool ready = false;
+  double time_to_ready_s = 0;
+  std::string note;
+};
+
+struct CapacityPoint {
+  double offered_rps = 0;
+  double completed_rps = 0;
+  double ttft_p50_us = 0, ttft_p99_us = 0, e2e_p50_us = 0, e2e_p99_us = 0;  // error-adjusted
+  double error_rate = 0;
+  double dispatch_p99_us = 0;
+  bool valid = true;
+  bool pass = false;
+};
+
+struct CapacityResult {
+  double ceiling_rps = 0;   // saturation probe (closed loop)
+  double capacity_rps = 0;  // highest offered rate that met every threshold
+  double expected_rps = 0;  // --expected-rate, 0 when not given
+  double headroom = 0;      // capacity / expected
+  std::vector<CapacityPoint> curve;
+};
+
+struct PeakCheck {
+  double expected_rps = 0;
+  double target_rps = 0;       // 1.2 x expected
+  double completed_rps = 0;    // ok / (schedule span + one mean gap)
+  double tolerance = 0;        // allowed shortfall for arrival sampling
+  bool pass = false;
+};
+
+struct BenchReport {
+  std::vector<std::pair<std::string, std::string>> config;  // echo, in display order
+  std::string started_at;                                  // wall clock, ISO 8601 (for humans)
+  std::optional<PhaseStats> cold, warmup, measure;
+  std::vector<ThresholdResult> thresholds;
+  Validity validity;
+  std::optional<PeakCheck> peak;
+  Verdict verdict = Verdict::kPass;
+  std::string verdict_reason;
+  int exit_code = kExitPass;
+  std::vector<std::string> warnings;
+  double cpu_seconds = 0, wall_seconds = 0;
+  uint64_t connections_opened = 0;
+  bool interrupted = false;
+  TimeSeries series;
+  std::vector<std::pair<double, double>> cdf_ttft, cdf_e2e;
+  std::string scrape_url;
+  std::vector<ScrapeSeries> scrape;
+  std::optional<ColdStartInfo> cold_start;
+  std::optional<CapacityResult> capacity;
+  std::vector<std::string> task_names;
+  GoodputSlo goodput;
+};
+
+struct ReportInputs {
+  std::vector<std::pair<std::string, std::string>> config;
+  std::vector<Threshold> thresholds;
+  std::optional<GoodputSlo> goodput;  // default: GoodputFromThresholds()
+  ValidityOptions validity;
+  int64_t warmup_ns = 0;
+  std::optional<double> expected_rps;  // enables the peak check
+  ArrivalKind arrival = ArrivalKind::kPoisson;
+  std::vector<std::string> task_names;
+};
+
+BenchReport BuildReport(const RunResult& run, const ReportInputs& inputs);
+
+// Decides verdict and exit code from validity, thresholds and the peak check.
+void DecideVerdict(BenchReport& report);
+
+// ---- renderers ----
+// The final table for the terminal (UTF-8; ✓/✗ per threshold).
+std::string RenderText(const BenchReport& report);
+// The JSON result (schema "redline.bench.result/1", docs/BENCH_JSON.md).
+std::string RenderJson(const BenchReport& report);
+// A self-contained HTML page (inline CSS and SVG, no scripts, no external
+// resources).
+std::string RenderHtml(const BenchReport& report);
+// One JSON line per request with every timestamp (ns relative to the load
+// timeline start) for offline recomputation.
+std::string RenderRequestsJsonl(const RunResult& run, const std::vector<std::string>& task_names);
+
+// ---- compare ----
+struct CompareOptions {
+  double latency_tolerance = 0.10;     // relative increase flagged as a regression
+  double latency_floor_us = 1000;      // ... only when it is also at least this large (noise)
+  double throughput_tolerance = 0.10;  // relative decrease flagged
+  double error_rate_tolerance = 0.001; // absolute increase flagged
+};
+struct CompareRow {
+  std::string metric;
+  double a = 0, b = 0;
+  double change = 0;  // relative (latency, throughput) or absolute (rates)
+  bool regression = false;
+  bool higher_is_better = false;
+};
+struct CompareResult {
+  std::vector<CompareRow> rows;
+  bool any_regression = false;
+  std::string verdict_a, verdict_b;
+};
+// Compares two JSON results (the text of the files).
+Result<CompareResult> CompareResults(std::string_view json_a, std::string_view json_b, const CompareOptions& options);
+std::string RenderCompare(const CompareResult& result, std::string_view name_a, std::string_view name_b);
+
+}  // namespace redline::bench
+
+#endif  // REDLINE_BENCH_REPORT_H_

@@ -1,0 +1,709 @@
+#include "bench/runner.h"
+
+#include <pthread.h>
+#include <sched.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <deque>
+#include <memory>
+#include <optional>
+
+#include "api/openai.h"
+#include "base/check.h"
+#include "base/logging.h"
+#include "bench/histogram.h"
+#include "bench/metrics.h"
+#include "http/event_loop.h"
+#include "http/sse.h"
+#include "http/url.h"
+
+namespace redline::bench {
+
+namespace {
+
+constexpr int64_t kNsPerSec = 1'000'000'000;
+constexpr size_t kErrorBodyLimit = 2048;
+
+double CpuSeconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+         static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) / 1e6;
+}
+
+class Runner;
+
+// One request in flight: parses the response as it arrives and fills the
+// record. Reused across requests (the runner keeps a free list).
+class Exchange final : public http::ResponseHandler {
+ public:
+  explicit Exchange(Runner* runner) : runner_(runner) {}
+
+  void Reset(size_t record_index, UserState* user, bool stream, bool keep_text) {
+    record_ = record_index;
+    user_ = user;
+    stream_ = stream;
+    keep_text_ = keep_text;
+    status_ = 0;
+    is_2xx_ = false;
+    sse_ok_ = true;
+    parse_error_ = false;
+    error_event_ = false;
+    done_ = false;
+    finish_ = false;
+    chunks_ = 0;
+    usage_.reset();
+    body_.clear();
+    text_.clear();
+    error_detail_.clear();
+    sse_.Reset();
+  }
+
+  void OnSent(int64_t t_ns) override;
+  void OnHeaders(const http::ResponseHead& head, int64_t t_ns) override;
+  void OnBody(std::string_view data, int64_t t_ns) override;
+  void OnComplete(const http::TransportResult& result, int64_t t_ns) override;
+
+  UserState* user() const { return user_; }
+  const std::string& text() const { return text_; }
+
+ private:
+  RequestRecord& Rec();
+  void OnEvent(const http::SseEvent& e, int64_t t_ns);
+
+  Runner* runner_;
+  size_t record_ = 0;
+  UserState* user_ = nullptr;
+  bool stream_ = true;
+  bool keep_text_ = false;
+  int status_ = 0;
+  bool is_2xx_ = false;
+  bool sse_ok_ = true;  // Content-Type is text/event-stream
+  bool parse_error_ = false;
+  bool error_event_ = false;
+  bool done_ = false;
+  bool finish_ = false;
+  int64_t chunks_ = 0;
+  std::optional<api::Usage> usage_;
+  std::string body_;  // non-streamed body, or the start of an error body
+  std::string text_;  // content text (multi-turn only)
+  std::string error_detail_;
+  http::SseParser sse_;
+  api::StreamChunk chunk_;
+};
+
+class Runner {
+ public:
+  Runner(const RunConfig& config, Workload& workload)
+      : cfg_(config),
+        workload_(workload),
+        client_(std::make_unique<http::Client>(loop_, ClientOptionsFrom(config))),
+        tick_timer_(loop_),
+        arrival_timer_(loop_) {}
+
+  Result<RunResult> Run();
+
+  // Called by Exchange.
+  RequestRecord& Record(size_t i) { return records_[i]; }
+  void OnSent() { sent_++; }
+  void Finished(Exchange* ex, size_t record_index);
+  bool keep_text_for_all() const { return false; }
+
+ private:
+  static http::ClientOptions ClientOptionsFrom(const RunConfig& c) {
+    http::ClientOptions o;
+    o.connect_timeout_ms = c.connect_timeout_ms;
+    o.max_connections_per_origin = c.max_connections;
+    o.tls_verify = c.tls_verify;
+    o.tls_ca_file = c.tls_ca_file;
+    return o;
+  }
+
+  Status RunCold();
+  void StartLoad();
+  void ScheduleArrivals();
+  void OnArrivalTimer();
+  void Arrive(int64_t t_sched);
+  void StartUser(size_t u, int64_t t_ready);
+  void Dispatch(int64_t t_sched, Phase phase, UserState* user, bool from_pool);
+  Phase PhaseFor(int64_t t_sched);
+  void Tick();
+  void MaybeFinish();
+  void Report(bool final);
+
+  const RunConfig& cfg_;
+  Workload& workload_;
+  http::EventLoop loop_;
+  // Destroyed explicitly at the end of Run() while everything its handlers
+  // touch is still alive (it cancels requests still in flight).
+  std::unique_ptr<http::Client> client_;
+  http::Origin origin_;
+  std::vector<http::Header> common_headers_;
+  http::Timer tick_timer_;
+  http::Timer arrival_timer_;
+  RunResult result_;
+  // Records live in a deque while the run is going (no reallocation copies,
+  // stable references); they move into result_.records at the end.
+  std::deque<RequestRecord> records_;
+
+  std::vector<std::unique_ptr<Exchange>> exchanges_;
+  std::vector<Exchange*> free_exchanges_;
+  std::vector<std::unique_ptr<UserState>> users_;   // closed loop users / open loop sessions
+  std::vector<UserState*> idle_sessions_;           // open loop: sessions not in flight
+  std::vector<std::unique_ptr<http::Timer>> user_timers_;  // closed loop, one per user
+  std::unique_ptr<ArrivalPlan> plan_;
+  std::optional<int64_t> next_offset_;
+  std::deque<int64_t> waiting_;                     // open loop arrivals behind the cap
+
+  int64_t start_ns_ = 0;
+  int64_t load_end_ns_ = 0;       // no new requests scheduled at or after this (0: none)
+  int64_t hard_deadline_ns_ = 0;
+  int64_t in_flight_ = 0;
+  int64_t sent_ = 0;
+  int64_t done_ = 0, ok_ = 0, failed_ = 0;
+  int64_t measure_dispatched_ = 0;
+  int64_t warmup_dispatched_ = 0;
+  bool arrivals_over_ = false;
+  bool cold_running_ = false;
+  bool finished_ = false;
+  bool shutting_down_ = false;
+  int64_t last_tick_ns_ = 0, last_tick_sent_ = 0, last_tick_done_ = 0;
+  Histogram live_ttft_, live_e2e_;
+  friend class Exchange;
+};
+
+RequestRecord& Exchange::Rec() { return runner_->Record(record_); }
+
+void Exchange::OnSent(int64_t t_ns) {
+  RequestRecord& r = Rec();
+  if (r.t_send_ns == 0) runner_->OnSent();
+  r.t_send_ns = t_ns;  // a transparent retry on a fresh connection re-stamps
+}
+
+void Exchange::OnHeaders(const http::ResponseHead& head, int64_t) {
+  status_ = head.status;
+  is_2xx_ = status_ >= 200 && status_ <= 299;
+  if (stream_ && is_2xx_ && head.content_type.find("text/event-stream") == std::string::npos) sse_ok_ = false;
+}
+
+void Exchange::OnBody(std::string_view data, int64_t t_ns) {
+  if (!is_2xx_) {
+    if (body_.size() < kErrorBodyLimit) body_.append(data.substr(0, kErrorBodyLimit - body_.size()));
+    return;
+  }
+  if (stream_ && sse_ok_) {
+    sse_.Feed(data, [&](const http::SseEvent& e) { OnEvent(e, t_ns); });
+  } else {
+    body_.append(data);
+  }
+}
+
+void Exchange::OnEvent(const http::SseEvent& e, int64_t t_ns) {
+  if (e.kind == http::SseEvent::Kind::kComment || done_) return;  // pings; anything after [DONE]
+  RequestRecord& r = Rec();
+  if (e.data == "[DONE]") {
+    done_ = true;
+    r.t_end_ns = t_ns;
+    return;
+  }
+  if (e.event_type == "error") {
+    error_event_ = true;
+    if (error_detail_.empty()) error_detail_ = "error event: " + std::string(e.data.substr(0, 200));
+    return;
+  }
+  Status st = api::ParseStreamChunk(e.data, &chunk_);
+  if (!st.ok()) {
+    parse_error_ = true;
+    if (error_detail_.empty()) error_detail_ = st.message();
+    return;
+  }
+  if (chunk_.error) {
+    error_event_ = true;
+    if (error_detail_.empty()) error_detail_ = "in-stream error: " + chunk_.error->message;
+  }
+  const bool has_content = !chunk_.content.empty();
+  if (has_content || !chunk_.reasoning.empty()) {
+    if (r.chunk_ns.empty()) r.t_first_ns = t_ns;
+    r.chunk_ns.push_back(t_ns);
+    r.t_last_ns = t_ns;
+    chunks_++;
+    if (keep_text_) text_ += chunk_.content;
+  }
+  if (has_content && r.t_first_output_ns == 0) r.t_first_output_ns = t_ns;
+  if (chunk_.has_finish) finish_ = true;
+  if (chunk_.usage) usage_ = chunk_.usage;
+}
+
+void Exchange::OnComplete(const http::TransportResult& result, int64_t t_ns) {
+  RequestRecord& r = Rec();
+  if (stream_ && is_2xx_ && sse_ok_ && !done_) {
+    sse_.Finish([&](const http::SseEvent& e) { OnEvent(e, t_ns); });
+  }
+  if (r.t_end_ns == 0 || !done_) r.t_end_ns = t_ns;
+  r.http_status = status_;
+  r.done_seen = done_;
+  r.finish_seen = finish_;
+
+  AttemptFacts f;
+  f.streaming = stream_;
+  f.status = status_;
+  switch (result.error) {
+    case http::TransportError::kNone: break;
+    case http::TransportError::kConnect:
+    case http::TransportError::kWrite:
+      f.connect_failed = true;
+      break;
+    case http::TransportError::kTimeoutTotal:
+      f.timeout = TimeoutKind::kTotal;
+      break;
+    case http::TransportError::kTimeoutIdle:
+      f.timeout = TimeoutKind::kIdle;
+      break;
+    case http::TransportError::kProtocol:
+      f.parse_error = true;
+      f.closed_early = false;
+      if (status_ == 0) f.status = 200;  // unparseable status line: a parse failure, not an abort
+      break;
+    case http::TransportError::kClosedBeforeResponse:
+    case http::TransportError::kClosedMidResponse:
+    case http::TransportError::kCancelled:
+      f.closed_early = true;
+      break;
+  }
+  if (result.error != http::TransportError::kNone) {
+    error_detail_ = std::string(http::TransportErrorName(result.error)) +
+                    (result.detail.empty() ? "" : ": " + result.detail);
+  }
+  f.error_event = error_event_;
+  f.done_seen = done_;
+  f.finish_seen = finish_;
+  f.parse_error = f.parse_error || parse_error_;
+  if (is_2xx_ && stream_ && !sse_ok_) {
+    f.parse_error = true;
+    f.done_seen = true;  // not an SSE stream at all: a parse failure, not an abort
+    f.finish_seen = true;
+    error_detail_ = "expected text/event-stream";
+  }
+  if (is_2xx_ && !stream_ && result.error == http::TransportError::kNone) {
+    auto parsed = api::ParseResponse(body_);
+    if (!parsed.ok()) {
+      f.parse_error = true;
+      error_detail_ = parsed.status().message();
+    } else if (parsed->error) {
+      f.parse_error = true;
+      error_detail_ = "error object in a 2xx body: " + parsed->error->message;
+    } else {
+      if (parsed->usage) usage_ = parsed->usage;
+      if (keep_text_) text_ = parsed->content;
+    }
+  }
+  r.timeout = f.timeout;
+  r.error = Classify(f);
+  if (!r.ok() && !is_2xx_ && status_ != 0) {
+    if (auto e = api::ParseErrorBody(body_)) {
+      error_detail_ = e->message;
+    } else if (error_detail_.empty()) {
+      error_detail_ = body_.substr(0, 200);
+    }
+  }
+  r.error_detail = r.ok() ? std::string() : error_detail_;
+
+  // Token count (§9): server usage, else one token per content chunk.
+  if (usage_) {
+    if (usage_->completion_tokens >= 0) {
+      r.usage_completion_tokens = usage_->completion_tokens;
+      r.output_tokens = usage_->completion_tokens;
+      r.token_source = TokenSource::kUsage;
+    }
+    r.prompt_tokens = usage_->prompt_tokens;
+    r.cached_tokens = usage_->cached_tokens;
+  }
+  if (r.token_source == TokenSource::kNone && stream_ && chunks_ > 0) {
+    r.output_tokens = chunks_;
+    r.token_source = TokenSource::kChunks;
+  }
+  runner_->Finished(this, record_);
+}
+
+Phase Runner::PhaseFor(int64_t t_sched) {
+  if (cfg_.warmup_ns > 0 && t_sched < start_ns_ + cfg_.warmup_ns) return Phase::kWarmup;
+  if (cfg_.warmup_requests > 0 && warmup_dispatched_ < cfg_.warmup_requests) return Phase::kWarmup;
+  return Phase::kMeasure;
+}
+
+void Runner::Dispatch(int64_t t_sched, Phase phase, UserState* user, bool from_pool) {
+  (void)from_pool;
+  if (phase == Phase::kMeasure) measure_dispatched_++;
+  if (phase == Phase::kWarmup) warmup_dispatched_++;
+  PreparedRequest prep = workload_.Prepare(*user);
+  const size_t index = records_.size();
+  RequestRecord& r = records_.emplace_back();
+  r.id = index;
+  r.task = prep.task;
+  r.turn = prep.turn;
+  r.session = prep.session;
+  r.phase = phase;
+  r.streamed = prep.stream;
+  r.t_sched_ns = t_sched;
+  r.input_tokens_planned = prep.input_tokens_planned;
+  for (const http::Header& h : common_headers_) prep.http.headers.push_back(h);
+  prep.http.total_timeout_ms = cfg_.request_timeout_ms;
+  prep.http.idle_timeout_ms = cfg_.idle_timeout_ms;
+
+  Exchange* ex;
+  if (!free_exchanges_.empty()) {
+    ex = free_exchanges_.back();
+    free_exchanges_.pop_back();
+  } else {
+    exchanges_.push_back(std::make_unique<Exchange>(this));
+    ex = exchanges_.back().get();
+  }
+  ex->Reset(index, user, prep.stream, prep.keep_text);
+  in_flight_++;
+  client_->Send(origin_, std::move(prep.http), ex);
+}
+
+void Runner::Finished(Exchange* ex, size_t record_index) {
+  RequestRecord& r = records_[record_index];
+  in_flight_--;
+  done_++;
+  (r.ok() ? ok_ : failed_)++;
+  UserState* user = ex->user();
+  workload_.OnResponse(*user, r.ok(), ex->text());
+  if (r.ok() && r.phase == Phase::kMeasure) {
+    RequestLatencies lat = ComputeLatencies(r);
+    if (lat.ttft_us) live_ttft_.Record(*lat.ttft_us);
+    if (lat.e2e_us) live_e2e_.Record(*lat.e2e_us);
+  }
+  free_exchanges_.push_back(ex);
+  const int64_t now = r.t_end_ns;
+  result_.end_ns = std::max(result_.end_ns, now);
+
+  if (cold_running_) {
+    loop_.Stop();
+    return;
+  }
+  if (shutting_down_) return;
+  if (cfg_.mode == RunConfig::Mode::kOpen) {
+    idle_sessions_.push_back(user);
+    if (!waiting_.empty() && (cfg_.max_in_flight == 0 || in_flight_ < cfg_.max_in_flight)) {
+      const int64_t t_sched = waiting_.front();
+      waiting_.pop_front();
+      UserState* s = idle_sessions_.back();
+      idle_sessions_.pop_back();
+      Dispatch(t_sched, PhaseFor(t_sched), s, true);
+    }
+  } else {
+    // Closed loop: think, then the next request of this user.
+    const int64_t think = cfg_.think.SampleNs(user->rng);
+    StartUser(static_cast<size_t>(user->user), http::NowNs() + think);
+  }
+  MaybeFinish();
+}
+
+void Runner::StartUser(size_t u, int64_t t_ready) {
+  UserState* user = users_[u].get();
+  if (finished_ || (cfg_.stop_flag && cfg_.stop_flag->load())) return;
+  if (load_end_ns_ != 0 && t_ready >= load_end_ns_) return;
+  const Phase phase = PhaseFor(t_ready);
+  if (phase == Phase::kMeasure && cfg_.max_requests >= 0 && measure_dispatched_ >= cfg_.max_requests) return;
+  const int64_t now = http::NowNs();
+  if (t_ready <= now) {
+    Dispatch(t_ready, phase, user, false);
+    return;
+  }
+  // One timer per user (a user waits for at most one thing at a time); the
+  // closure re-checks the phase and limits at fire time.
+  user_timers_[u]->ExpireAt(t_ready, [this, u, t_ready] {
+    UserState* us = users_[u].get();
+    if (finished_ || (cfg_.stop_flag && cfg_.stop_flag->load())) {
+      MaybeFinish();
+      return;
+    }
+    const Phase ph = PhaseFor(t_ready);
+    if (ph == Phase::kMeasure && cfg_.max_requests >= 0 && measure_dispatched_ >= cfg_.max_requests) {
+      MaybeFinish();
+      return;
+    }
+    Dispatch(t_ready, ph, us, false);
+  });
+}
+
+void Runner::OnArrivalTimer() {
+  const int64_t now = http::NowNs();
+  // Dispatch every arrival that is due (several per wake at high rates).
+  while (next_offset_ && start_ns_ + *next_offset_ <= now) {
+    Arrive(start_ns_ + *next_offset_);
+    next_offset_ = plan_ ? plan_->Next() : std::nullopt;
+    if (arrivals_over_) next_offset_.reset();
+  }
+  ScheduleArrivals();
+}
+
+void Runner::ScheduleArrivals() {
+  if (cfg_.stop_flag && cfg_.stop_flag->load()) next_offset_.reset();
+  if (!next_offset_) {
+    arrivals_over_ = true;
+    MaybeFinish();
+    return;
+  }
+  arrival_timer_.ExpireAt(start_ns_ + *next_offset_, [this] { OnArrivalTimer(); });
+}
+
+void Runner::Arrive(int64_t t_sched) {
+  const Phase phase = PhaseFor(t_sched);
+  if (phase == Phase::kMeasure) {
+    if (cfg_.max_requests >= 0 && result_.planned_measure >= cfg_.max_requests) {
+      arrivals_over_ = true;
+      return;
+    }
+    result_.planned_measure++;
+  } else {
+    result_.planned_warmup++;
+  }
+  if (cfg_.max_in_flight > 0 && in_flight_ >= cfg_.max_in_flight) {
+    waiting_.push_back(t_sched);
+    return;
+  }
+  UserState* s;
+  if (!idle_sessions_.empty()) {
+    s = idle_sessions_.back();
+    idle_sessions_.pop_back();
+  } else {
+    users_.push_back(std::make_unique<UserState>());
+    s = users_.back().get();
+    s->user = static_cast<int64_t>(users_.size() - 1);
+    s->rng.seed(cfg_.seed * 1'000'003 + static_cast<uint64_t>(s->user));
+  }
+  Dispatch(t_sched, phase, s, true);
+}
+
+void Runner::MaybeFinish() {
+  if (finished_) return;
+  bool load_over;
+  if (cfg_.mode == RunConfig::Mode::kOpen) {
+    load_over = arrivals_over_ && waiting_.empty();
+  } else {
+    const int64_t now = http::NowNs();
+    load_over = (load_end_ns_ != 0 && now >= load_end_ns_) ||
+                (cfg_.max_requests >= 0 && measure_dispatched_ >= cfg_.max_requests) ||
+                (cfg_.stop_flag && cfg_.stop_flag->load());
+  }
+  if (load_over && in_flight_ == 0) {
+    finished_ = true;
+    loop_.Stop();
+  }
+}
+
+void Runner::Report(bool final) {
+  if (!cfg_.on_progress) return;
+  const int64_t now = http::NowNs();
+  Progress p;
+  p.elapsed_s = static_cast<double>(now - start_ns_) / 1e9;
+  p.phase = PhaseFor(now);
+  p.sent = sent_;
+  p.done = done_;
+  p.ok = ok_;
+  p.failed = failed_;
+  p.in_flight = in_flight_;
+  p.waiting = static_cast<int64_t>(waiting_.size());
+  const double dt = static_cast<double>(now - last_tick_ns_) / 1e9;
+  if (dt > 0) {
+    p.send_rps = static_cast<double>(sent_ - last_tick_sent_) / dt;
+    p.done_rps = static_cast<double>(done_ - last_tick_done_) / dt;
+  }
+  if (!live_ttft_.empty()) {
+    p.ttft_p50_us = live_ttft_.ValueAtPercentile(50);
+    p.ttft_p99_us = live_ttft_.ValueAtPercentile(99);
+  }
+  if (!live_e2e_.empty()) {
+    p.e2e_p50_us = live_e2e_.ValueAtPercentile(50);
+    p.e2e_p99_us = live_e2e_.ValueAtPercentile(99);
+  }
+  p.final = final;
+  last_tick_ns_ = now;
+  last_tick_sent_ = sent_;
+  last_tick_done_ = done_;
+  cfg_.on_progress(p);
+}
+
+void Runner::Tick() {
+  const int64_t now = http::NowNs();
+  if (cfg_.on_tick) cfg_.on_tick(*client_, now);
+  Report(false);
+  if (cfg_.stop_flag && cfg_.stop_flag->load()) {
+    if (!result_.interrupted) {
+      result_.interrupted = true;
+      result_.stop_reason = "interrupted";
+    }
+    arrivals_over_ = true;
+    waiting_.clear();
+    next_offset_.reset();
+    arrival_timer_.Cancel();
+    // Give in-flight requests a short grace, then stop.
+    if (hard_deadline_ns_ == 0 || hard_deadline_ns_ > now + 2 * kNsPerSec) hard_deadline_ns_ = now + 2 * kNsPerSec;
+  }
+  if (hard_deadline_ns_ != 0 && now >= hard_deadline_ns_) {
+    if (!result_.interrupted) {
+      result_.interrupted = true;
+      result_.stop_reason = "hard deadline (requests still in flight past the run end plus the request timeout)";
+    }
+    finished_ = true;
+    loop_.Stop();
+    return;
+  }
+  MaybeFinish();
+  if (!finished_) tick_timer_.ExpireAt(now + cfg_.progress_interval_ns, [this] { Tick(); });
+}
+
+Status Runner::RunCold() {
+  if (cfg_.cold_requests <= 0) return Status::Ok();
+  UserState cold_user;
+  cold_user.user = -1;
+  cold_user.rng.seed(cfg_.seed ^ 0xc01d);
+  int connect_failures = 0;
+  cold_running_ = true;
+  for (int i = 0; i < cfg_.cold_requests; ++i) {
+    Dispatch(http::NowNs(), Phase::kCold, &cold_user, false);
+    loop_.Restart();
+    loop_.Run();
+    const RequestRecord& r = records_.back();
+    if (r.error == ErrorClass::kConnect) connect_failures++;
+  }
+  cold_running_ = false;
+  if (connect_failures == cfg_.cold_requests) {
+    return Status::Unavailable("target unreachable: " + records_.back().error_detail);
+  }
+  return Status::Ok();
+}
+
+void Runner::StartLoad() {
+  start_ns_ = http::NowNs();
+  last_tick_ns_ = start_ns_;
+  result_.start_ns = start_ns_;
+  const int64_t timeline = cfg_.duration_ns > 0 ? cfg_.warmup_ns + cfg_.duration_ns : 0;
+  if (cfg_.mode == RunConfig::Mode::kOpen) {
+    std::vector<Stage> stages = cfg_.stages;
+    if (stages.empty()) stages.push_back({timeline, cfg_.rate_rps, cfg_.rate_rps});
+    int64_t total = 0;
+    for (const Stage& s : stages) total += s.duration_ns;
+    load_end_ns_ = total > 0 ? start_ns_ + total : 0;
+    plan_ = std::make_unique<ArrivalPlan>(cfg_.arrival, cfg_.burstiness, std::move(stages), cfg_.seed);
+    next_offset_ = plan_->Next();
+    ScheduleArrivals();
+  } else {
+    load_end_ns_ = timeline > 0 ? start_ns_ + timeline : 0;
+    for (int u = 0; u < cfg_.users; ++u) {
+      auto s = std::make_unique<UserState>();
+      s->user = u;
+      s->rng.seed(cfg_.seed * 1'000'003 + static_cast<uint64_t>(u));
+      users_.push_back(std::move(s));
+      user_timers_.push_back(std::make_unique<http::Timer>(loop_));
+    }
+    for (int u = 0; u < cfg_.users; ++u) {
+      const int64_t offset = cfg_.users > 1 ? cfg_.ramp_up_ns * u / cfg_.users : 0;
+      StartUser(static_cast<size_t>(u), start_ns_ + offset);
+    }
+  }
+  if (load_end_ns_ != 0) {
+    const int64_t grace = cfg_.request_timeout_ms > 0 ? cfg_.request_timeout_ms * 1'000'000 : 600 * kNsPerSec;
+    hard_deadline_ns_ = load_end_ns_ + grace + 5 * kNsPerSec;
+  }
+  tick_timer_.ExpireAt(start_ns_ + cfg_.progress_interval_ns, [this] { Tick(); });
+}
+
+Result<RunResult> Runner::Run() {
+  auto url = http::ParseUrl(cfg_.base_url);
+  if (!url.ok()) return url.status();
+  origin_ = url->origin;
+  if (!cfg_.api_key.empty()) common_headers_.push_back({"Authorization", "Bearer " + cfg_.api_key});
+  for (const auto& h : cfg_.headers) common_headers_.push_back(h);
+  if (cfg_.mode == RunConfig::Mode::kClosed && cfg_.users < 1) return Status::InvalidArgument("users must be >= 1");
+  if (cfg_.mode == RunConfig::Mode::kOpen && cfg_.stages.empty() && cfg_.rate_rps <= 0) {
+    return Status::InvalidArgument("rate must be > 0");
+  }
+  if (cfg_.duration_ns <= 0 && cfg_.max_requests < 0 && cfg_.stages.empty()) {
+    return Status::InvalidArgument("give a duration or a request count");
+  }
+  result_.open_loop = cfg_.mode == RunConfig::Mode::kOpen;
+  const double cpu0 = CpuSeconds();
+  const int64_t wall0 = http::NowNs();
+  // Linux delays timer wake-ups by up to the thread's timer slack (50 us by
+  // default) to batch them; the arrival schedule needs them on time.
+  const int old_slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
+  prctl(PR_SET_TIMERSLACK, 1, 0, 0, 0);
+  struct RestoreSlack {
+    int slack;
+    ~RestoreSlack() {
+      if (slack > 0) prctl(PR_SET_TIMERSLACK, slack, 0, 0, 0);
+    }
+  } restore{old_slack};
+  struct RestorePolicy {
+    bool active = false;
+    int policy = SCHED_OTHER;
+    sched_param param{};
+    ~RestorePolicy() {
+      if (active) pthread_setschedparam(pthread_self(), policy, &param);
+    }
+  } restore_policy;
+  if (cfg_.realtime) {
+    pthread_getschedparam(pthread_self(), &restore_policy.policy, &restore_policy.param);
+    sched_param rt{};
+    rt.sched_priority = 1;
+    if (pthread_setschedparam(pthread_self(), SCHED_FIFO, &rt) == 0) {
+      restore_policy.active = true;
+    } else {
+      result_.notes.push_back("--realtime: SCHED_FIFO not permitted (needs CAP_SYS_NICE); running at normal priority");
+    }
+  }
+
+  RL_RETURN_IF_ERROR(RunCold());
+  if (cfg_.stop_flag && cfg_.stop_flag->load()) {
+    result_.interrupted = true;
+    result_.stop_reason = "interrupted";
+    for (RequestRecord& r : records_) result_.records.push_back(std::move(r));
+    return std::move(result_);
+  }
+  loop_.Restart();
+  StartLoad();
+  MaybeFinish();
+  if (!finished_) loop_.Run();
+  if (cfg_.stop_flag && cfg_.stop_flag->load() && !result_.interrupted) {
+    result_.interrupted = true;
+    result_.stop_reason = "interrupted";
+  }
+  if (cfg_.on_progress) Report(true);
+  tick_timer_.Cancel();
+  arrival_timer_.Cancel();
+  result_.cpu_seconds = CpuSeconds() - cpu0;
+  result_.wall_seconds = static_cast<double>(http::NowNs() - wall0) / 1e9;
+  result_.connections_opened = client_->stats().connections_opened;
+  shutting_down_ = true;
+  client_.reset();  // cancels what is still in flight (interrupted runs only)
+  result_.records.reserve(records_.size());
+  for (RequestRecord& r : records_) result_.records.push_back(std::move(r));
+  records_.clear();
+  return std::move(result_);
+}
+
+}  // namespace
+
+std::string NormalizeBaseUrl(const std::string& url) {
+  auto parsed = http::ParseUrl(url);
+  if (!parsed.ok()) return url;
+  std::string out = url;
+  while (!out.empty() && out.back() == '/') out.pop_back();
+  if (parsed->target == "/") out += "/v1";
+  return out;
+}
+
+Result<RunResult> RunLoad(const RunConfig& config, Workload& workload) {
+  // The Runner owns an EventLoop and a Client; requests still in flight
+  // when it returns are cancelled by the Client's destructor.
+  auto runner = std::make_unique<Runner>(config, workload);
+  return runner->Run();
+}
+
+}  // namespace redline::bench

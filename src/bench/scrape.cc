@@ -1,0 +1,165 @@
+#include "bench/scrape.h"
+
+#include <cmath>
+
+#include "bench/units.h"
+#include "http/url.h"
+
+namespace redline::bench {
+
+std::vector<PromSample> ParsePrometheusText(std::string_view text, int* malformed) {
+  std::vector<PromSample> out;
+  int bad = 0;
+  while (!text.empty()) {
+    size_t nl = text.find('\n');
+    std::string_view line = Trim(text.substr(0, nl));
+    text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+    if (line.empty() || line[0] == '#') continue;
+    PromSample s;
+    size_t name_end = line.find_first_of("{ \t");
+    if (name_end == std::string_view::npos || name_end == 0) {
+      bad++;
+      continue;
+    }
+    s.name = std::string(line.substr(0, name_end));
+    std::string_view rest = line.substr(name_end);
+    if (!rest.empty() && rest[0] == '{') {
+      // Label values may contain '}' inside quotes.
+      size_t i = 1;
+      bool quoted = false;
+      for (; i < rest.size(); ++i) {
+        if (rest[i] == '\\' && quoted) {
+          ++i;
+          continue;
+        }
+        if (rest[i] == '"') quoted = !quoted;
+        if (rest[i] == '}' && !quoted) break;
+      }
+      if (i >= rest.size()) {
+        bad++;
+        continue;
+      }
+      s.labels = std::string(rest.substr(1, i - 1));
+      rest = rest.substr(i + 1);
+    }
+    rest = Trim(rest);
+    size_t sp = rest.find_first_of(" \t");
+    std::string_view value = sp == std::string_view::npos ? rest : rest.substr(0, sp);
+    if (value == "NaN") {
+      s.value = std::nan("");
+    } else if (value == "+Inf") {
+      s.value = INFINITY;
+    } else if (value == "-Inf") {
+      s.value = -INFINITY;
+    } else {
+      auto v = ParseNumber(value);
+      if (!v.ok()) {
+        bad++;
+        continue;
+      }
+      s.value = *v;
+    }
+    out.push_back(std::move(s));
+  }
+  if (malformed) *malformed = bad;
+  return out;
+}
+
+class Scraper::Handler final : public http::ResponseHandler {
+ public:
+  explicit Handler(Scraper* s) : scraper_(s) {}
+  void Reset() {
+    body_.clear();
+    status_ = 0;
+  }
+  void OnHeaders(const http::ResponseHead& head, int64_t) override { status_ = head.status; }
+  void OnBody(std::string_view data, int64_t) override {
+    if (body_.size() < (8u << 20)) body_.append(data);
+  }
+  void OnComplete(const http::TransportResult& r, int64_t t_ns) override {
+    scraper_->busy_ = false;
+    if (r.error != http::TransportError::kNone || status_ != 200) {
+      scraper_->failures_++;
+      return;
+    }
+    scraper_->Ingest(body_, t_ns);
+  }
+
+ private:
+  Scraper* scraper_;
+  std::string body_;
+  int status_ = 0;
+};
+
+Scraper::Scraper(std::string url, std::vector<std::string> filter, size_t max_series)
+    : url_(std::move(url)), filter_(std::move(filter)), max_series_(max_series) {
+  if (filter_.empty()) {
+    filter_ = {"cpu", "memory", "resident", "queue", "waiting", "running", "kv", "cache", "batch", "tokens", "requests"};
+  }
+  auto parsed = http::ParseUrl(url_);
+  if (parsed.ok()) {
+    origin_ = parsed->origin;
+    target_ = parsed->target;
+    url_ok_ = true;
+  }
+  handler_ = std::make_unique<Handler>(this);
+}
+
+Scraper::~Scraper() = default;
+
+bool Scraper::Keep(std::string_view name) const {
+  // Histogram buckets would flood the report; their _sum/_count stay.
+  if (name.size() > 7 && name.substr(name.size() - 7) == "_bucket") return false;
+  for (const auto& f : filter_) {
+    if (name.find(f) != std::string_view::npos) return true;
+  }
+  return false;
+}
+
+void Scraper::Sample(http::Client& client, int64_t now_ns) {
+  if (!url_ok_ || busy_) return;
+  busy_ = true;
+  handler_->Reset();
+  http::ClientRequest req;
+  req.method = "GET";
+  req.target = target_;
+  req.headers = {{"Accept", "text/plain"}};
+  req.total_timeout_ms = 5000;
+  client.Send(origin_, std::move(req), handler_.get());
+  (void)now_ns;
+}
+
+void Scraper::Ingest(std::string_view body, int64_t t_ns) {
+  samples_++;
+  const double t = static_cast<double>(t_ns) / 1e9;  // absolute; made relative in Series()
+  for (PromSample& s : ParsePrometheusText(body)) {
+    if (!Keep(s.name)) continue;
+    std::string key = s.name + "{" + s.labels + "}";
+    auto it = series_.find(key);
+    if (it == series_.end()) {
+      if (series_.size() >= max_series_) continue;
+      ScrapeSeries ser;
+      ser.name = s.name;
+      ser.labels = s.labels;
+      auto ends = [&](std::string_view suffix) {
+        return ser.name.size() >= suffix.size() && ser.name.compare(ser.name.size() - suffix.size(), suffix.size(), suffix) == 0;
+      };
+      ser.counter = ends("_total") || ends("_count") || ends("_sum");
+      it = series_.emplace(key, std::move(ser)).first;
+    }
+    it->second.t_s.push_back(t);
+    it->second.value.push_back(s.value);
+  }
+}
+
+std::vector<ScrapeSeries> Scraper::Series(int64_t t0_ns) const {
+  std::vector<ScrapeSeries> out;
+  const double t0 = static_cast<double>(t0_ns) / 1e9;
+  for (const auto& [k, v] : series_) {
+    out.push_back(v);
+    for (double& t : out.back().t_s) t -= t0;
+  }
+  return out;
+}
+
+}  // namespace redline::bench

@@ -1,0 +1,76 @@
+// Prometheus text-format scraping during a run (--scrape URL): samples the
+// target's /metrics at each progress tick and keeps the series that describe
+// the server's state (CPU, memory, queue, KV cache) for the report.
+//
+// Thread-safety: Scraper lives on the run's loop thread.
+#ifndef REDLINE_BENCH_SCRAPE_H_
+#define REDLINE_BENCH_SCRAPE_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "base/result.h"
+#include "http/client.h"
+
+namespace redline::bench {
+
+struct PromSample {
+  std::string name;
+  std::string labels;  // as written between the braces, "" when none
+  double value = 0;
+};
+
+// Parses the Prometheus text exposition format (comments and TYPE lines
+// skipped; timestamps ignored). Malformed lines are skipped and counted.
+std::vector<PromSample> ParsePrometheusText(std::string_view text, int* malformed = nullptr);
+
+struct ScrapeSeries {
+  std::string name;
+  std::string labels;
+  bool counter = false;      // name ends in _total / _count / _sum / _seconds_total
+  std::vector<double> t_s;   // seconds since the load timeline start (see Scraper::Series)
+  std::vector<double> value;
+};
+
+class Scraper {
+ public:
+  // `filter`: substrings a series name must contain to be kept; empty means
+  // the default set (cpu, memory, resident, queue, waiting, running, kv,
+  // cache, batch, tokens, requests). At most `max_series` series.
+  Scraper(std::string url, std::vector<std::string> filter = {}, size_t max_series = 64);
+  ~Scraper();
+
+  // Starts one scrape (skipped while the previous one is still running).
+  void Sample(http::Client& client, int64_t now_ns);
+
+  // The series with times relative to `t0_ns` (the load timeline start).
+  std::vector<ScrapeSeries> Series(int64_t t0_ns) const;
+  const std::string& url() const { return url_; }
+  int failures() const { return failures_; }
+  int samples() const { return samples_; }
+
+ private:
+  class Handler;
+  void Ingest(std::string_view body, int64_t t_ns);
+  bool Keep(std::string_view name) const;
+
+  std::string url_;
+  http::Origin origin_;
+  std::string target_;
+  bool url_ok_ = false;
+  std::vector<std::string> filter_;
+  size_t max_series_;
+  std::map<std::string, ScrapeSeries> series_;  // key: name{labels}
+  std::unique_ptr<Handler> handler_;
+  bool busy_ = false;
+  int failures_ = 0;
+  int samples_ = 0;
+};
+
+}  // namespace redline::bench
+
+#endif  // REDLINE_BENCH_SCRAPE_H_

@@ -1,0 +1,382 @@
+#include "bench/testing/fake_openai_server.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <future>
+
+#include "api/openai.h"
+#include "bench/units.h"
+#include "http/sse.h"
+
+namespace redline::bench::testing {
+
+namespace {
+
+constexpr int64_t kUs = 1000;
+
+}  // namespace
+
+Result<FakePlan> FakePlan::Parse(std::string_view text, const FakePlan& base) {
+  FakePlan p = base;
+  while (!text.empty()) {
+    size_t semi = text.find(';');
+    std::string_view item = Trim(text.substr(0, semi));
+    text = semi == std::string_view::npos ? std::string_view() : text.substr(semi + 1);
+    if (item.empty()) continue;
+    size_t eq = item.find('=');
+    if (eq == std::string_view::npos) return Status::InvalidArgument("plan item needs key=value: " + std::string(item));
+    std::string_view key = Trim(item.substr(0, eq)), value = Trim(item.substr(eq + 1));
+    auto dur = [&](int64_t* out) -> Status {
+      RL_ASSIGN_OR_RETURN(int64_t ns, ParseDurationNs(value));
+      *out = ns / 1000;
+      return Status::Ok();
+    };
+    auto num = [&](int* out) -> Status {
+      RL_ASSIGN_OR_RETURN(double v, ParseNumber(value));
+      *out = static_cast<int>(v);
+      return Status::Ok();
+    };
+    auto flag = [&](bool* out) {
+      *out = value == "1" || value == "true";
+      return Status::Ok();
+    };
+    Status st;
+    if (key == "ttft") {
+      st = dur(&p.ttft_us);
+    } else if (key == "gap") {
+      st = dur(&p.gap_us);
+    } else if (key == "ping") {
+      st = dur(&p.ping_us);
+    } else if (key == "tokens") {
+      st = num(&p.tokens);
+    } else if (key == "reasoning") {
+      st = num(&p.reasoning);
+    } else if (key == "tokens_per_chunk") {
+      st = num(&p.tokens_per_chunk);
+    } else if (key == "status") {
+      st = num(&p.status);
+    } else if (key == "disconnect_after") {
+      st = num(&p.disconnect_after);
+    } else if (key == "error_after") {
+      st = num(&p.error_after);
+    } else if (key == "bad_json_after") {
+      st = num(&p.bad_json_after);
+    } else if (key == "stall_after") {
+      st = num(&p.stall_after);
+    } else if (key == "no_done") {
+      st = flag(&p.no_done);
+    } else if (key == "no_finish") {
+      st = flag(&p.no_finish);
+    } else if (key == "usage") {
+      st = flag(&p.usage);
+    } else if (key == "drop") {
+      st = flag(&p.drop_before_headers);
+    } else {
+      return Status::InvalidArgument("unknown plan key '" + std::string(key) + "'");
+    }
+    RL_RETURN_IF_ERROR(st);
+  }
+  return p;
+}
+
+// One streamed response in progress (loop thread only).
+struct FakeOpenAiServer::Stream : std::enable_shared_from_this<FakeOpenAiServer::Stream> {
+  FakeOpenAiServer* server = nullptr;
+  std::shared_ptr<http::ResponseWriter> writer;
+  std::unique_ptr<http::Timer> timer;
+  FakePlan plan;
+  api::ApiKind kind = api::ApiKind::kChat;
+  api::ResponseIdentity id;
+  bool include_usage = false;
+  int64_t t0_ns = 0;
+  int next = 0;             // next chunk index
+  int64_t last_write_ns = 0;
+  size_t truth = SIZE_MAX;  // index into truths_, SIZE_MAX when not recorded
+  int prompt_tokens = 0;
+
+  int total() const { return plan.reasoning + plan.tokens; }
+
+  // The server owns every Stream in progress (streams_); timer callbacks
+  // hold weak pointers, so a stopped server leaves no cycles behind.
+  void Done() { server->streams_.erase(this); }
+  int64_t ChunkTime(int j) const { return t0_ns + (plan.ttft_us + static_cast<int64_t>(j) * plan.gap_us) * kUs; }
+
+  void Write(std::string data) {
+    last_write_ns = http::NowNs();
+    writer->Write(std::move(data));
+  }
+
+  void RecordChunk(int64_t t) {
+    if (truth == SIZE_MAX) return;
+    std::lock_guard<std::mutex> lock(server->mu_);
+    server->truths_[truth].chunk_write_ns.push_back(t);
+  }
+
+  void RecordDone(int64_t t, int64_t tokens) {
+    if (truth == SIZE_MAX) return;
+    std::lock_guard<std::mutex> lock(server->mu_);
+    server->truths_[truth].t_done_ns = t;
+    server->truths_[truth].completion_tokens = tokens;
+  }
+
+  void Arm() {
+    if (writer->peer_closed()) {
+      Done();
+      return;
+    }
+    if (next >= total() && total() > 0) {
+      Step();  // the trailer (finish, usage, [DONE]) follows the last chunk at once
+      return;
+    }
+    const int64_t due = ChunkTime(next);
+    std::weak_ptr<Stream> weak = weak_from_this();
+    if (plan.ping_us > 0) {
+      const int64_t ping_at = last_write_ns + plan.ping_us * kUs;
+      if (ping_at < due) {
+        timer->ExpireAt(ping_at, [weak] {
+          if (auto self = weak.lock()) {
+            self->Write(http::SseComment("ping"));
+            self->Arm();
+          }
+        });
+        return;
+      }
+    }
+    timer->ExpireAt(due, [weak] {
+      if (auto self = weak.lock()) self->Step();
+    });
+  }
+
+  void Step() {
+    if (writer->peer_closed()) {
+      Done();
+      return;
+    }
+    const int j = next;
+    if (j == plan.disconnect_after) {
+      writer->Abort();
+      Done();
+      return;
+    }
+    if (j == plan.stall_after) return;  // keep the connection open, send nothing
+    if (j == plan.error_after) {
+      Write(http::SseData(api::BuildErrorBody({"injected failure", "server_error", "500"})));
+      writer->End();
+      RecordDone(http::NowNs(), 0);
+      Done();
+      return;
+    }
+    if (j == plan.bad_json_after) Write("data: {\"choices\": [ oops\n\n");
+    if (j < total()) {
+      api::ChunkFields f;
+      const std::string word = fmt::format(" w{}", j);
+      if (j < plan.reasoning) {
+        f.reasoning = word;
+        if (kind == api::ApiKind::kCompletions) f.content = word;
+      } else {
+        f.content = word;
+      }
+      const int64_t t = http::NowNs();
+      Write(http::SseData(api::BuildChunk(kind, id, f)));
+      RecordChunk(t);
+      next++;
+      Arm();
+      return;
+    }
+    // After the last chunk: finish, usage, [DONE].
+    const int64_t tokens = static_cast<int64_t>(total()) * plan.tokens_per_chunk;
+    if (!plan.no_finish) {
+      api::ChunkFields f;
+      f.finish_reason = "stop";
+      Write(http::SseData(api::BuildChunk(kind, id, f)));
+    }
+    if (include_usage && plan.usage) {
+      api::ChunkFields f;
+      api::Usage u;
+      u.prompt_tokens = prompt_tokens;
+      u.completion_tokens = tokens;
+      f.usage = u;
+      Write(http::SseData(api::BuildChunk(kind, id, f)));
+    }
+    if (!plan.no_done) Write(http::SseData("[DONE]"));
+    writer->End();
+    RecordDone(http::NowNs(), tokens);
+    Done();
+  }
+};
+
+FakeOpenAiServer::FakeOpenAiServer(FakeServerOptions options) : options_(std::move(options)) {}
+
+FakeOpenAiServer::~FakeOpenAiServer() { Stop(); }
+
+Result<uint16_t> FakeOpenAiServer::Start(uint16_t port) {
+  http::ServerOptions so;
+  so.port = port;
+  so.tls_cert_file = options_.tls_cert_file;
+  so.tls_key_file = options_.tls_key_file;
+  so.reuse_port = options_.reuse_port;
+  server_ = std::make_unique<http::Server>(
+      loop_, so, [this](http::ServerRequest&& r, std::shared_ptr<http::ResponseWriter> w) { Handle(std::move(r), std::move(w)); });
+  RL_ASSIGN_OR_RETURN(port_, server_->Start());
+  keepalive_ = std::make_unique<http::Timer>(loop_);
+  thread_ = std::thread([this] { loop_.Run(); });
+  return port_;
+}
+
+void FakeOpenAiServer::Stop() {
+  if (!thread_.joinable()) return;
+  std::promise<void> stopped;
+  loop_.Post([this, &stopped] {
+    server_->Stop();
+    streams_.clear();  // cancels their timers
+    keepalive_.reset();
+    stopped.set_value();
+  });
+  stopped.get_future().wait();
+  loop_.Stop();
+  thread_.join();
+}
+
+std::string FakeOpenAiServer::BaseUrl() const {
+  const bool tls = !options_.tls_cert_file.empty();
+  return fmt::format("{}://127.0.0.1:{}/v1", tls ? "https" : "http", port_);
+}
+
+std::vector<FakeTruth> FakeOpenAiServer::Truths() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return truths_;
+}
+
+uint64_t FakeOpenAiServer::requests() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return truths_.size();
+}
+
+void FakeOpenAiServer::Handle(http::ServerRequest&& request, std::shared_ptr<http::ResponseWriter> writer) {
+  const std::string_view path = request.Path();
+  if (request.method == "GET") {
+    if (path == "/health" || path == "/readyz" || path == "/v1/models") {
+      writer->Respond(200, {{"Content-Type", "application/json"}}, "{\"status\":\"ok\"}");
+    } else if (path == "/metrics") {
+      const uint64_t n = next_index_;
+      writer->Respond(200, {{"Content-Type", "text/plain; version=0.0.4"}},
+                      fmt::format("# TYPE fake_requests_total counter\nfake_requests_total {}\n"
+                                  "# TYPE fake_queue_depth gauge\nfake_queue_depth{{model=\"fake\"}} {}\n"
+                                  "fake_kv_cache_usage_ratio 0.{}\n",
+                                  n, n % 7, n % 10));
+    } else {
+      writer->Respond(404, {{"Content-Type", "application/json"}}, api::BuildErrorBody({"no route", "invalid_request_error", "404"}));
+    }
+    return;
+  }
+  const uint64_t index = next_index_++;
+  FakePlan plan = options_.default_plan;
+  if (std::string_view h = request.HeaderValue("X-Fake-Plan"); !h.empty()) {
+    // Header values override the default plan key by key.
+    auto parsed = FakePlan::Parse(h, options_.default_plan);
+    if (!parsed.ok()) {
+      writer->Respond(400, {{"Content-Type", "application/json"}},
+                      api::BuildErrorBody({parsed.status().message(), "invalid_request_error", "400"}));
+      return;
+    }
+    plan = *parsed;
+  }
+  if (options_.plan_fn) plan = options_.plan_fn(index, request, plan);
+
+  const bool chat = path.find("chat/completions") != std::string_view::npos;
+  const bool completions = !chat && path.find("completions") != std::string_view::npos;
+  if (!chat && !completions) {
+    writer->Respond(404, {{"Content-Type", "application/json"}}, api::BuildErrorBody({"no route", "invalid_request_error", "404"}));
+    return;
+  }
+  const api::ApiKind kind = chat ? api::ApiKind::kChat : api::ApiKind::kCompletions;
+  auto parsed = api::ParseRequest(request.body, kind);
+  if (!parsed.ok()) {
+    writer->Respond(400, {{"Content-Type", "application/json"}},
+                    api::BuildErrorBody({parsed.status().message(), "invalid_request_error", "400"}));
+    return;
+  }
+
+  auto s = std::make_shared<Stream>();
+  s->server = this;
+  s->writer = writer;
+  s->plan = plan;
+  s->kind = kind;
+  s->id = {fmt::format("{}-{}", chat ? "chatcmpl" : "cmpl", index), parsed->model.empty() ? "fake" : parsed->model,
+           1700000000};
+  s->include_usage = parsed->include_usage;
+  s->t0_ns = request.t_received_ns;
+  s->last_write_ns = request.t_received_ns;
+  size_t prompt_chars = 0;
+  for (const auto& m : parsed->messages) prompt_chars += m.content.size();
+  prompt_chars += parsed->prompt.size();
+  s->prompt_tokens = static_cast<int>(prompt_chars / 4);
+  if (options_.record_truth) {
+    std::lock_guard<std::mutex> lock(mu_);
+    FakeTruth t;
+    t.index = index;
+    t.t_received_ns = request.t_received_ns;
+    t.path = std::string(path);
+    t.body = request.body;
+    s->truth = truths_.size();
+    truths_.push_back(std::move(t));
+  }
+
+  if (plan.drop_before_headers) {
+    writer->Abort();
+    return;
+  }
+  s->timer = std::make_unique<http::Timer>(loop_);
+  streams_[s.get()] = s;
+  std::weak_ptr<Stream> weak = s;
+  if (plan.status < 200 || plan.status > 299) {
+    auto respond = [weak] {
+      auto self = weak.lock();
+      if (!self) return;
+      self->writer->Respond(self->plan.status, {{"Content-Type", "application/json"}},
+                            api::BuildErrorBody({"injected status", "server_error", std::to_string(self->plan.status)}));
+      self->RecordDone(http::NowNs(), 0);
+      self->Done();
+    };
+    if (plan.ttft_us > 0) {
+      s->timer->ExpireAt(s->ChunkTime(0), respond);
+    } else {
+      respond();
+    }
+    return;
+  }
+  if (!parsed->stream) {
+    auto respond = [weak] {
+      auto self = weak.lock();
+      if (!self) return;
+      const int n = self->total();
+      std::string content;
+      for (int j = 0; j < n; ++j) content += fmt::format(" w{}", j);
+      api::Usage u;
+      u.prompt_tokens = self->prompt_tokens;
+      u.completion_tokens = static_cast<int64_t>(n) * self->plan.tokens_per_chunk;
+      self->writer->Respond(200, {{"Content-Type", "application/json"}},
+                            api::BuildResponse(self->kind, self->id, content, "stop", u));
+      self->RecordDone(http::NowNs(), u.completion_tokens);
+      self->Done();
+    };
+    const int64_t due = s->ChunkTime(std::max(0, s->total() - 1));
+    if (due <= http::NowNs()) {
+      respond();
+    } else {
+      s->timer->ExpireAt(due, respond);
+    }
+    return;
+  }
+  writer->BeginStream(200, {{"Content-Type", "text/event-stream"}, {"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}});
+  if (kind == api::ApiKind::kChat) {
+    api::ChunkFields role;
+    role.role = "assistant";
+    role.content = "";
+    s->Write(http::SseData(api::BuildChunk(kind, s->id, role)));
+  }
+  s->Arm();
+}
+
+}  // namespace redline::bench::testing

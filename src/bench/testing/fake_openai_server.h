@@ -1,0 +1,112 @@
+// FakeOpenAiServer: a deterministic OpenAI-compatible server for bench tests
+// (built only with the tests). Every request's behaviour is set by a plan:
+// the server default, overridden per request by the "X-Fake-Plan" header
+// ("ttft=120ms;gap=20ms;tokens=16;status=200") or by a plan function.
+//
+// It records the truth of each response (when the request was parsed and
+// when each content/reasoning chunk was written), so tests can compare what
+// bench measured with what actually happened.
+//
+// Chunks follow serving.md §3: role chunk (content ""), content chunks (one
+// token each unless tokens_per_chunk > 1), finish chunk, usage chunk when the
+// request asked for include_usage, then data: [DONE]. The schedule is
+// absolute from request arrival: chunk j (0-based) is written at
+// t_received + ttft + j * gap.
+//
+// Threading: runs its own EventLoop on a background thread. Start/Stop from
+// one thread; Truths() is safe from any thread.
+#ifndef REDLINE_BENCH_TESTING_FAKE_OPENAI_SERVER_H_
+#define REDLINE_BENCH_TESTING_FAKE_OPENAI_SERVER_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "base/result.h"
+#include "http/event_loop.h"
+#include "http/server.h"
+
+namespace redline::bench::testing {
+
+struct FakePlan {
+  int64_t ttft_us = 0;           // request parsed -> first content/reasoning chunk
+  int64_t gap_us = 0;            // between chunks
+  int tokens = 4;                // content chunks
+  int reasoning = 0;             // reasoning chunks before the content
+  int tokens_per_chunk = 1;      // usage.completion_tokens = (tokens + reasoning) * this
+  int status = 200;              // non-2xx: an OpenAI error body, no stream
+  int disconnect_after = -1;     // >= 0: close the connection after this many chunks
+  int error_after = -1;          // >= 0: send an in-stream error after this many chunks, then end
+  int bad_json_after = -1;       // >= 0: send a malformed chunk after this many chunks
+  int stall_after = -1;          // >= 0: stop sending (keep the connection) after this many chunks
+  bool no_done = false;          // end the stream without data: [DONE]
+  bool no_finish = false;        // no finish_reason chunk
+  bool usage = true;             // honour stream_options.include_usage
+  int64_t ping_us = 0;           // > 0: SSE comment every ping_us while waiting
+  bool drop_before_headers = false;  // close the connection without answering
+
+  // Parses "ttft=120ms;gap=20ms;tokens=16;status=503;no_done=1" (durations
+  // need a unit) on top of `base`. Unknown keys are errors.
+  static Result<FakePlan> Parse(std::string_view text, const FakePlan& base);
+};
+
+struct FakeTruth {
+  uint64_t index = 0;
+  int64_t t_received_ns = 0;
+  std::vector<int64_t> chunk_write_ns;  // content and reasoning chunks, in order
+  int64_t t_done_ns = 0;                // [DONE] (or the full body) written
+  int64_t completion_tokens = 0;
+  std::string path;
+  std::string body;  // the request body
+};
+
+struct FakeServerOptions {
+  FakePlan default_plan;
+  // Optional per-request plan (after the header): (request index, request).
+  std::function<FakePlan(uint64_t index, const http::ServerRequest& request, const FakePlan& base)> plan_fn;
+  std::string tls_cert_file, tls_key_file;
+  bool record_truth = true;
+  bool reuse_port = false;  // several servers (threads) on one port
+  // Routes answered besides the completions: GET /health and /readyz (200),
+  // GET /metrics (a few Prometheus series).
+};
+
+class FakeOpenAiServer {
+ public:
+  explicit FakeOpenAiServer(FakeServerOptions options);
+  ~FakeOpenAiServer();
+
+  // Binds 127.0.0.1:`port` (0: any) and starts the loop thread.
+  Result<uint16_t> Start(uint16_t port = 0);
+  void Stop();
+
+  uint16_t port() const { return port_; }
+  std::string BaseUrl() const;  // "http://127.0.0.1:<port>/v1" (https with TLS)
+  std::vector<FakeTruth> Truths() const;
+  uint64_t requests() const;
+
+ private:
+  struct Stream;
+  void Handle(http::ServerRequest&& request, std::shared_ptr<http::ResponseWriter> writer);
+
+  FakeServerOptions options_;
+  http::EventLoop loop_;
+  std::unique_ptr<http::Server> server_;
+  std::thread thread_;
+  uint16_t port_ = 0;
+  mutable std::mutex mu_;
+  std::vector<FakeTruth> truths_;
+  uint64_t next_index_ = 0;  // loop thread only
+  std::unordered_map<Stream*, std::shared_ptr<Stream>> streams_;  // loop thread only
+  std::unique_ptr<http::Timer> keepalive_;
+};
+
+}  // namespace redline::bench::testing
+
+#endif  // REDLINE_BENCH_TESTING_FAKE_OPENAI_SERVER_H_
