@@ -415,6 +415,7 @@ void InferenceServer::Impl::Tick() {
 
 void InferenceServer::Impl::RefreshMetrics() {
   const StartupSnapshot s = startup.Snapshot();
+  metrics.SetPhase(s.phase);
   metrics.load_progress->Set(s.progress);
   if (s.load_s >= 0) metrics.load_time->Set(s.load_s);
   if (s.warmup_s >= 0) metrics.warmup_time->Set(s.warmup_s);

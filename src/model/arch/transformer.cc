@@ -137,9 +137,11 @@ Status Transformer::ForwardChunk(std::span<const BatchToken> batch, float* logit
     for (int64_t t = 0; t < n; ++t) {
       kernels::RmsNorm(x_.data() + t * n_embd, l.attn_norm.data(), n_embd, c.rms_norm_eps, xn_.data() + t * n_embd);
     }
-    MatMul(l.wq, xn_.data(), n, q_.data());
-    MatMul(l.wk, xn_.data(), n, k_.data());
-    MatMul(l.wv, xn_.data(), n, v_.data());
+    {
+      const kernels::WeightView ws[] = {l.wq, l.wk, l.wv};
+      float* ys[] = {q_.data(), k_.data(), v_.data()};
+      kernels::MatMulMany(ws, xn_.data(), n, ys, matmul_scratch_, pool_);
+    }
     for (int64_t t = 0; t < n; ++t) {
       float* q = q_.data() + t * q_dim;
       float* k = k_.data() + t * kv_dim;
@@ -163,8 +165,11 @@ Status Transformer::ForwardChunk(std::span<const BatchToken> batch, float* logit
     for (int64_t t = 0; t < n; ++t) {
       kernels::RmsNorm(x_.data() + t * n_embd, l.ffn_norm.data(), n_embd, c.rms_norm_eps, xn_.data() + t * n_embd);
     }
-    MatMul(l.w_gate, xn_.data(), n, gate_.data());
-    MatMul(l.w_up, xn_.data(), n, up_.data());
+    {
+      const kernels::WeightView ws[] = {l.w_gate, l.w_up};
+      float* ys[] = {gate_.data(), up_.data()};
+      kernels::MatMulMany(ws, xn_.data(), n, ys, matmul_scratch_, pool_);
+    }
     kernels::SiluMul(gate_.data(), up_.data(), n * n_ff, gate_.data());
     MatMul(l.w_down, gate_.data(), n, xn_.data());
     kernels::Add(xn_.data(), n * n_embd, x_.data());

@@ -107,7 +107,8 @@ class Renderer {
   // characters, nothing for Undefined; TypeError for others.
   Result<std::shared_ptr<const std::vector<Value>>> Iterate(const Value& v);
 
-  // The top-level scope's variables, for the namespace() global.
+  // A variable scope (template top level, loop iteration, macro call,
+  // block). Declared here so that helpers in the .cc can name it.
   struct Scope;
 
  private:

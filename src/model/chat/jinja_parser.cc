@@ -576,11 +576,11 @@ class Parser {
   }
 
   Result<ExprPtr> ParseUnary(bool with_filter) {
-    DepthGuard guard(this);
-    RL_RETURN_IF_ERROR(CheckDepth());
     const int line = Cur().line;
     ExprPtr node;
     if (IsOp(Cur(), "-") || IsOp(Cur(), "+")) {
+      DepthGuard guard(this);
+      RL_RETURN_IF_ERROR(CheckDepth());
       node = NewExpr(Cur().text == "-" ? ExprKind::kNeg : ExprKind::kPos, line);
       Advance();
       RL_ASSIGN_OR_RETURN(node->a, ParseUnary(false));
