@@ -92,6 +92,9 @@ TEST(EngineTest, ConcurrentGreedyStreamsEqualSequentialGeneration) {
     EXPECT_EQ(c.last.completion_tokens, 24);
     EXPECT_EQ(c.tokens, expected[i]) << "request " << i;
   }
+  // The stats snapshot is taken at the end of the step that pushed the
+  // last event, a moment after the consumer may have seen it.
+  for (int i = 0; i < 200 && engine.Stats().running != 0; ++i) std::this_thread::sleep_for(5ms);
   EXPECT_EQ(engine.Stats().running, 0);
 }
 

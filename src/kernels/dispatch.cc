@@ -101,8 +101,11 @@ const KernelTable* TableFor(Isa isa) {
 
 constexpr Isa kAllIsas[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kAmx};
 
+// AMX is opt-in (RL_FORCE_ISA=amx): its multi-token products accumulate the
+// blocks of a row in another order than the one-token path, so a sequence's
+// logits would depend on what else is in the batch, and greedy outputs with
+// batching must equal outputs without it.
 Isa BestIsa() {
-  if (Supported(Isa::kAmx)) return Isa::kAmx;
   if (Supported(Isa::kAvx512)) return Isa::kAvx512;
   if (Supported(Isa::kAvx2)) return Isa::kAvx2;
   return Isa::kScalar;
