@@ -77,8 +77,22 @@ void ThreadPool::WorkerLoop(int index) {
     }
     seen = gen;
     if (stop_.load(std::memory_order_acquire)) return;
-    (*job_)(index);
-    pending_.fetch_sub(1, std::memory_order_acq_rel);
+    const std::function<void(int)>* job = job_.load(std::memory_order_seq_cst);
+    // A ParallelFor may have ended and the next job begun since we woke; then
+    // `job` may belong to that next job: skip, the loop picks it up.
+    if (generation_.load(std::memory_order_seq_cst) != gen) continue;
+    if (job != nullptr) {
+      (*job)(index);
+      pending_.fetch_sub(1, std::memory_order_acq_rel);
+    } else {
+      // A ParallelFor: register, then make sure it is still the one we woke for.
+      for_inside_.fetch_add(1, std::memory_order_seq_cst);
+      if (for_active_.load(std::memory_order_seq_cst) &&
+          for_generation_.load(std::memory_order_seq_cst) == gen) {
+        RunChunks(index);
+      }
+      for_inside_.fetch_sub(1, std::memory_order_seq_cst);
+    }
   }
 }
 
@@ -87,7 +101,7 @@ void ThreadPool::Run(const std::function<void(int)>& fn) {
     fn(0);
     return;
   }
-  job_ = &fn;
+  job_.store(&fn, std::memory_order_seq_cst);
   pending_.store(num_threads_ - 1, std::memory_order_release);
   generation_.fetch_add(1, std::memory_order_acq_rel);
   generation_.notify_all();
@@ -101,7 +115,20 @@ void ThreadPool::Run(const std::function<void(int)>& fn) {
       std::this_thread::yield();
     }
   }
-  job_ = nullptr;
+  job_.store(nullptr, std::memory_order_seq_cst);
+}
+
+void ThreadPool::RunChunks(int thread_index) {
+  for (;;) {
+    const int64_t c = next_chunk_.fetch_add(1, std::memory_order_relaxed);
+    if (c >= for_chunks_) return;
+    const int64_t u0 = for_units_ * c / for_chunks_;
+    const int64_t u1 = for_units_ * (c + 1) / for_chunks_;
+    const int64_t begin = u0 * for_grain_;
+    const int64_t end = std::min(for_n_, u1 * for_grain_);
+    if (begin < end) (*for_fn_)(begin, end, thread_index);
+    done_chunks_.fetch_add(1, std::memory_order_acq_rel);
+  }
 }
 
 void ThreadPool::ParallelFor(int64_t n, int64_t grain,
@@ -109,19 +136,37 @@ void ThreadPool::ParallelFor(int64_t n, int64_t grain,
   if (n <= 0) return;
   grain = std::max<int64_t>(grain, 1);
   const int64_t units = (n + grain - 1) / grain;
-  const int parts = static_cast<int>(std::min<int64_t>(units, num_threads_));
-  if (parts <= 1) {
+  if (num_threads_ == 1 || units == 1) {
     fn(0, n, 0);
     return;
   }
-  Run([&](int t) {
-    if (t >= parts) return;
-    const int64_t u0 = units * t / parts;
-    const int64_t u1 = units * (t + 1) / parts;
-    const int64_t begin = u0 * grain;
-    const int64_t end = std::min(n, u1 * grain);
-    if (begin < end) fn(begin, end, t);
-  });
+  // A few chunks per thread: small enough that a late thread's share is
+  // taken over, large enough that claiming costs nothing.
+  constexpr int64_t kChunksPerThread = 4;
+  for_fn_ = &fn;
+  for_n_ = n;
+  for_grain_ = grain;
+  for_units_ = units;
+  for_chunks_ = std::min<int64_t>(units, kChunksPerThread * num_threads_);
+  next_chunk_.store(0, std::memory_order_relaxed);
+  done_chunks_.store(0, std::memory_order_relaxed);
+  const uint64_t gen = generation_.load(std::memory_order_relaxed) + 1;
+  for_generation_.store(gen, std::memory_order_seq_cst);
+  for_active_.store(true, std::memory_order_seq_cst);
+  generation_.store(gen, std::memory_order_seq_cst);
+  generation_.notify_all();
+  RunChunks(0);
+  for (int spins = 0; done_chunks_.load(std::memory_order_acquire) != for_chunks_; ++spins) {
+    if (spins < 4096) {
+      CpuRelax();
+    } else {
+      std::this_thread::yield();
+    }
+  }
+  // No worker may still be looking at this job when we return.
+  for_active_.store(false, std::memory_order_seq_cst);
+  while (for_inside_.load(std::memory_order_seq_cst) != 0) CpuRelax();
+  for_fn_ = nullptr;
 }
 
 }  // namespace redline

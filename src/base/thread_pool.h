@@ -32,21 +32,37 @@ class ThreadPool {
   // returns when all calls have returned.
   void Run(const std::function<void(int thread_index)>& fn);
 
-  // Splits [0, n) into num_threads() contiguous ranges, each a multiple of
-  // `grain` except the last, and calls fn(begin, end, thread_index) for each
-  // non-empty range.
+  // Splits [0, n) into contiguous chunks, each a multiple of `grain` except
+  // the last, and calls fn(begin, end, thread_index) once per chunk. Threads
+  // claim chunks as they come (a few per thread), so a thread the OS has
+  // descheduled — a busy machine — does not hold the others up: the caller
+  // alone can finish the whole range. No two concurrent calls share a
+  // thread_index.
   void ParallelFor(int64_t n, int64_t grain,
                    const std::function<void(int64_t begin, int64_t end, int thread_index)>& fn);
 
  private:
   void WorkerLoop(int index);
+  // Claims and runs chunks of the current ParallelFor until none are left.
+  void RunChunks(int thread_index);
 
   int num_threads_;
   std::vector<std::thread> workers_;
-  const std::function<void(int)>* job_ = nullptr;
+  std::atomic<const std::function<void(int)>*> job_{nullptr};  // Run jobs only
   std::atomic<uint64_t> generation_{0};
   std::atomic<int> pending_{0};
   std::atomic<bool> stop_{false};
+
+  // ParallelFor state: chunks handed out through next_chunk_; workers that
+  // wake up late find none left and never touch a finished job (they check
+  // for_generation_ and for_active_ after registering in for_inside_).
+  const std::function<void(int64_t, int64_t, int)>* for_fn_ = nullptr;
+  int64_t for_n_ = 0, for_grain_ = 1, for_units_ = 0, for_chunks_ = 0;
+  std::atomic<int64_t> next_chunk_{0};
+  std::atomic<int64_t> done_chunks_{0};
+  std::atomic<int> for_inside_{0};
+  std::atomic<bool> for_active_{false};
+  std::atomic<uint64_t> for_generation_{0};
 };
 
 // Physical cores of this machine (hyper-threads counted once); at least 1.

@@ -3,6 +3,8 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <string>
+#include <vector>
 
 #include "cli/command_registry.h"
 
@@ -18,6 +20,17 @@ int main(int argc, char** argv) {
     CLI::App* sub = app.add_subcommand(entry.name, entry.description);
     entry.setup(*sub, &exit_code);
   }
-  CLI11_PARSE(app, argc, argv);
+  // llama.cpp users type `-sys TEXT`; CLI11 short names are one letter, so
+  // that spelling is mapped to --system here.
+  std::vector<std::string> args(argv + 1, argv + argc);
+  for (std::string& a : args) {
+    if (a == "-sys") a = "--system";
+  }
+  std::reverse(args.begin(), args.end());
+  try {
+    app.parse(std::move(args));
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
   return exit_code;
 }

@@ -6,7 +6,14 @@
 #include <cstdio>
 #include <sstream>
 
+#include <boost/json.hpp>
+
+#include <fstream>
+#include <iterator>
+
 #include "base/thread_pool.h"
+#include "model/chat/chat_template.h"
+#include "server/chat_prompt.h"
 #include "cli/command_registry.h"
 #include "engine/generator.h"
 #include "model/tokenizer/tokenizer.h"
@@ -26,7 +33,43 @@ struct RunFlags {
   model::SamplingParams sampling;
   bool no_bos = false;
   bool mlock = false;
+  // Chat: the prompt (if any) becomes the last user message, wrapped in the
+  // model's chat template (or --chat-template NAME|FILE).
+  bool chat = false;
+  std::string system;
+  std::string messages_file;
+  std::string chat_template;
 };
+
+// Messages for a chat prompt: --messages FILE (a JSON list of messages or an
+// object with "messages"), then -sys and -p appended as system/user turns.
+Result<boost::json::array> ChatMessages(const RunFlags& f) {
+  boost::json::array messages;
+  if (!f.messages_file.empty()) {
+    std::ifstream in(f.messages_file, std::ios::binary);
+    if (!in) return Status::NotFound("cannot read " + f.messages_file);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    boost::system::error_code ec;
+    boost::json::value v = boost::json::parse(text, ec);
+    if (ec) return Status::InvalidArgument(f.messages_file + ": invalid JSON: " + ec.message());
+    if (v.is_object() && v.as_object().contains("messages")) v = v.as_object().at("messages");
+    if (!v.is_array()) return Status::InvalidArgument(f.messages_file + ": expected a list of messages");
+    messages = v.as_array();
+  }
+  if (!f.system.empty()) messages.insert(messages.begin(), boost::json::object{{"role", "system"}, {"content", f.system}});
+  if (!f.prompt.empty()) messages.push_back(boost::json::object{{"role", "user"}, {"content", f.prompt}});
+  if (messages.empty()) return Status::InvalidArgument("the chat has no messages");
+  return messages;
+}
+
+// --chat-template: a built-in name or a Jinja file; empty = the model's own.
+Result<std::string> ChatTemplateSource(const std::string& spec) {
+  if (spec.empty()) return std::string();
+  if (auto builtin = model::chat::BuiltinChatTemplate(spec); builtin.ok()) return *builtin;
+  std::ifstream in(spec, std::ios::binary);
+  if (!in) return Status::NotFound("--chat-template: '" + spec + "' is neither a built-in template nor a readable file");
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
 
 Result<std::vector<int32_t>> ParseIds(const std::string& text) {
   std::vector<int32_t> ids;
@@ -67,6 +110,24 @@ int RunRun(RunFlags f) {
     auto ids = ParseIds(f.prompt_ids);
     if (!ids.ok()) {
       fmt::print(stderr, "run: {}\n", ids.status().message());
+      return 2;
+    }
+    prompt = *ids;
+  } else if (f.chat || !f.system.empty() || !f.messages_file.empty()) {
+    auto messages = ChatMessages(f);
+    auto source = messages.ok() ? ChatTemplateSource(f.chat_template) : Result<std::string>(messages.status());
+    if (!source.ok()) {
+      fmt::print(stderr, "run: {}\n", source.status().message());
+      return 2;
+    }
+    auto chat = server::ChatPrompt::Create(m, *source, f.chat_template.empty() ? "model" : f.chat_template);
+    if (!chat.ok()) {
+      fmt::print(stderr, "run: {}\n", chat.status().message());
+      return 1;
+    }
+    auto ids = (*chat)->ChatTokens(*messages, boost::json::array());
+    if (!ids.ok()) {
+      fmt::print(stderr, "run: chat template: {}\n", ids.status().message());
       return 2;
     }
     prompt = *ids;
@@ -141,8 +202,13 @@ void Setup(CLI::App& sub, int* exit_code) {
   sub.add_flag("--ignore-eos", f->sampling.ignore_eos, "Keep generating after end-of-generation tokens");
   sub.add_flag("--no-bos", f->no_bos, "Do not add the BOS token to a text prompt");
   sub.add_flag("--mlock", f->mlock, "Pin the weights in RAM");
+  sub.add_flag("--chat", f->chat, "Treat -p as a user message and apply the model's chat template");
+  sub.add_option("-y,--system", f->system, "System message (implies --chat)");
+  sub.add_option("--messages", f->messages_file, "JSON file with the chat messages (implies --chat)");
+  sub.add_option("--chat-template", f->chat_template,
+                 "Chat template instead of the model's: chatml, llama3, llama2, mistral, phi3, gemma or a Jinja file");
   sub.callback([f, exit_code, p, ids] {
-    if (p->count() == 0 && ids->count() == 0) {
+    if (p->count() == 0 && ids->count() == 0 && f->messages_file.empty()) {
       fmt::print(stderr, "run: give a prompt with -p TEXT or --prompt-ids 1,2,3\n");
       *exit_code = 2;
       return;

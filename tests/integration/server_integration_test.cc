@@ -159,6 +159,10 @@ class ServerTest : public ::testing::Test {
     c.threads = 2;
     c.parallel = 4;
     c.shutdown_grace_s = 5;
+    // Room for long generations: the tiny model decodes a token in ~0.1 ms
+    // on a quiet machine, so tests that need a request still running
+    // (disconnect, timeout, shutdown) ask for thousands of tokens.
+    c.ctx_tokens = 20000;
     return c;
   }
 
@@ -330,10 +334,9 @@ TEST_F(ServerTest, SameSeedSameTokens) {
             J(b.body).at("choices").at(0).at("text"));
 }
 
-TEST_F(ServerTest, EightConcurrentGreedyStreamsEqualSequential) {
-  ServerConfig c = BaseConfig();
-  c.parallel = 8;
-  Start(c);
+// Greedy outputs of 8 concurrent streams (one batch) equal those of the
+// same 8 requests sent one after another.
+void CheckConcurrentEqualsSequential(uint16_t port, bool prefix_cache) {
   constexpr int kStreams = 8;
   auto body = [](int i) {
     return ChatBody("Story number " + std::to_string(i) +
@@ -343,7 +346,7 @@ TEST_F(ServerTest, EightConcurrentGreedyStreamsEqualSequential) {
   std::vector<std::string> sequential(kStreams), concurrent(kStreams);
   const auto t0 = std::chrono::steady_clock::now();
   for (int i = 0; i < kStreams; ++i) {
-    HttpResponse r = Post("/v1/chat/completions", body(i));
+    HttpResponse r = Http(port, "POST", "/v1/chat/completions", body(i));
     ASSERT_EQ(r.status, 200);
     sequential[i] = ReadStream(r, true).text;
   }
@@ -353,7 +356,7 @@ TEST_F(ServerTest, EightConcurrentGreedyStreamsEqualSequential) {
   for (int i = 0; i < kStreams; ++i) {
     threads.emplace_back([&, i] {
       sync.arrive_and_wait();
-      HttpResponse r = Post("/v1/chat/completions", body(i));
+      HttpResponse r = Http(port, "POST", "/v1/chat/completions", body(i));
       if (r.status == 200) concurrent[i] = ReadStream(r, true).text;
     });
   }
@@ -361,11 +364,33 @@ TEST_F(ServerTest, EightConcurrentGreedyStreamsEqualSequential) {
   const auto t2 = std::chrono::steady_clock::now();
   for (int i = 0; i < kStreams; ++i) {
     EXPECT_FALSE(sequential[i].empty());
-    EXPECT_EQ(concurrent[i], sequential[i]) << "stream " << i;
+    EXPECT_EQ(concurrent[i], sequential[i])
+        << "stream " << i << (prefix_cache ? " (prefix cache on)" : "");
   }
   std::printf("8 streams x 24 tokens: sequential %.0f ms, concurrent %.0f ms\n",
               std::chrono::duration<double, std::milli>(t1 - t0).count(),
               std::chrono::duration<double, std::milli>(t2 - t1).count());
+}
+
+// Batching alone: the prefix cache is off, so every prompt is prefilled the
+// same way in both runs.
+TEST_F(ServerTest, EightConcurrentGreedyStreamsEqualSequential) {
+  ServerConfig c = BaseConfig();
+  c.parallel = 8;
+  c.no_prefix_cache = true;
+  Start(c);
+  CheckConcurrentEqualsSequential(port_, /*prefix_cache=*/false);
+}
+
+// Same with the prefix cache on: a prompt whose prefix KV was computed in
+// another request's step must still decode to the same tokens. (It failed
+// while the AMX matmul path was on by default: a token's logits then
+// depended on the rows sharing its step.)
+TEST_F(ServerTest, EightConcurrentGreedyStreamsEqualSequentialWithPrefixCache) {
+  ServerConfig c = BaseConfig();
+  c.parallel = 8;
+  Start(c);
+  CheckConcurrentEqualsSequential(port_, /*prefix_cache=*/true);
 }
 
 TEST_F(ServerTest, OverloadAnswers429WithRetryAfterWhileAdmittedSucceed) {
@@ -416,7 +441,7 @@ TEST_F(ServerTest, OverloadAnswers429WithRetryAfterWhileAdmittedSucceed) {
 TEST_F(ServerTest, QueueBudgetRefusesRequestsThatWouldWaitTooLong) {
   ServerConfig c = BaseConfig();
   c.parallel = 1;
-  c.queue_budget_s = 0.01;
+  c.queue_budget_s = 1e-6;  // any wait is too long
   Start(c);
   // Teach the server its service time, then occupy the only slot.
   ASSERT_EQ(Post("/v1/completions",
@@ -427,7 +452,7 @@ TEST_F(ServerTest, QueueBudgetRefusesRequestsThatWouldWaitTooLong) {
   ASSERT_TRUE(hog.Connect(port_));
   ASSERT_TRUE(hog.SendRequest(
       "POST", "/v1/completions",
-      R"({"prompt":"hog","max_tokens":1800,"ignore_eos":true,"stream":true})"));
+      R"({"prompt":"hog","max_tokens":16000,"ignore_eos":true,"stream":true})"));
   int chunks = 0;
   hog.ReadResponse([&](std::string_view) {
     return ++chunks < 3;
@@ -458,7 +483,7 @@ TEST_F(ServerTest, DisconnectCancelsStreamingAndNonStreaming) {
     ASSERT_TRUE(conn.Connect(port_));
     ASSERT_TRUE(conn.SendRequest(
         "POST", "/v1/completions",
-        R"({"prompt":"go","max_tokens":1800,"ignore_eos":true,"stream":true})"));
+        R"({"prompt":"go","max_tokens":16000,"ignore_eos":true,"stream":true})"));
     int chunks = 0;
     HttpResponse r =
         conn.ReadResponse([&](std::string_view) { return ++chunks < 4; });
@@ -474,7 +499,7 @@ TEST_F(ServerTest, DisconnectCancelsStreamingAndNonStreaming) {
     ASSERT_TRUE(conn.Connect(port_));
     ASSERT_TRUE(conn.SendRequest(
         "POST", "/v1/completions",
-        R"({"prompt":"go on","max_tokens":1800,"ignore_eos":true})"));
+        R"({"prompt":"go on","max_tokens":16000,"ignore_eos":true})"));
     ASSERT_TRUE(
         Eventually([&] { return MetricValue(Metrics(), running) == 1; }));
     conn.Close();  // before the response
@@ -483,9 +508,9 @@ TEST_F(ServerTest, DisconnectCancelsStreamingAndNonStreaming) {
     const std::string m = Metrics();
     return MetricValue(m, cancelled) == 2 && MetricValue(m, running) == 0;
   })) << Metrics();
-  // Neither ran to 1800 tokens: generation stopped within a step of the close.
+  // Neither ran to 16000 tokens: generation stopped within a step of the close.
   const std::string m = Metrics();
-  EXPECT_LT(MetricValue(m, Series("generation_tokens_total")), 2 * 1800) << m;
+  EXPECT_LT(MetricValue(m, Series("generation_tokens_total")), 2 * 16000) << m;
   EXPECT_EQ(MetricValue(m, Series("request_success_total",
                                   "finished_reason=\"length\"")),
             0)
@@ -630,12 +655,12 @@ TEST_F(ServerTest, RequestTimeoutIs504OrAnErrorEvent) {
   Start(c);
   HttpResponse r =
       Post("/v1/completions",
-           R"({"prompt":"slow","max_tokens":1900,"ignore_eos":true})");
+           R"({"prompt":"slow","max_tokens":16000,"ignore_eos":true})");
   ASSERT_EQ(r.status, 504) << r.body;
   EXPECT_EQ(J(r.body).at("error").at("type").as_string(), "timeout_error");
   HttpResponse s = Post(
       "/v1/completions",
-      R"({"prompt":"slow","max_tokens":1900,"ignore_eos":true,"stream":true})");
+      R"({"prompt":"slow","max_tokens":16000,"ignore_eos":true,"stream":true})");
   ASSERT_EQ(s.status, 200);
   StreamResult sr = ReadStream(s, false);
   EXPECT_FALSE(sr.done);
@@ -653,21 +678,34 @@ TEST_F(ServerTest, KeepAlivePingsWhileQueued) {
   c.sse_ping_interval_s = 0.05;
   c.queue_budget_s = 0;  // let the second request queue behind the first
   Start(c);
-  std::thread hog([&] {
-    Post("/v1/completions",
-         R"({"prompt":"hog","max_tokens":400,"ignore_eos":true})");
+  // The hog holds the only slot until its client leaves.
+  TestConnection hog;
+  ASSERT_TRUE(hog.Connect(port_));
+  ASSERT_TRUE(hog.SendRequest(
+      "POST", "/v1/completions",
+      R"({"prompt":"hog","max_tokens":16000,"ignore_eos":true,"stream":true})"));
+  int hog_chunks = 0;
+  hog.ReadResponse([&](std::string_view) { return ++hog_chunks < 3; });
+  std::atomic<bool> pinged{false};
+  HttpResponse r;
+  std::thread queued([&] {
+    TestConnection conn;
+    ASSERT_TRUE(conn.Connect(port_));
+    ASSERT_TRUE(conn.SendRequest("POST", "/v1/chat/completions",
+                                 ChatBody("queued", 4, R"("stream":true)")));
+    r = conn.ReadResponse([&](std::string_view piece) {
+      if (piece.find(": ping") != std::string_view::npos) pinged = true;
+      return true;
+    });
   });
-  ASSERT_TRUE(Eventually([&] {
-    return MetricValue(Metrics(), Series("num_requests_running")) == 1;
-  }));
-  HttpResponse r =
-      Post("/v1/chat/completions", ChatBody("queued", 4, R"("stream":true)"));
-  hog.join();
+  const bool saw_ping = Eventually([&] { return pinged.load(); });
+  hog.Close();  // frees the slot
+  queued.join();
+  ASSERT_TRUE(saw_ping) << "no ': ping' while waiting for the slot";
   ASSERT_EQ(r.status, 200);
   StreamResult s = ReadStream(r, true);
   EXPECT_TRUE(s.done);
-  EXPECT_GE(s.comments, 1)
-      << "expected ': ping' lines while waiting for the slot";
+  EXPECT_GE(s.comments, 1);
   // Pings come before any content.
   const size_t ping = r.body.find("\n: ping");
   const size_t content = r.body.find("\"delta\":{\"content\":\"");
@@ -735,13 +773,14 @@ TEST_F(ServerTest, ReadyzGoes503To200WhileStartupProgressRises) {
 
 TEST_F(ServerTest, GracefulShutdownFinishesInFlightStreams) {
   ServerConfig c = BaseConfig();
-  c.shutdown_grace_s = 120;  // generous: the stream must finish, even on a busy machine
+  c.shutdown_grace_s =
+      120;  // generous: the stream must finish, even on a busy machine
   Start(c);
   TestConnection conn;
   ASSERT_TRUE(conn.Connect(port_));
   ASSERT_TRUE(conn.SendRequest(
       "POST", "/v1/completions",
-      R"({"prompt":"finish me","max_tokens":500,"ignore_eos":true,"stream":true})"));
+      R"({"prompt":"finish me","max_tokens":2000,"ignore_eos":true,"stream":true})"));
   std::atomic<bool> first{false};
   HttpResponse r;
   std::thread reader([&] {
@@ -775,7 +814,7 @@ TEST_F(ServerTest, ShutdownAfterGraceCancelsWithAnErrorEvent) {
   ASSERT_TRUE(conn.Connect(port_));
   ASSERT_TRUE(conn.SendRequest(
       "POST", "/v1/completions",
-      R"({"prompt":"too long","max_tokens":1900,"ignore_eos":true,"stream":true})"));
+      R"({"prompt":"too long","max_tokens":16000,"ignore_eos":true,"stream":true})"));
   std::atomic<bool> first{false};
   HttpResponse r;
   std::thread reader([&] {
