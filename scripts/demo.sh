@@ -35,7 +35,7 @@ set +e
   --url "http://127.0.0.1:$port/v1" \
   --profile three-second \
   --rate "${DEMO_RATE:-2}" --arrival poisson --duration "${DEMO_DURATION:-60s}" --warmup 5s \
-  --max-tokens 48 \
+  --max-tokens 16 \
   --scrape "http://127.0.0.1:$port/metrics" \
   --json "$out/result.json" --html "$out/report.html"
 code=$?
