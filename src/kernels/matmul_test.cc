@@ -330,7 +330,7 @@ TEST_P(QuantizeActivationsTest, BitIdenticalToReference) {
   const KernelTable& table = ActiveKernels();
   const int64_t cols = 4096;
   std::vector<float> x = RandomFloats(cols, 21, -3.0f, 3.0f);
-  // Exact ties: amax 127 gives d = 1, so x.5 must round away from zero.
+  // Exact ties: amax 127 gives d = 1, so x.5 must round half to even (ggml's x86 quantizer).
   for (int j = 0; j < 32; ++j) x[j] = static_cast<float>(j - 16) + 0.5f;
   x[31] = 127.0f;
   // Just below halves (0.5 - 2^-25 is where "add 0.5 and truncate" fails).
@@ -357,16 +357,17 @@ TEST_P(QuantizeActivationsTest, BitIdenticalToReference) {
   table.quantize_q8(x.data(), cols, q.data(), d.data());
   EXPECT_EQ(q, q_ref);
   EXPECT_EQ(std::memcmp(d.data(), d_ref.data(), d.size() * sizeof(float)), 0);
-  // roundf semantics, not ties-to-even.
+  // Ties to even, as ggml's x86 quantizer (_mm256_round_ps, nearest).
   EXPECT_EQ(q_ref[0], 0);     // 0.49999997
   EXPECT_EQ(q_ref[1], 0);     // -0.49999997
   EXPECT_EQ(q_ref[2], 2);     // just below 2.5
   EXPECT_EQ(q_ref[3], -7);    // just above -7.5
-  EXPECT_EQ(q_ref[4], 127);   // 126.5
-  EXPECT_EQ(q_ref[16], 1);    // 0.5
-  EXPECT_EQ(q_ref[18], 3);    // 2.5
-  EXPECT_EQ(q_ref[13], -3);   // -2.5
-  EXPECT_EQ(q_ref[15], -1);   // -0.5
+  EXPECT_EQ(q_ref[4], 126);   // 126.5
+  EXPECT_EQ(q_ref[16], 0);    // 0.5
+  EXPECT_EQ(q_ref[18], 2);    // 2.5
+  EXPECT_EQ(q_ref[13], -2);   // -2.5
+  EXPECT_EQ(q_ref[14], -2);   // -1.5
+  EXPECT_EQ(q_ref[15], 0);    // -0.5
   EXPECT_EQ(d_ref[0], 1.0f);
   EXPECT_EQ(d_ref[1], 0.0f);
 }

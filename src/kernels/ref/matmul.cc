@@ -11,17 +11,21 @@
 namespace redline::kernels::ref {
 namespace {
 
-// ggml's quantize_row_q8_0_ref: d = amax / 127, q = round(x / d) computed as
-// roundf(x * (1 / d)); the stored scale is d rounded to fp16.
+// Activations to Q8_0 blocks the way ggml's x86 code does it (what
+// llama.cpp runs on these CPUs): d = amax / 127 stored as fp16, and
+// q = x * (127 / amax) rounded half to even. Matching it bit for bit keeps
+// greedy outputs equal to that engine's on Q8_0/Q4_0 weights. (ggml's
+// portable reference multiplies by 1/d and rounds half away from zero; the
+// two differ only for values that land on a rounding boundary.)
 void QuantizeQ8Activations(const float* x, int64_t cols, int8_t* qs, float* d) {
   for (int64_t b = 0; b < cols / kQkBlock; ++b) {
     const float* xb = x + b * kQkBlock;
     float amax = 0.0f;
     for (int j = 0; j < kQkBlock; ++j) amax = std::fmax(amax, std::fabs(xb[j]));
     const float scale = amax / 127.0f;
-    const float inv = scale != 0.0f ? 1.0f / scale : 0.0f;
+    const float inv = amax != 0.0f ? 127.0f / amax : 0.0f;
     for (int j = 0; j < kQkBlock; ++j) {
-      qs[b * kQkBlock + j] = static_cast<int8_t>(std::roundf(xb[j] * inv));
+      qs[b * kQkBlock + j] = static_cast<int8_t>(std::nearbyint(xb[j] * inv));
     }
     d[b] = Fp16ToFp32(Fp32ToFp16(scale));
   }

@@ -53,13 +53,6 @@ inline float HalfToFloat(const uint8_t* p) {
 // ---------------------------------------------------------------------------
 // Activation quantization (bit-identical to ref::QuantizeQ8Activations).
 
-// roundf() as an int32, exactly, for |s| < 2^23: truncate
-// s + copysign(0.5 - 2^-25, s) (see the AVX-512 file for why).
-inline __m256i RoundHalfAwayToInt(__m256 s) {
-  const __m256 half = _mm256_or_ps(_mm256_and_ps(s, _mm256_set1_ps(-0.0f)), _mm256_set1_ps(0.49999997f));
-  return _mm256_cvttps_epi32(_mm256_add_ps(s, half));
-}
-
 void QuantizeQ8(const float* x, int64_t cols, int8_t* qs, float* d) {
   const __m256 sign_mask = _mm256_set1_ps(-0.0f);
   for (int64_t b = 0; b < cols / kQk; ++b) {
@@ -69,11 +62,15 @@ void QuantizeQ8(const float* x, int64_t cols, int8_t* qs, float* d) {
       v[j] = _mm256_loadu_ps(x + b * kQk + 8 * j);
       amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign_mask, v[j]));
     }
-    const float scale = HMax(amax) / 127.0f;
-    const float inv = scale != 0.0f ? 1.0f / scale : 0.0f;
+    // As ggml's x86 quantizer (see ref/matmul.cc): x * (127 / amax), half to even.
+    const float max = HMax(amax);
+    const float scale = max / 127.0f;
+    const float inv = max != 0.0f ? 127.0f / max : 0.0f;
     const __m256 vinv = _mm256_set1_ps(inv);
     __m256i q[4];
-    for (int j = 0; j < 4; ++j) q[j] = RoundHalfAwayToInt(_mm256_mul_ps(v[j], vinv));
+    for (int j = 0; j < 4; ++j) {
+      q[j] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[j], vinv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+    }
     // Pack 4 x 8 int32 to 32 int8; packs work per 128-bit lane, so undo the
     // lane interleave with a final permute.
     const __m256i p01 = _mm256_packs_epi32(q[0], q[1]);

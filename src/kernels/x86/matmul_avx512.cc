@@ -81,18 +81,6 @@ inline void StoreSums(const __m512 (&acc)[R][T], float* y, int64_t y_stride,
 // ---------------------------------------------------------------------------
 // Activation quantization (bit-identical to the reference).
 
-// roundf() as an int32: round half away from zero, exactly, for |s| < 2^23:
-// truncate s + copysign(0.5 - 2^-25, s). (With 0.5 itself, s = 0.5 - 2^-25
-// would sum to 1 after rounding; with the constant just below 0.5, exact
-// halves still reach the next integer because the sum's rounding carries
-// them there, and nothing below a half does.)
-inline __m512i RoundHalfAwayToInt(__m512 s) {
-  const __m512 half = _mm512_castsi512_ps(_mm512_ternarylogic_epi32(
-      _mm512_castps_si512(s), _mm512_set1_epi32(static_cast<int>(0x80000000u)),
-      _mm512_castps_si512(_mm512_set1_ps(0.49999997f)), 0xea));  // (s & sign) | 0.49999997
-  return _mm512_cvttps_epi32(_mm512_add_ps(s, half));
-}
-
 // kMaxIndex[level]: permutex2var indices that halve every block's segment
 // of partial maxima and pack two vectors' segments into one (block order
 // kept). Level 0 takes one block per vector (16 lanes), level 3 leaves one
@@ -141,16 +129,19 @@ void QuantizeQ8(const float* x, int64_t cols, int8_t* qs, float* d) {
     for (int level = 0, n = 16; n > 1; ++level, n /= 2) {
       for (int k = 0; k < n / 2; ++k) m[k] = CombineMax(m[2 * k], m[2 * k + 1], level);
     }
+    // As ggml's x86 quantizer (see ref/matmul.cc): x * (127 / amax), half to even.
     const __m512 scale = _mm512_div_ps(m[0], _mm512_set1_ps(127.0f));
-    const __mmask16 nonzero = _mm512_cmp_ps_mask(scale, _mm512_setzero_ps(), _CMP_NEQ_UQ);
+    const __mmask16 nonzero = _mm512_cmp_ps_mask(m[0], _mm512_setzero_ps(), _CMP_NEQ_UQ);
     alignas(64) float inv[16];
-    _mm512_store_ps(inv, _mm512_maskz_div_ps(nonzero, _mm512_set1_ps(1.0f), scale));
+    _mm512_store_ps(inv, _mm512_maskz_div_ps(nonzero, _mm512_set1_ps(127.0f), m[0]));
     _mm512_mask_storeu_ps(d + g, FirstLanes16(nb),
                           _mm512_cvtph_ps(_mm512_cvtps_ph(scale, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
     for (int64_t k = 0; k < nb; ++k) {
       const __m512 vinv = _mm512_set1_ps(inv[k]);
-      const __m512i q0 = RoundHalfAwayToInt(_mm512_mul_ps(_mm512_loadu_ps(xg + k * kQk), vinv));
-      const __m512i q1 = RoundHalfAwayToInt(_mm512_mul_ps(_mm512_loadu_ps(xg + k * kQk + 16), vinv));
+      const __m512i q0 = _mm512_cvt_roundps_epi32(_mm512_mul_ps(_mm512_loadu_ps(xg + k * kQk), vinv),
+                                                  _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      const __m512i q1 = _mm512_cvt_roundps_epi32(_mm512_mul_ps(_mm512_loadu_ps(xg + k * kQk + 16), vinv),
+                                                  _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
       _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + (g + k) * kQk), _mm512_cvtepi32_epi8(q0));
       _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + (g + k) * kQk + 16), _mm512_cvtepi32_epi8(q1));
     }

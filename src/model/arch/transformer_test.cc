@@ -86,16 +86,17 @@ class ReferenceModel {
     kernels::DequantizeRow(w, r, out.data());
     return rows_[key] = out;
   }
-  // x rounded to Q8_0 blocks: d = max|x|/127 stored as binary16, q = round(x/d).
+  // x rounded to Q8_0 blocks as ggml's x86 code does: d = max|x|/127 stored
+  // as binary16, q = x * (127 / max|x|) rounded half to even.
   static std::vector<float> RoundToQ8(const std::vector<float>& x) {
     std::vector<float> out(x.size());
     for (size_t b = 0; b < x.size(); b += 32) {
       float amax = 0;
       for (size_t i = b; i < b + 32; ++i) amax = std::max(amax, std::abs(x[i]));
       const float d = amax / 127.0f;
-      const float id = d != 0 ? 1.0f / d : 0.0f;
+      const float id = amax != 0 ? 127.0f / amax : 0.0f;
       const float d16 = Fp16ToFp32(Fp32ToFp16(d));
-      for (size_t i = b; i < b + 32; ++i) out[i] = std::round(x[i] * id) * d16;
+      for (size_t i = b; i < b + 32; ++i) out[i] = std::nearbyint(x[i] * id) * d16;
     }
     return out;
   }
