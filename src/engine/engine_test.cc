@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <filesystem>
 #include <thread>
 
@@ -15,12 +17,17 @@ using namespace std::chrono_literals;
 
 const model::Model& TinyModel() {
   static std::unique_ptr<model::Model> model = [] {
-    const std::string path = (std::filesystem::temp_directory_path() / "redline_engine_test_tiny_q8_0.gguf").string();
+    // One file per process: ctest runs the tests of this binary in parallel
+    // processes, which must not write the same file at once.
+    const std::string path = (std::filesystem::temp_directory_path() /
+                              ("redline_engine_test_tiny_q8_0_" + std::to_string(::getpid()) + ".gguf"))
+                                 .string();
     ThreadPool pool(2);
     auto spec = model::SyntheticPreset("tiny");
     EXPECT_TRUE(model::WriteSyntheticModel(*spec, kernels::DType::kQ8_0, 11, path, pool).ok());
     auto m = model::Model::Load(path);
     EXPECT_TRUE(m.ok()) << m.status().ToString();
+    std::filesystem::remove(path);  // the mapping stays valid
     return std::move(m).value();
   }();
   return *model;

@@ -3,6 +3,7 @@
 #include "model/arch/transformer.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -143,9 +144,11 @@ class ReferenceModel {
 };
 
 std::string TempModel(const std::string& preset, DType type) {
+  // One file per process: ctest runs the tests of this binary in parallel
+  // processes, which must not write the same file at once.
   const std::string path = (std::filesystem::temp_directory_path() /
                             ("redline_transformer_test_" + preset + "_" + std::string(kernels::DTypeName(type)) +
-                             ".gguf"))
+                             "_" + std::to_string(::getpid()) + ".gguf"))
                                .string();
   if (!std::filesystem::exists(path)) {
     ThreadPool pool(2);
