@@ -342,7 +342,10 @@ void Engine::Step() {
 
   // 4. Forward, then sample for every row with logits.
   const int64_t vocab = model_.config().vocab_size;
-  std::vector<float> logits(logit_owner.size() * vocab);
+  // Reused across steps: zero-filling a fresh [rows, vocab] buffer every
+  // decode step would cost megabytes of memory traffic per token.
+  if (logits_.size() < logit_owner.size() * vocab) logits_.resize(logit_owner.size() * vocab);
+  std::span<float> logits(logits_.data(), logit_owner.size() * vocab);
   const auto t0 = Clock::now();
   Status s = transformer_->Forward(batch, logits);
   const auto t1 = Clock::now();

@@ -114,6 +114,7 @@ class Engine {
 
   // Owner-thread state.
   std::vector<std::unique_ptr<Slot>> slots_;
+  std::vector<float> logits_;  // [rows with logits in a step, vocab], reused
   std::deque<Pending> waiting_;
   std::thread thread_;
 };
