@@ -20,7 +20,7 @@ if [[ ! -d "$scratch/node_modules/node-llama-cpp" ]]; then
   (cd "$scratch" && npm init -y >/dev/null && npm install --no-audit --no-fund node-llama-cpp@3.22.1 >/dev/null)
 fi
 cp "$here/crosscheck_llamacpp.mjs" "$scratch/"
-ids=1,300,301,302,303,304,305,306
+ids=${IDS:-1,300,301,302,303,304,305,306}
 for preset in "${presets[@]}"; do
   for type in "${types[@]}"; do
     model="$scratch/$preset-$type.gguf"

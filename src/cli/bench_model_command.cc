@@ -20,6 +20,7 @@ struct BenchModelFlags {
   std::string output = "md";
   std::string json_file;
   bool no_bandwidth = false;
+  std::string kv_type = "f16";
 };
 
 int RunBenchModel(const BenchModelFlags& f) {
@@ -30,8 +31,14 @@ int RunBenchModel(const BenchModelFlags& f) {
     fmt::print(stderr, "bench-model: {}\n", m.status().ToString());
     return 1;
   }
+  auto kv_type = model::ParseKvType(f.kv_type);
+  if (!kv_type.ok()) {
+    fmt::print(stderr, "bench-model: {}\n", kv_type.status().ToString());
+    return 2;
+  }
   ThreadPool pool(f.threads);
   engine::ModelBenchOptions o;
+  o.kv_type = *kv_type;
   o.prefill_tokens = f.prefill;
   o.decode_tokens = f.decode;
   o.repeats = std::max(1, f.repeats);
@@ -61,6 +68,7 @@ void Setup(CLI::App& sub, int* exit_code) {
   auto f = std::make_shared<BenchModelFlags>();
   sub.add_option("-m,--model", f->model, "GGUF model file")->required();
   sub.add_option("-t,--threads", f->threads, "Threads (default: physical cores)");
+  sub.add_option("--kv-type", f->kv_type, "KV cache element type: f16 or f32")->capture_default_str();
   sub.add_option("-p,--prefill", f->prefill, "Prompt lengths to measure prefill at")->capture_default_str();
   sub.add_option("-n,--decode", f->decode, "Tokens to decode for the decode test")->capture_default_str();
   sub.add_option("-r,--repeats", f->repeats, "Repeats per test; the median is reported")->capture_default_str();

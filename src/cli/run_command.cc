@@ -29,6 +29,7 @@ struct RunFlags {
   int threads = 0;
   int64_t ctx = 4096;
   int64_t batch = 256;
+  std::string kv_type = "f16";
   int32_t max_tokens = 128;
   model::SamplingParams sampling;
   bool no_bos = false;
@@ -144,8 +145,13 @@ int RunRun(RunFlags f) {
     }
   }
   f.sampling.max_tokens = f.max_tokens;
+  auto kv_type = model::ParseKvType(f.kv_type);
+  if (!kv_type.ok()) {
+    fmt::print(stderr, "run: {}\n", kv_type.status().ToString());
+    return 2;
+  }
   ThreadPool pool(f.threads);
-  engine::Generator gen(m, pool, f.ctx, f.batch);
+  engine::Generator gen(m, pool, f.ctx, f.batch, *kv_type);
   auto r = gen.Generate(prompt, f.sampling, [](std::string_view text, int32_t) {
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
@@ -186,6 +192,9 @@ void Setup(CLI::App& sub, int* exit_code) {
       ->capture_default_str();
   sub.add_option("-c,--ctx", f->ctx, "Context length in tokens (KV cache size)")->capture_default_str();
   sub.add_option("-b,--batch", f->batch, "Prefill batch size in tokens")->capture_default_str();
+  sub.add_option("--kv-type", f->kv_type,
+                 "KV cache element type: f16 (half the memory, llama.cpp's default arithmetic) or f32 (exact)")
+      ->capture_default_str();
   sub.add_option("-t,--threads", f->threads, "Threads (default: physical cores)");
   sub.add_option("--temp,--temperature", f->sampling.temperature, "Temperature; 0 = greedy")->capture_default_str();
   sub.add_option("--top-k", f->sampling.top_k, "Keep the k most likely tokens (0 = off)")->capture_default_str();

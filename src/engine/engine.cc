@@ -52,7 +52,7 @@ Engine::Engine(const model::Model& model, ThreadPool& pool, const EngineOptions&
   transformer_ = std::make_unique<model::Transformer>(model.config(), model.weights(), pool,
                                                       options_.max_batch_tokens);
   for (int i = 0; i < options_.parallel; ++i) {
-    slots_.push_back(std::make_unique<Slot>(transformer_->NewCache(options_.n_ctx)));
+    slots_.push_back(std::make_unique<Slot>(transformer_->NewCache(options_.n_ctx, options_.kv_type)));
   }
   stats_.kv_capacity_tokens = options_.n_ctx * options_.parallel;
   thread_ = std::thread([this] { Loop(); });

@@ -43,6 +43,9 @@ struct EngineOptions {
   int max_waiting_requests = 64;
   int64_t max_waiting_prompt_tokens = 32768;
   bool prefix_cache = true;
+  // KV cache element type of every slot (f16: half the memory, llama.cpp's
+  // default arithmetic; f32: exact).
+  model::KvType kv_type = model::KvType::kF16;
 };
 
 struct EngineStats {

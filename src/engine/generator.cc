@@ -26,10 +26,11 @@ double GenerationResult::prefill_tok_per_s() const {
   return prefill_ms > 0 ? static_cast<double>(prompt_tokens) * 1000.0 / prefill_ms : 0.0;
 }
 
-Generator::Generator(const model::Model& model, ThreadPool& pool, int64_t n_ctx, int64_t batch_tokens)
+Generator::Generator(const model::Model& model, ThreadPool& pool, int64_t n_ctx, int64_t batch_tokens,
+                     model::KvType kv_type)
     : model_(model),
       transformer_(model.config(), model.weights(), pool, batch_tokens),
-      cache_(transformer_.NewCache(n_ctx)) {}
+      cache_(transformer_.NewCache(n_ctx, kv_type)) {}
 
 Result<GenerationResult> Generator::Generate(std::span<const int32_t> prompt, const model::SamplingParams& params,
                                              const std::function<bool(std::string_view, int32_t)>& on_text) {

@@ -43,7 +43,9 @@ struct GenerationResult {
 class Generator {
  public:
   // n_ctx: context length (KV cache positions). batch_tokens: prefill chunk.
-  Generator(const model::Model& model, ThreadPool& pool, int64_t n_ctx, int64_t batch_tokens = 256);
+  // kv_type: KV cache element type (see model::KvType).
+  Generator(const model::Model& model, ThreadPool& pool, int64_t n_ctx, int64_t batch_tokens = 256,
+            model::KvType kv_type = model::KvType::kF16);
 
   int64_t n_ctx() const { return cache_.n_ctx(); }
 

@@ -46,6 +46,7 @@ Result<ModelBenchResult> RunModelBench(const model::Model& m, ThreadPool& pool, 
   r.decode_bytes_per_token = m.weights().DecodeBytesPerToken();
   r.threads = pool.num_threads();
   r.isa = std::string(kernels::IsaName(kernels::ActiveIsa()));
+  r.kv_type = std::string(model::KvTypeName(o.kv_type));
   for (const auto& t : m.file().tensors()) r.params += t.NumElements();
 
   int64_t max_prefill = 0;
@@ -53,7 +54,7 @@ Result<ModelBenchResult> RunModelBench(const model::Model& m, ThreadPool& pool, 
   const int64_t n_ctx = std::max(max_prefill, o.decode_tokens + 1);
   if (n_ctx > (1 << 20)) return Status::InvalidArgument("benchmark lengths too large");
   model::Transformer tf(c, m.weights(), pool, std::max<int64_t>(max_prefill, 1));
-  model::KvCache cache = tf.NewCache(n_ctx);
+  model::KvCache cache = tf.NewCache(n_ctx, o.kv_type);
   std::vector<float> logits(c.vocab_size);
 
   // Deterministic pseudo-random prompt tokens (skipping the special ids).
@@ -101,8 +102,9 @@ Result<ModelBenchResult> RunModelBench(const model::Model& m, ThreadPool& pool, 
 }
 
 std::string ModelBenchResult::ToMarkdown() const {
-  std::string out = fmt::format("model: {} ({}, {}, {:.1f} M params, {:.1f} MiB of matrices), {} threads, isa {}\n\n",
-                                model_path, arch, weight_types, params / 1e6, weight_bytes / 1048576.0, threads, isa);
+  std::string out = fmt::format("model: {} ({}, {}, {:.1f} M params, {:.1f} MiB of matrices), {} threads, isa {}, kv {}\n\n",
+                                model_path, arch, weight_types, params / 1e6, weight_bytes / 1048576.0, threads, isa,
+                                kv_type);
   out += "| test   | tok/s (median) |    min |    max | repeats |\n";
   out += "|--------|---------------:|-------:|-------:|--------:|\n";
   for (const auto& t : tests) {
@@ -133,11 +135,11 @@ std::string ModelBenchResult::ToJson() const {
   return fmt::format(
       "{{\n  \"schema\": \"redline.bench-model.v1\",\n  \"model\": {},\n  \"model_name\": {},\n  \"arch\": {},\n"
       "  \"weight_types\": {},\n  \"params\": {},\n  \"weight_bytes\": {},\n  \"decode_bytes_per_token\": {},\n"
-      "  \"threads\": {},\n  \"isa\": {},\n  \"tests\": [{}\n  ],\n"
+      "  \"threads\": {},\n  \"isa\": {},\n  \"kv_type\": {},\n  \"tests\": [{}\n  ],\n"
       "  \"bandwidth_gbps\": {{\"read\": {:.2f}, \"copy\": {:.2f}, \"triad\": {:.2f}, \"best\": {:.2f}}},\n"
       "  \"decode_roofline_share\": {:.4f}\n}}\n",
       JsonQuote(model_path), JsonQuote(model_name), JsonQuote(arch), JsonQuote(weight_types), params, weight_bytes,
-      decode_bytes_per_token, threads, JsonQuote(isa), tests_json, bandwidth.read_gbps, bandwidth.copy_gbps,
+      decode_bytes_per_token, threads, JsonQuote(isa), JsonQuote(kv_type), tests_json, bandwidth.read_gbps, bandwidth.copy_gbps,
       bandwidth.triad_gbps, bandwidth.best_gbps(), roofline_share);
 }
 

@@ -12,6 +12,7 @@
 #include "base/memory_bandwidth.h"
 #include "base/result.h"
 #include "base/thread_pool.h"
+#include "model/arch/kv_cache.h"
 #include "model/arch/model.h"
 
 namespace redline::engine {
@@ -21,6 +22,7 @@ struct ModelBenchOptions {
   int64_t decode_tokens = 64;
   int repeats = 5;
   bool measure_bandwidth = true;
+  model::KvType kv_type = model::KvType::kF16;
 };
 
 struct ModelBenchTest {
@@ -39,6 +41,7 @@ struct ModelBenchResult {
   int64_t decode_bytes_per_token = 0;
   int threads = 0;
   std::string isa;
+  std::string kv_type;  // "f16" or "f32"
   std::vector<ModelBenchTest> tests;
   BandwidthResult bandwidth;
   // decode_bytes_per_token x median decode tok/s / bandwidth.best_gbps(); 0 if not measured.

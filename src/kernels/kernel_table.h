@@ -72,11 +72,14 @@ struct KernelTable {
   void (*softmax)(float* x, int64_t n) = nullptr;
   void (*silu_mul)(const float* gate, const float* up, int64_t n, float* out) = nullptr;
   void (*add)(const float* x, int64_t n, float* y) = nullptr;
-  void (*rope)(float* x, int64_t n_heads, int64_t head_dim, int64_t pos,
-               const float* inv_freq, RopeStyle style) = nullptr;
+  void (*rope)(float* x, int64_t n_heads, int64_t head_dim, const float* cos_sin,
+               RopeStyle style) = nullptr;
   void (*attention_head)(const float* q, const float* k, const float* v, int64_t n_kv,
                          int64_t head_dim, int64_t kv_stride, float scale, float* scores,
                          float* out) = nullptr;
+  void (*attention_head_f16)(const float* q, const uint16_t* k, const uint16_t* v, int64_t n_kv,
+                             int64_t head_dim, int64_t kv_stride, float scale, float* work,
+                             float* out) = nullptr;
 };
 
 // The table the public functions use (see isa.h for how it is chosen).

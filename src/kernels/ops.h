@@ -25,11 +25,21 @@ enum class RopeStyle {
   kNeox,  // pairs (i, i + head_dim/2): qwen2
 };
 
-// Rotates x [n_heads, head_dim] in place for position `pos`. Pair i uses the
-// angle pos * inv_freq[i], inv_freq [head_dim / 2] (base frequencies already
-// divided by any rope_freqs factors).
-void Rope(float* x, int64_t n_heads, int64_t head_dim, int64_t pos, const float* inv_freq,
-          RopeStyle style);
+// The rotation angles of position `pos`, rounded as ggml computes them (so
+// that rotated q and k are bit-identical to llama.cpp's): theta_0 = pos,
+// theta_{i+1} = theta_i * theta_scale in f32, angle_i = theta_i /
+// freq_factors[i] (rope_freqs; null: 1).
+//   cos_sin: [2 * n_pairs] = cos(angle_0), sin(angle_0), cos(angle_1), ...
+// Scalar (libm sin/cos); not dispatched.
+void RopeCosSin(int64_t pos, int64_t n_pairs, float theta_scale, const float* freq_factors,
+                float* cos_sin);
+
+// Rotates x [n_heads, head_dim] in place by cos_sin [head_dim] (RopeCosSin
+// with n_pairs = head_dim / 2): pair i becomes
+//   (x0 cos_i - x1 sin_i, x0 sin_i + x1 cos_i),
+// each an fma of the first product with the second product rounded, which is
+// how GCC contracts ggml's rope.
+void Rope(float* x, int64_t n_heads, int64_t head_dim, const float* cos_sin, RopeStyle style);
 
 // Attention of one query head over n_kv cached positions:
 //   q:   [head_dim]
@@ -38,6 +48,22 @@ void Rope(float* x, int64_t n_heads, int64_t head_dim, int64_t pos, const float*
 //   out: [head_dim] = sum_i softmax(scale * q.k_i)_i * v_i
 void AttentionHead(const float* q, const float* k, const float* v, int64_t n_kv,
                    int64_t head_dim, int64_t kv_stride, float scale, float* scores, float* out);
+
+// Attention of one query head over n_kv positions of a binary16 KV cache,
+// with the arithmetic of ggml's CPU flash-attention kernel for F16 caches
+// (llama.cpp's default), so that greedy decoding matches llama.cpp run with
+// its defaults:
+//   q is rounded to binary16; s_i = scale * (q16 . k_i), products and sums
+//   in f32 (the ISA variants sum in the order of ggml's for that ISA; the
+//   reference sums in f64);
+//   one pass in key order with a running max M and f32 sum S; the output is
+//   accumulated in binary16: on a new max acc = f16(acc * exp(M_old - M)),
+//   then acc = f16(fma(v_i, exp(s_i - M), acc)); out = f32(acc) * (1 / S).
+//   k,v:  n_kv rows of head_dim binary16 values, row i at k + i * kv_stride
+//   work: scratch [2 * head_dim] floats
+//   out:  [head_dim]
+void AttentionHeadF16(const float* q, const uint16_t* k, const uint16_t* v, int64_t n_kv,
+                      int64_t head_dim, int64_t kv_stride, float scale, float* work, float* out);
 
 }  // namespace redline::kernels
 

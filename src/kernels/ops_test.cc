@@ -4,6 +4,10 @@
 // Tolerances: RmsNorm, Add: 1e-6 relative (same f32 operations, f64 sums);
 // Softmax, SiluMul: 2e-6 relative (SIMD exp is a polynomial, ~2 ulp);
 // AttentionHead: 1e-5 of max |v| (f32 dot products in another order).
+// AttentionHeadF16: 2e-3 of max |v| between ISAs (the f32 dot products differ
+// in order, which can flip a binary16 rounding of the running output); 1e-2
+// of max |v| against exact f64 attention over the same binary16 inputs (the
+// output is accumulated in binary16, as ggml does).
 #include "kernels/ops.h"
 
 #include <gtest/gtest.h>
@@ -14,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "base/float16.h"
 #include "kernels/isa.h"
 
 namespace redline::kernels {
@@ -143,25 +148,35 @@ TEST_P(OpsTest, AddIsExact) {
 TEST_P(OpsTest, RopeRotatesTheDocumentedPairs) {
   ScopedIsa s(GetParam());
   const int64_t n_heads = 3, head_dim = 8, pos = 5;
-  const std::vector<float> inv_freq = {1.0f, 0.1f, 0.01f, 0.001f};
+  const float theta_scale = 0.1f;
+  const std::vector<float> freq_factors = {1.0f, 2.0f, 4.0f, 8.0f};
   const std::vector<float> x = RandomFloats(n_heads * head_dim, 8);
-  for (RopeStyle style : {RopeStyle::kNorm, RopeStyle::kNeox}) {
-    std::vector<float> y = x;
-    Rope(y.data(), n_heads, head_dim, pos, inv_freq.data(), style);
-    for (int64_t h = 0; h < n_heads; ++h) {
-      for (int64_t i = 0; i < head_dim / 2; ++i) {
-        const int64_t a = style == RopeStyle::kNorm ? 2 * i : i;
-        const int64_t b = style == RopeStyle::kNorm ? 2 * i + 1 : i + head_dim / 2;
-        const double angle = static_cast<double>(pos) * inv_freq[i];
-        const double x0 = x[h * head_dim + a], x1 = x[h * head_dim + b];
-        EXPECT_NEAR(y[h * head_dim + a], x0 * std::cos(angle) - x1 * std::sin(angle), 1e-6);
-        EXPECT_NEAR(y[h * head_dim + b], x0 * std::sin(angle) + x1 * std::cos(angle), 1e-6);
+  for (const float* factors : {static_cast<const float*>(nullptr), freq_factors.data()}) {
+    std::vector<float> cos_sin(head_dim);
+    RopeCosSin(pos, head_dim / 2, theta_scale, factors, cos_sin.data());
+    for (RopeStyle style : {RopeStyle::kNorm, RopeStyle::kNeox}) {
+      std::vector<float> y = x;
+      Rope(y.data(), n_heads, head_dim, cos_sin.data(), style);
+      for (int64_t h = 0; h < n_heads; ++h) {
+        for (int64_t i = 0; i < head_dim / 2; ++i) {
+          const int64_t a = style == RopeStyle::kNorm ? 2 * i : i;
+          const int64_t b = style == RopeStyle::kNorm ? 2 * i + 1 : i + head_dim / 2;
+          const double angle =
+              pos * std::pow(double(theta_scale), double(i)) / (factors ? factors[i] : 1.0);
+          EXPECT_NEAR(cos_sin[2 * i], std::cos(angle), 1e-6);
+          EXPECT_NEAR(cos_sin[2 * i + 1], std::sin(angle), 1e-6);
+          const double x0 = x[h * head_dim + a], x1 = x[h * head_dim + b];
+          EXPECT_NEAR(y[h * head_dim + a], x0 * std::cos(angle) - x1 * std::sin(angle), 1e-6);
+          EXPECT_NEAR(y[h * head_dim + b], x0 * std::sin(angle) + x1 * std::cos(angle), 1e-6);
+        }
       }
     }
-    std::vector<float> z = x;
-    Rope(z.data(), n_heads, head_dim, 0, inv_freq.data(), style);
-    EXPECT_EQ(z, x) << "position 0 is the identity";
   }
+  std::vector<float> cos_sin(head_dim);
+  RopeCosSin(0, head_dim / 2, theta_scale, nullptr, cos_sin.data());
+  std::vector<float> z = x;
+  Rope(z.data(), n_heads, head_dim, cos_sin.data(), RopeStyle::kNorm);
+  EXPECT_EQ(z, x) << "position 0 is the identity";
 }
 
 TEST_P(OpsTest, AttentionHeadMatchesReference) {
@@ -188,6 +203,57 @@ TEST_P(OpsTest, AttentionHeadMatchesReference) {
       }
       if (n_kv == 1) {
         for (int64_t d = 0; d < head_dim; ++d) ASSERT_NEAR(actual[d], v[d], 1e-6);
+      }
+    }
+  }
+}
+
+std::vector<uint16_t> ToHalf(const std::vector<float>& x) {
+  std::vector<uint16_t> h(x.size());
+  for (size_t i = 0; i < x.size(); ++i) h[i] = Fp32ToFp16(x[i]);
+  return h;
+}
+
+TEST_P(OpsTest, AttentionHeadF16MatchesReferenceAndExactAttention) {
+  for (int64_t head_dim : {5, 64, 80, 128}) {
+    for (int64_t n_kv : {1, 2, 7, 33, 300}) {
+      const int64_t kv_stride = head_dim * 2 + 3;  // rows interleaved with other heads
+      const std::vector<float> q = RandomFloats(head_dim, 9, -2.0f, 2.0f);
+      const std::vector<uint16_t> k = ToHalf(RandomFloats(n_kv * kv_stride, 10, -2.0f, 2.0f));
+      const std::vector<uint16_t> v = ToHalf(RandomFloats(n_kv * kv_stride, 11, -2.0f, 2.0f));
+      const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+      std::vector<float> work(2 * head_dim), expected(head_dim), actual(head_dim);
+      {
+        ScopedIsa s(Isa::kScalar);
+        AttentionHeadF16(q.data(), k.data(), v.data(), n_kv, head_dim, kv_stride, scale, work.data(),
+                         expected.data());
+      }
+      {
+        ScopedIsa s(GetParam());
+        AttentionHeadF16(q.data(), k.data(), v.data(), n_kv, head_dim, kv_stride, scale, work.data(),
+                         actual.data());
+      }
+      // Exact attention in f64 over the binary16 q, k, v.
+      std::vector<double> p(n_kv);
+      double max = -1e300, sum = 0;
+      for (int64_t i = 0; i < n_kv; ++i) {
+        double dot = 0;
+        for (int64_t d = 0; d < head_dim; ++d) {
+          dot += double(Fp16ToFp32(Fp32ToFp16(q[d]))) * Fp16ToFp32(k[i * kv_stride + d]);
+        }
+        p[i] = dot * scale;
+        max = std::max(max, p[i]);
+      }
+      for (double& e : p) sum += (e = std::exp(e - max));
+      for (int64_t d = 0; d < head_dim; ++d) {
+        double exact = 0;
+        for (int64_t i = 0; i < n_kv; ++i) exact += p[i] / sum * Fp16ToFp32(v[i * kv_stride + d]);
+        ASSERT_NEAR(actual[d], expected[d], 2e-3 * 2.0) << "head_dim=" << head_dim << " n_kv=" << n_kv;
+        ASSERT_NEAR(actual[d], exact, 1e-2 * 2.0) << "head_dim=" << head_dim << " n_kv=" << n_kv;
+        // One position: the output is that position's value, exactly.
+        if (n_kv == 1) {
+          ASSERT_EQ(actual[d], Fp16ToFp32(v[d]));
+        }
       }
     }
   }

@@ -1,6 +1,6 @@
 // ApiError: one error answer of the server, with its HTTP status, OpenAI
 // error `type`, `param` and `code`, and the class it is counted under in
-// redline:request_errors_total. serving.md §4 is the table this follows:
+// redline_request_errors_total. serving.md §4 is the table this follows:
 //
 //   400 invalid_request_error   bad JSON, bad parameter, prompt + max_tokens
 //   over the context 401 authentication_error    missing or wrong API key 404
@@ -23,7 +23,7 @@
 
 namespace redline::server {
 
-// Label values of redline:request_errors_total{class}. Bounded on purpose
+// Label values of redline_request_errors_total{class}. Bounded on purpose
 // (label cardinality).
 enum class ErrorClass {
   kBadRequest,    // 400, 405

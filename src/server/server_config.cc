@@ -51,6 +51,9 @@ Status FinalizeConfig(ServerConfig* c) {
   if (!(c->shutdown_grace_s >= 0))
     return Status::InvalidArgument("--shutdown-grace must be >= 0");
   if (c->max_n < 1) return Status::InvalidArgument("--max-n must be >= 1");
+  if (c->kv_type != "f16" && c->kv_type != "f32") {
+    return Status::InvalidArgument("--kv-type must be \"f16\" or \"f32\"");
+  }
   if (c->metrics_prefix != "redline:" && c->metrics_prefix != "redline_") {
     return Status::InvalidArgument(
         "--metrics-prefix must be \"redline:\" or \"redline_\"");

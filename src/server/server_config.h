@@ -50,6 +50,7 @@ struct ServerConfig {
   int threads = 0;         // 0: physical cores
   int64_t ctx_tokens = 0;  // context per slot; 0: min(training context, 4096)
   int parallel = 4;        // slots decoded together
+  std::string kv_type = "f16";  // KV cache element type: "f16" or "f32"
   int64_t batch_tokens =
       256;  // tokens per forward step (decode + prefill chunks)
   int max_queued_requests = 64;
@@ -79,10 +80,10 @@ struct ServerConfig {
   int max_n = 8;
 
   // --- Metrics ---
-  // Prefix of Redline's own metric names. "redline:" mirrors vLLM's
-  // "vllm:" (serving.md §6); "redline_" passes promtool's lint, which
-  // reserves ':' for recording rules (docs/METRICS.md).
-  std::string metrics_prefix = "redline:";
+  // Prefix of Redline's own metric names. The default "redline_" passes
+  // `promtool check metrics`, whose lint reserves ':' for recording rules;
+  // "redline:" mirrors vLLM's "vllm:" exactly (docs/METRICS.md).
+  std::string metrics_prefix = "redline_";
 
   // --- Not flags: for tests ---
   // Sleeps this long at each load-progress report, so tests can watch
@@ -142,6 +143,10 @@ void VisitServerFlags(ServerConfig& c, Visitor&& v) {
   v(c.ctx_tokens, "-c,--ctx",
     "Context per slot in tokens, prompt + output (0: min(model's, 4096))",
     FlagKind::kOption);
+  v(c.kv_type, "--kv-type",
+    "KV cache element type: f16 (half the memory; llama.cpp's default "
+    "arithmetic) or f32 (exact)",
+    FlagKind::kOption);
   v(c.parallel, "--parallel",
     "Slots: sequences decoded together (continuous batching)",
     FlagKind::kOption);
@@ -177,8 +182,8 @@ void VisitServerFlags(ServerConfig& c, Visitor&& v) {
     "Largest \"n\" (choices per request) accepted; also at most --parallel",
     FlagKind::kOption);
   v(c.metrics_prefix, "--metrics-prefix",
-    "Prefix of metric names: \"redline:\" (vLLM style) or \"redline_\" "
-    "(promtool-clean)",
+    "Prefix of metric names: \"redline_\" (default; passes promtool) or "
+    "\"redline:\" (vLLM style, which promtool's lint rejects)",
     FlagKind::kOption);
 }
 

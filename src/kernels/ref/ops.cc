@@ -3,6 +3,7 @@
 // do for RMSNorm and softmax.
 #include <cmath>
 
+#include "base/float16.h"
 #include "kernels/kernel_table.h"
 
 namespace redline::kernels::ref {
@@ -39,22 +40,20 @@ void Add(const float* x, int64_t n, float* y) {
   for (int64_t i = 0; i < n; ++i) y[i] += x[i];
 }
 
-void Rope(float* x, int64_t n_heads, int64_t head_dim, int64_t pos, const float* inv_freq,
-          RopeStyle style) {
+void Rope(float* x, int64_t n_heads, int64_t head_dim, const float* cos_sin, RopeStyle style) {
   const int64_t half = head_dim / 2;
   // kNorm rotates (2i, 2i+1); kNeox rotates (i, i + half).
   const int64_t stride = style == RopeStyle::kNorm ? 2 : 1;
   const int64_t offset = style == RopeStyle::kNorm ? 1 : half;
   for (int64_t i = 0; i < half; ++i) {
-    const float angle = static_cast<float>(pos) * inv_freq[i];
-    const float c = std::cos(angle);
-    const float s = std::sin(angle);
+    const float c = cos_sin[2 * i];
+    const float s = cos_sin[2 * i + 1];
     for (int64_t h = 0; h < n_heads; ++h) {
       float* p = x + h * head_dim + i * stride;
       const float x0 = p[0];
       const float x1 = p[offset];
-      p[0] = x0 * c - x1 * s;
-      p[offset] = x0 * s + x1 * c;
+      p[0] = std::fma(x0, c, -(x1 * s));
+      p[offset] = std::fma(x0, s, x1 * c);
     }
   }
 }
@@ -77,6 +76,42 @@ void AttentionHead(const float* q, const float* k, const float* v, int64_t n_kv,
   }
 }
 
+float RoundToHalf(float x) { return Fp16ToFp32(Fp32ToFp16(x)); }
+
+void AttentionHeadF16(const float* q, const uint16_t* k, const uint16_t* v, int64_t n_kv,
+                      int64_t head_dim, int64_t kv_stride, float scale, float* work, float* out) {
+  float* q16 = work;
+  float* acc = work + head_dim;  // binary16 values held as f32
+  for (int64_t d = 0; d < head_dim; ++d) {
+    q16[d] = RoundToHalf(q[d]);
+    acc[d] = 0.0f;
+  }
+  float max = -INFINITY;
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n_kv; ++i) {
+    const uint16_t* ki = k + i * kv_stride;
+    const uint16_t* vi = v + i * kv_stride;
+    // Products of two binary16 values are exact in f32.
+    double dot = 0.0;
+    for (int64_t d = 0; d < head_dim; ++d) dot += static_cast<double>(q16[d] * Fp16ToFp32(ki[d]));
+    const float s = static_cast<float>(dot) * scale;
+    float ms = 1.0f;  // rescales acc and sum when s is a new max
+    float vs = 1.0f;  // exp(s - max)
+    if (s > max) {
+      ms = std::exp(max - s);
+      max = s;
+      for (int64_t d = 0; d < head_dim; ++d) acc[d] = RoundToHalf(acc[d] * ms);
+    } else {
+      vs = std::exp(s - max);
+    }
+    for (int64_t d = 0; d < head_dim; ++d) acc[d] = RoundToHalf(std::fma(Fp16ToFp32(vi[d]), vs, acc[d]));
+    // ggml's `S = S*ms + vs`, rounded twice (GCC does not contract it there).
+    sum = sum * ms + vs;
+  }
+  const float inv = sum == 0.0f ? 0.0f : 1.0f / sum;
+  for (int64_t d = 0; d < head_dim; ++d) out[d] = acc[d] * inv;
+}
+
 }  // namespace
 
 void FillTable(KernelTable* table) {
@@ -88,6 +123,7 @@ void FillTable(KernelTable* table) {
   table->add = &Add;
   table->rope = &Rope;
   table->attention_head = &AttentionHead;
+  table->attention_head_f16 = &AttentionHeadF16;
 }
 
 }  // namespace redline::kernels::ref

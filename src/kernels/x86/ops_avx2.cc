@@ -1,4 +1,5 @@
 // AVX2 + FMA element-wise and row-wise ops. Rope stays scalar (ref).
+#include <cmath>
 #include <cstdint>
 
 #include "kernels/kernel_table.h"
@@ -189,6 +190,84 @@ void AttentionHead(const float* q, const float* k, const float* v, int64_t n_kv,
   }
 }
 
+// Rounds f32 lanes to binary16 and back (round to nearest even).
+inline __m256 RoundToHalf(__m256 x) {
+  return _mm256_cvtph_ps(_mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+
+inline __m256 LoadHalf8(const uint16_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+
+// q16 . k in the order of ggml's AVX2 ggml_vec_dot_f16: four 8-lane
+// accumulators over 32-element steps, folded 0+2, 1+3, 0+1, then two
+// horizontal adds; the tail past the last full step adds f32 products in f64.
+inline float DotHalf(const float* q16, const uint16_t* k, int64_t n) {
+  __m256 sum[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
+                   _mm256_setzero_ps()};
+  const int64_t full = n & ~int64_t{31};
+  for (int64_t i = 0; i < full; i += 32) {
+    for (int j = 0; j < 4; ++j) {
+      sum[j] = _mm256_fmadd_ps(LoadHalf8(k + i + 8 * j), _mm256_loadu_ps(q16 + i + 8 * j), sum[j]);
+    }
+  }
+  sum[0] = _mm256_add_ps(sum[0], sum[2]);
+  sum[1] = _mm256_add_ps(sum[1], sum[3]);
+  sum[0] = _mm256_add_ps(sum[0], sum[1]);
+  const __m128 t0 = _mm_add_ps(_mm256_castps256_ps128(sum[0]), _mm256_extractf128_ps(sum[0], 1));
+  const __m128 t1 = _mm_hadd_ps(t0, t0);
+  double dot = _mm_cvtss_f32(_mm_hadd_ps(t1, t1));
+  for (int64_t i = full; i < n; ++i) {
+    dot += static_cast<double>(q16[i] * _cvtsh_ss(k[i]));
+  }
+  return static_cast<float>(dot);
+}
+
+void AttentionHeadF16(const float* q, const uint16_t* k, const uint16_t* v, int64_t n_kv,
+                      int64_t head_dim, int64_t kv_stride, float scale, float* work, float* out) {
+  float* q16 = work;
+  float* acc = work + head_dim;  // binary16 values held as f32
+  int64_t d = 0;
+  for (; d + 8 <= head_dim; d += 8) {
+    _mm256_storeu_ps(q16 + d, RoundToHalf(_mm256_loadu_ps(q + d)));
+    _mm256_storeu_ps(acc + d, _mm256_setzero_ps());
+  }
+  for (; d < head_dim; ++d) {
+    q16[d] = _cvtsh_ss(_cvtss_sh(q[d], _MM_FROUND_TO_NEAREST_INT));
+    acc[d] = 0.0f;
+  }
+  float max = -INFINITY;
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n_kv; ++i) {
+    const uint16_t* vi = v + i * kv_stride;
+    const float s = DotHalf(q16, k + i * kv_stride, head_dim) * scale;
+    float ms = 1.0f;
+    float vs = 1.0f;
+    const bool new_max = s > max;
+    if (new_max) {
+      ms = std::exp(max - s);
+      max = s;
+    } else {
+      vs = std::exp(s - max);
+    }
+    const __m256 vms = _mm256_set1_ps(ms);
+    const __m256 vvs = _mm256_set1_ps(vs);
+    for (d = 0; d + 8 <= head_dim; d += 8) {
+      __m256 a = _mm256_loadu_ps(acc + d);
+      if (new_max) a = RoundToHalf(_mm256_mul_ps(a, vms));
+      _mm256_storeu_ps(acc + d, RoundToHalf(_mm256_fmadd_ps(LoadHalf8(vi + d), vvs, a)));
+    }
+    for (; d < head_dim; ++d) {
+      float a = acc[d];
+      if (new_max) a = _cvtsh_ss(_cvtss_sh(a * ms, _MM_FROUND_TO_NEAREST_INT));
+      acc[d] = _cvtsh_ss(_cvtss_sh(std::fma(_cvtsh_ss(vi[d]), vs, a), _MM_FROUND_TO_NEAREST_INT));
+    }
+    sum = sum * ms + vs;  // rounded twice, as in ggml (see ref/ops.cc)
+  }
+  const float inv = sum == 0.0f ? 0.0f : 1.0f / sum;
+  for (d = 0; d < head_dim; ++d) out[d] = acc[d] * inv;
+}
+
 }  // namespace
 
 void FillTable(KernelTable* table) {
@@ -200,6 +279,7 @@ void FillTable(KernelTable* table) {
   table->silu_mul = &SiluMul;
   table->add = &Add;
   table->attention_head = &AttentionHead;
+  table->attention_head_f16 = &AttentionHeadF16;
 }
 
 }  // namespace redline::kernels::avx2

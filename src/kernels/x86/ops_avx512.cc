@@ -1,5 +1,6 @@
 // AVX-512 element-wise and row-wise ops. Rope stays scalar (ref): it is a
 // few dozen sin/cos per call and not worth a vector sin/cos.
+#include <cmath>
 #include <cstdint>
 
 #include "kernels/kernel_table.h"
@@ -168,6 +169,79 @@ void AttentionHead(const float* q, const float* k, const float* v, int64_t n_kv,
   }
 }
 
+// Rounds f32 lanes to binary16 and back (round to nearest even).
+inline __m512 RoundToHalf(__m512 x) {
+  return _mm512_cvtph_ps(_mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+}
+
+inline __m512 LoadHalf16(__mmask16 m, const uint16_t* p) {
+  return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
+}
+
+// q16 . k in the order of ggml's AVX-512 ggml_vec_dot_f16: four 16-lane
+// accumulators over 64-element steps, folded 0+2, 1+3, 0+1, then
+// _mm512_reduce_add_ps; the tail past the last full step adds f32 products
+// in f64.
+inline float DotHalf(const float* q16, const uint16_t* k, int64_t n) {
+  __m512 sum[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
+                   _mm512_setzero_ps()};
+  const int64_t full = n & ~int64_t{63};
+  for (int64_t i = 0; i < full; i += 64) {
+    for (int j = 0; j < 4; ++j) {
+      sum[j] = _mm512_fmadd_ps(LoadHalf16(0xffff, k + i + 16 * j), _mm512_loadu_ps(q16 + i + 16 * j),
+                               sum[j]);
+    }
+  }
+  sum[0] = _mm512_add_ps(sum[0], sum[2]);
+  sum[1] = _mm512_add_ps(sum[1], sum[3]);
+  sum[0] = _mm512_add_ps(sum[0], sum[1]);
+  double dot = _mm512_reduce_add_ps(sum[0]);
+  for (int64_t i = full; i < n; ++i) {
+    dot += static_cast<double>(q16[i] * _cvtsh_ss(k[i]));
+  }
+  return static_cast<float>(dot);
+}
+
+void AttentionHeadF16(const float* q, const uint16_t* k, const uint16_t* v, int64_t n_kv,
+                      int64_t head_dim, int64_t kv_stride, float scale, float* work, float* out) {
+  float* q16 = work;
+  float* acc = work + head_dim;  // binary16 values held as f32
+  for (int64_t d = 0; d < head_dim; d += 16) {
+    const __mmask16 m = FirstLanes16(head_dim - d);
+    _mm512_mask_storeu_ps(q16 + d, m, RoundToHalf(_mm512_maskz_loadu_ps(m, q + d)));
+    _mm512_mask_storeu_ps(acc + d, m, _mm512_setzero_ps());
+  }
+  float max = -INFINITY;
+  float sum = 0.0f;
+  for (int64_t i = 0; i < n_kv; ++i) {
+    const uint16_t* vi = v + i * kv_stride;
+    const float s = DotHalf(q16, k + i * kv_stride, head_dim) * scale;
+    float ms = 1.0f;
+    float vs = 1.0f;
+    const bool new_max = s > max;
+    if (new_max) {
+      ms = std::exp(max - s);
+      max = s;
+    } else {
+      vs = std::exp(s - max);
+    }
+    const __m512 vms = _mm512_set1_ps(ms);
+    const __m512 vvs = _mm512_set1_ps(vs);
+    for (int64_t d = 0; d < head_dim; d += 16) {
+      const __mmask16 m = FirstLanes16(head_dim - d);
+      __m512 a = _mm512_maskz_loadu_ps(m, acc + d);
+      if (new_max) a = RoundToHalf(_mm512_mul_ps(a, vms));
+      _mm512_mask_storeu_ps(acc + d, m, RoundToHalf(_mm512_fmadd_ps(LoadHalf16(m, vi + d), vvs, a)));
+    }
+    sum = sum * ms + vs;  // rounded twice, as in ggml (see ref/ops.cc)
+  }
+  const __m512 inv = _mm512_set1_ps(sum == 0.0f ? 0.0f : 1.0f / sum);
+  for (int64_t d = 0; d < head_dim; d += 16) {
+    const __mmask16 m = FirstLanes16(head_dim - d);
+    _mm512_mask_storeu_ps(out + d, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, acc + d), inv));
+  }
+}
+
 }  // namespace
 
 void FillTable(KernelTable* table) {
@@ -179,6 +253,7 @@ void FillTable(KernelTable* table) {
   table->silu_mul = &SiluMul;
   table->add = &Add;
   table->attention_head = &AttentionHead;
+  table->attention_head_f16 = &AttentionHeadF16;
 }
 
 }  // namespace redline::kernels::avx512

@@ -15,18 +15,9 @@ Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights,
                          int64_t max_batch_tokens)
     : config_(config), weights_(weights), pool_(pool), max_batch_(std::max<int64_t>(1, max_batch_tokens)) {
   const ModelConfig& c = config_;
-  // Angles as ggml computes them: theta_i = pos * base^(-2i/d), built by
-  // repeated multiplication in float so greedy outputs match other engines.
-  const int64_t half = c.head_dim / 2;
-  inv_freq_.resize(half);
-  const float theta_scale = std::pow(c.rope_freq_base, -2.0f / static_cast<float>(c.head_dim));
-  float f = 1.0f;
-  for (int64_t i = 0; i < half; ++i) {
-    const float factor = weights_.rope_freqs.empty() ? 1.0f : weights_.rope_freqs[i];
-    inv_freq_[i] = f / factor;
-    f *= theta_scale;
-  }
+  theta_scale_ = std::pow(c.rope_freq_base, -2.0f / static_cast<float>(c.head_dim));
   const int64_t b = max_batch_;
+  cos_sin_.resize(b * c.head_dim);
   x_.resize(b * c.embedding_length);
   xn_.resize(b * c.embedding_length);
   q_.resize(b * c.q_dim());
@@ -46,8 +37,8 @@ Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights,
   matmul_scratch_.resize(scratch);
 }
 
-KvCache Transformer::NewCache(int64_t n_ctx) const {
-  return KvCache(config_.block_count, n_ctx, config_.kv_dim());
+KvCache Transformer::NewCache(int64_t n_ctx, KvType type) const {
+  return KvCache(config_.block_count, n_ctx, config_.kv_dim(), type);
 }
 
 void Transformer::MatMul(const kernels::WeightView& w, const float* x, int64_t n, float* y) {
@@ -100,23 +91,30 @@ void Transformer::Attention(std::span<const BatchToken> batch, int64_t layer) {
   const int64_t head_dim = c.head_dim;
   const int64_t group = c.head_count / c.head_count_kv;
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-  int64_t max_ctx = 0;
-  for (const BatchToken& t : batch) max_ctx = std::max(max_ctx, t.pos + 1);
-  if (scores_stride_ < max_ctx || scores_.size() < static_cast<size_t>(pool_.num_threads() * max_ctx)) {
-    scores_stride_ = max_ctx;
+  // Per-thread scratch: scores [n_kv] for f32 caches, [2 * head_dim] for f16.
+  int64_t stride = 2 * head_dim;
+  for (const BatchToken& t : batch) stride = std::max(stride, t.pos + 1);
+  if (scores_stride_ < stride || scores_.size() < static_cast<size_t>(pool_.num_threads() * stride)) {
+    scores_stride_ = stride;
     scores_.resize(pool_.num_threads() * scores_stride_);
   }
   pool_.ParallelFor(n * c.head_count, 1, [&](int64_t begin, int64_t end, int thread) {
-    float* scores = scores_.data() + thread * scores_stride_;
+    float* scratch = scores_.data() + thread * scores_stride_;
     for (int64_t i = begin; i < end; ++i) {
       const int64_t t = i / c.head_count;
       const int64_t h = i % c.head_count;
       const BatchToken& bt = batch[t];
       const int64_t g = h / group;
-      const float* kbase = bt.cache->K(layer, 0) + g * head_dim;
-      const float* vbase = bt.cache->V(layer, 0) + g * head_dim;
-      kernels::AttentionHead(q_.data() + t * c.q_dim() + h * head_dim, kbase, vbase, bt.pos + 1, head_dim,
-                             c.kv_dim(), scale, scores, attn_.data() + t * c.q_dim() + h * head_dim);
+      const float* q = q_.data() + t * c.q_dim() + h * head_dim;
+      float* out = attn_.data() + t * c.q_dim() + h * head_dim;
+      const KvCache& cache = *bt.cache;
+      if (cache.type() == KvType::kF16) {
+        kernels::AttentionHeadF16(q, cache.KHalf(layer, 0) + g * head_dim, cache.VHalf(layer, 0) + g * head_dim,
+                                  bt.pos + 1, head_dim, c.kv_dim(), scale, scratch, out);
+      } else {
+        kernels::AttentionHead(q, cache.K(layer, 0) + g * head_dim, cache.V(layer, 0) + g * head_dim, bt.pos + 1,
+                               head_dim, c.kv_dim(), scale, scratch, out);
+      }
     }
   });
 }
@@ -131,6 +129,10 @@ Status Transformer::ForwardChunk(std::span<const BatchToken> batch, float* logit
   const int64_t n_ff = c.feed_forward_length;
 
   for (int64_t t = 0; t < n; ++t) kernels::DequantizeRow(w.token_embd, batch[t].token, x_.data() + t * n_embd);
+  const float* freq_factors = w.rope_freqs.empty() ? nullptr : w.rope_freqs.data();
+  for (int64_t t = 0; t < n; ++t) {
+    kernels::RopeCosSin(batch[t].pos, c.head_dim / 2, theta_scale_, freq_factors, cos_sin_.data() + t * c.head_dim);
+  }
 
   for (int64_t layer = 0; layer < c.block_count; ++layer) {
     const LayerWeights& l = w.layers[layer];
@@ -151,11 +153,10 @@ Status Transformer::ForwardChunk(std::span<const BatchToken> batch, float* logit
         kernels::Add(l.bk.data(), kv_dim, k);
         kernels::Add(l.bv.data(), kv_dim, v);
       }
-      kernels::Rope(q, c.head_count, c.head_dim, batch[t].pos, inv_freq_.data(), c.rope_style);
-      kernels::Rope(k, c.head_count_kv, c.head_dim, batch[t].pos, inv_freq_.data(), c.rope_style);
-      KvCache* cache = batch[t].cache;
-      std::copy_n(k, kv_dim, cache->K(layer, batch[t].pos));
-      std::copy_n(v, kv_dim, cache->V(layer, batch[t].pos));
+      const float* cos_sin = cos_sin_.data() + t * c.head_dim;
+      kernels::Rope(q, c.head_count, c.head_dim, cos_sin, c.rope_style);
+      kernels::Rope(k, c.head_count_kv, c.head_dim, cos_sin, c.rope_style);
+      batch[t].cache->Store(layer, batch[t].pos, k, v);
     }
     Attention(batch, layer);
     // xn_ reused as the attention output projection.

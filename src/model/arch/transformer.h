@@ -60,7 +60,7 @@ class Transformer {
                          std::span<float> last_logits);
 
   // A KV cache shaped for this model.
-  KvCache NewCache(int64_t n_ctx) const;
+  KvCache NewCache(int64_t n_ctx, KvType type = KvType::kF32) const;
 
  private:
   Status ForwardChunk(std::span<const BatchToken> batch, float* logits);
@@ -71,10 +71,11 @@ class Transformer {
   const ModelWeights& weights_;
   ThreadPool& pool_;
   int64_t max_batch_;
-  std::vector<float> inv_freq_;  // [head_dim / 2]
+  float theta_scale_ = 1.0f;  // rope_freq_base^(-2 / head_dim)
+  std::vector<float> cos_sin_;  // RoPE rotation of each batch token [max_batch, head_dim]
   // Scratch, [max_batch, width] each.
   std::vector<float> x_, xn_, q_, k_, v_, attn_, gate_, up_;
-  std::vector<float> scores_;  // [num_threads, scores_stride_]
+  std::vector<float> scores_;  // attention scratch [num_threads, scores_stride_]
   int64_t scores_stride_ = 0;
   std::vector<std::byte> matmul_scratch_;
   std::vector<int64_t> logit_rows_;

@@ -25,8 +25,10 @@ class ReferenceModel {
  public:
   // round_activations: round the input of every Q8_0/Q4_0 product to Q8_0
   // blocks first, as ggml and Redline's fast path do; otherwise pure float.
-  ReferenceModel(const Model& m, bool round_activations)
-      : c_(m.config()), w_(m.weights()), round_activations_(round_activations) {}
+  // half_kv: attention as over an F16 KV cache (kernels::AttentionHeadF16's
+  // arithmetic, written out plainly); otherwise exact f64 attention.
+  ReferenceModel(const Model& m, bool round_activations, bool half_kv = false)
+      : c_(m.config()), w_(m.weights()), round_activations_(round_activations), half_kv_(half_kv) {}
 
   // Logits [n_tokens][vocab] for every position of `tokens` from position 0.
   std::vector<std::vector<float>> Run(const std::vector<int32_t>& tokens) {
@@ -49,6 +51,10 @@ class ReferenceModel {
         att[t].assign(c_.q_dim(), 0.0f);
         for (int64_t h = 0; h < c_.head_count; ++h) {
           const int64_t g = h / group;
+          if (half_kv_) {
+            HalfAttention(q[t].data() + h * hd, k, v, g * hd, t + 1, att[t].data() + h * hd);
+            continue;
+          }
           std::vector<double> s(t + 1);
           double mx = -1e300;
           for (int64_t p = 0; p <= t; ++p) {
@@ -121,6 +127,34 @@ class ReferenceModel {
     for (size_t i = 0; i < x.size(); ++i) out[i] = float(x[i] * inv) * w[i];
     return out;
   }
+  static float Half(float x) { return Fp16ToFp32(Fp32ToFp16(x)); }
+
+  // One head over positions [0, n_kv): q, k, v rounded to binary16; one
+  // pass with a running max and a binary16 output accumulator.
+  void HalfAttention(const float* q, const std::vector<std::vector<float>>& k,
+                     const std::vector<std::vector<float>>& v, int64_t offset, int64_t n_kv, float* out) {
+    const int64_t hd = c_.head_dim;
+    const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+    std::vector<float> acc(hd, 0.0f);
+    float max = -INFINITY, sum = 0.0f;
+    for (int64_t p = 0; p < n_kv; ++p) {
+      double dot = 0;
+      for (int64_t i = 0; i < hd; ++i) dot += double(Half(q[i])) * Half(k[p][offset + i]);
+      const float s = static_cast<float>(dot) * scale;
+      float ms = 1.0f, vs = 1.0f;
+      if (s > max) {
+        ms = std::exp(max - s);
+        max = s;
+        for (float& a : acc) a = Half(a * ms);
+      } else {
+        vs = std::exp(s - max);
+      }
+      for (int64_t i = 0; i < hd; ++i) acc[i] = Half(std::fma(Half(v[p][offset + i]), vs, acc[i]));
+      sum = sum * ms + vs;
+    }
+    for (int64_t i = 0; i < hd; ++i) out[i] = acc[i] * (1.0f / sum);
+  }
+
   void RopeRef(std::vector<float>& x, int64_t heads, int64_t pos) {
     const int64_t hd = c_.head_dim;
     for (int64_t h = 0; h < heads; ++h) {
@@ -140,6 +174,7 @@ class ReferenceModel {
   const ModelConfig& c_;
   const ModelWeights& w_;
   bool round_activations_;
+  bool half_kv_;
   std::map<std::pair<const void*, int64_t>, std::vector<float>> rows_;
 };
 
@@ -186,6 +221,7 @@ struct Case {
   std::string preset;
   DType type;
   kernels::Isa isa;
+  KvType kv_type = KvType::kF32;
 };
 
 class TransformerVsReference : public ::testing::TestWithParam<Case> {};
@@ -197,15 +233,16 @@ TEST_P(TransformerVsReference, LogitsMatchForPrefillAndDecode) {
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   const ModelConfig& c = (*m)->config();
   const std::vector<int32_t> tokens = {1, 300, 301, 17, 455, 262, 263, 390, 5, 499, 270, 271, 272};
-  ReferenceModel ref(**m, /*round_activations=*/true);
+  const bool half_kv = tc.kv_type == KvType::kF16;
+  ReferenceModel ref(**m, /*round_activations=*/true, half_kv);
   auto expected = ref.Run(tokens);
-  ReferenceModel float_ref(**m, /*round_activations=*/false);
+  ReferenceModel float_ref(**m, /*round_activations=*/false, half_kv);
   auto expected_float = float_ref.Run(tokens);
 
   ThreadPool pool(2);
   // A batch limit of 5 splits the 13-token prefill into chunks.
   Transformer tf(c, (*m)->weights(), pool, 5);
-  KvCache cache = tf.NewCache(64);
+  KvCache cache = tf.NewCache(64, tc.kv_type);
   std::vector<float> logits(c.vocab_size);
   // Prefill the first 9 tokens at once, then decode the rest one by one.
   double max_diff = 0, max_float_diff = 0;
@@ -222,9 +259,9 @@ TEST_P(TransformerVsReference, LogitsMatchForPrefillAndDecode) {
     compare(t);
   }
   RecordProperty("maxdiff", std::to_string(max_diff));
-  std::printf("%s %s %s: max |logit diff| = %.3g vs reference (tolerance %.3g), %.3g vs float reference (%.3g)\n",
+  std::printf("%s %s %s kv %s: max |logit diff| = %.3g vs reference (tolerance %.3g), %.3g vs float reference (%.3g)\n",
               tc.preset.c_str(), std::string(kernels::DTypeName(tc.type)).c_str(),
-              std::string(kernels::IsaName(tc.isa)).c_str(), max_diff, Tolerance(tc.type), max_float_diff,
+              std::string(kernels::IsaName(tc.isa)).c_str(), std::string(KvTypeName(tc.kv_type)).c_str(), max_diff, Tolerance(tc.type), max_float_diff,
               FloatTolerance(tc.type));
   EXPECT_LE(max_diff, Tolerance(tc.type));
   EXPECT_LE(max_float_diff, FloatTolerance(tc.type));
@@ -237,6 +274,9 @@ std::vector<Case> AllCases() {
     for (DType t : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0}) {
       for (kernels::Isa isa : kernels::AvailableIsas()) cases.push_back({preset, t, isa});
     }
+    for (DType t : {DType::kF32, DType::kQ8_0}) {
+      for (kernels::Isa isa : kernels::AvailableIsas()) cases.push_back({preset, t, isa, KvType::kF16});
+    }
   }
   return cases;
 }
@@ -245,7 +285,8 @@ INSTANTIATE_TEST_SUITE_P(AllTypes, TransformerVsReference, ::testing::ValuesIn(A
                          [](const auto& info) {
                            std::string name = info.param.preset + "_" +
                                               std::string(kernels::DTypeName(info.param.type)) + "_" +
-                                              std::string(kernels::IsaName(info.param.isa));
+                                              std::string(kernels::IsaName(info.param.isa)) +
+                                              (info.param.kv_type == KvType::kF16 ? "_kvf16" : "");
                            for (char& ch : name) {
                              if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
                            }
