@@ -210,6 +210,24 @@ Result<Plan> BuildPlan(const BenchCommandOptions& o) {
     RL_ASSIGN_OR_RETURN(auto ts, ParseThresholds(e));
     p.thresholds.insert(p.thresholds.end(), ts.begin(), ts.end());
   }
+  if (o.abort_on_fail) {
+    RL_ASSIGN_OR_RETURN(int64_t delay_ns, ParseDurationNs(o.abort_delay));
+    bool any = false;
+    for (Threshold& t : p.thresholds) {
+      if (!CanAbortOnFail(t)) continue;
+      any = true;
+      if (t.abort_on_fail) continue;  // an explicit `abort(...)` keeps its own delay
+      t.abort_on_fail = true;
+      t.abort_delay_ns = delay_ns;
+    }
+    if (!any) return Status::InvalidArgument("--abort-on-fail needs a latency or error threshold (--slo or --profile)");
+  }
+  if (o.find_max_rate) {
+    for (const Threshold& t : p.thresholds) {
+      if (t.abort_on_fail) return Status::InvalidArgument("abort-on-fail does not apply to --find-max-rate");
+    }
+  }
+  rc.thresholds = p.thresholds;
   if (!o.goodput.empty()) {
     RL_ASSIGN_OR_RETURN(p.goodput, ParseGoodput(o.goodput));
   }
@@ -246,9 +264,16 @@ Result<Plan> BuildPlan(const BenchCommandOptions& o) {
   c.push_back({"timeouts", fmt::format("request {}, stream idle {}, connect {}", o.timeout, o.idle_timeout, o.connect_timeout)});
   c.push_back({"seed", std::to_string(rc.seed) + (rc.realtime ? ", real-time scheduling" : "")});
   if (!o.profile.empty()) c.push_back({"profile", o.profile});
-  std::string slos;
-  for (const Threshold& t : p.thresholds) slos += (slos.empty() ? "" : "; ") + t.source;
+  std::string slos, aborts;
+  for (const Threshold& t : p.thresholds) {
+    slos += (slos.empty() ? "" : "; ") + t.source;
+    if (t.abort_on_fail) {
+      aborts += fmt::format("{}{} (delay {:.4g}s)", aborts.empty() ? "" : "; ", t.source,
+                            static_cast<double>(t.abort_delay_ns) / 1e9);
+    }
+  }
   if (!slos.empty()) c.push_back({"thresholds", slos});
+  if (!aborts.empty()) c.push_back({"abort_on_fail", aborts});
   if (o.expected_rate > 0) c.push_back({"expected_rate", fmt::format("{:.4g}/s (target 1.2x = {:.4g}/s)", o.expected_rate, 1.2 * o.expected_rate)});
   return p;
 }

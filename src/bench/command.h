@@ -66,6 +66,11 @@ struct BenchCommandOptions {
   std::string goodput;           // "ttft:500ms,tpot:50ms,e2e:3s"
   std::string max_dispatch_delay;
   std::string rate_tolerance = "5%";
+  // k6 abortOnFail for every latency and error threshold of the measurement
+  // phase (a single assertion takes an `abort` suffix instead), with
+  // `abort_delay` as its delayAbortEval.
+  bool abort_on_fail = false;
+  std::string abort_delay = "10s";
   double expected_rate = 0;
   bool find_max_rate = false;
   int probe_users = 64;

@@ -8,6 +8,7 @@
 #include <boost/json.hpp>
 
 #include <array>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -197,6 +198,82 @@ TEST_F(BenchCommandTest, ClientThatCannotKeepItsScheduleExits100) {
   json::value v = json::parse(Read(o.json_path));
   EXPECT_EQ(v.at("verdict").as_string(), "invalid");
   EXPECT_FALSE(v.at("validity").at("valid").as_bool());
+}
+
+// k6 abortOnFail: an open-loop run planned for 30 s stops once the error
+// rate has failed past its 300 ms delay; slow requests still in flight are
+// cancelled and kept out of the statistics (cooldown). The bound on the
+// wall time is loose: it only tells "stopped early" from "ran to the end".
+TEST_F(BenchCommandTest, AbortOnFailStopsTheRunAndExits99) {
+  FakeServerOptions fo;
+  fo.record_truth = false;
+  fo.plan_fn = [](uint64_t i, const http::ServerRequest&, const testing::FakePlan& base) {
+    testing::FakePlan p = base;
+    if (i % 2 == 0) {
+      p.status = 503;
+    } else {
+      p.ttft_us = 20'000'000;  // still running when the run aborts
+    }
+    return p;
+  };
+  FakeOpenAiServer server(fo);
+  ASSERT_TRUE(server.Start().ok());
+  BenchCommandOptions o = Options(server);
+  o.users = 0;
+  o.requests = -1;
+  o.rate = "50";
+  o.arrival = "constant";
+  o.duration = "30s";
+  o.cold_requests = 0;
+  o.slo = {"errors: rate<1% abort(300ms)", "e2e: p(50)<60s"};
+  o.json_path = dir_ + "/abort.json";
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(Run(o), kExitSloFailed);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(20));
+
+  const json::value v = json::parse(Read(o.json_path));
+  EXPECT_EQ(v.at("verdict").as_string(), "fail");
+  EXPECT_EQ(v.at("exit_code").as_int64(), kExitSloFailed);
+  EXPECT_NE(v.at("verdict_reason").as_string().find("aborted early"), std::string::npos);
+  const json::value& a = v.at("abort");
+  ASSERT_TRUE(a.is_object());
+  EXPECT_EQ(a.at("threshold").as_string(), "errors: rate<1% abort(300ms)");
+  EXPECT_FALSE(a.at("certain").as_bool());  // no total known: failing after its delay
+  EXPECT_GT(a.at("at_s").to_number<double>(), 0.3);
+  EXPECT_GE(a.at("cancelled").as_int64(), 1);
+  // Only finished requests count: every measured one is a 503.
+  const json::value& req = v.at("phases").at("measure").at("requests");
+  EXPECT_GT(req.at("attempted").as_int64(), 0);
+  EXPECT_LT(req.at("attempted").as_int64(), 750);
+  EXPECT_EQ(req.at("failed").as_int64(), req.at("attempted").as_int64());
+  EXPECT_EQ(req.at("planned").as_int64(), req.at("attempted").as_int64());
+  EXPECT_EQ(v.at("config").at("abort_on_fail").as_string(), "errors: rate<1% abort(300ms) (delay 0.3s)");
+}
+
+// A count can only grow: three 5xx decide "count<3" whatever the delay, and
+// --abort-on-fail marks every latency and error threshold.
+TEST_F(BenchCommandTest, AbortOnFailFlagStopsAtACertainFailure) {
+  FakeServerOptions fo;
+  fo.record_truth = false;
+  fo.default_plan.status = 503;
+  FakeOpenAiServer server(fo);
+  ASSERT_TRUE(server.Start().ok());
+  BenchCommandOptions o = Options(server);
+  o.users = 1;
+  o.requests = 500;
+  o.slo = {"http_5xx: count<3"};
+  o.abort_on_fail = true;
+  o.abort_delay = "1h";
+  o.json_path = dir_ + "/certain.json";
+  EXPECT_EQ(Run(o), kExitSloFailed);
+  const json::value v = json::parse(Read(o.json_path));
+  ASSERT_TRUE(v.at("abort").is_object());
+  EXPECT_TRUE(v.at("abort").at("certain").as_bool());
+  EXPECT_LT(v.at("phases").at("measure").at("requests").at("attempted").as_int64(), 500);
+
+  // Without a threshold that can abort, the flag is a tool error.
+  o.slo = {"good_fraction: value>=99%"};
+  EXPECT_EQ(Run(o), kExitToolError);
 }
 
 TEST_F(BenchCommandTest, ToolErrorsExit101) {

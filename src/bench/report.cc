@@ -210,6 +210,7 @@ BenchReport BuildReport(const RunResult& run, const ReportInputs& in) {
   rep.wall_seconds = run.wall_seconds;
   rep.connections_opened = run.connections_opened;
   rep.interrupted = run.interrupted;
+  rep.abort = run.abort;
 
   if (in.expected_rps && *in.expected_rps > 0) {
     PeakCheck pc;
@@ -260,6 +261,14 @@ void DecideVerdict(BenchReport& rep) {
     rep.verdict = Verdict::kInvalid;
     rep.verdict_reason = rep.validity.reasons.empty() ? "invalid run" : rep.validity.reasons.front();
     rep.exit_code = kExitInvalidRun;
+    return;
+  }
+  if (rep.abort) {
+    // k6 exits with ThresholdsHaveFailed after abortOnFail: the verdict is
+    // known, the run just did not spend its remaining time proving it again.
+    rep.verdict = Verdict::kFail;
+    rep.verdict_reason = fmt::format("aborted early at {:.1f} s: {}", rep.abort->at_s, rep.abort->reason);
+    rep.exit_code = kExitSloFailed;
     return;
   }
   std::vector<std::string> failed;

@@ -118,6 +118,7 @@ struct BenchReport {
   double cpu_seconds = 0, wall_seconds = 0;
   uint64_t connections_opened = 0;
   bool interrupted = false;
+  std::optional<AbortInfo> abort;  // an abort-on-fail threshold stopped the run early
   TimeSeries series;
   std::vector<std::pair<double, double>> cdf_ttft, cdf_e2e;
   std::string scrape_url;

@@ -222,6 +222,11 @@ std::string RenderHtml(const BenchReport& r) {
        ".muted{color:#666}.kv td{text-align:left}code{background:#f5f5f5;padding:1px 4px}\n</style></head><body>\n";
   h += fmt::format("<h1>redline bench <span class=\"badge {}\" id=\"verdict\">{}</span></h1>\n", verdict, verdict);
   h += fmt::format("<p>{} · exit code {} · started {}</p>\n", Esc(r.verdict_reason), r.exit_code, Esc(r.started_at));
+  if (r.abort) {
+    h += fmt::format("<p id=\"abort\" class=\"bad\">Aborted early at {:.1f} s by <code>{}</code>; {} request(s) in flight "
+                     "were cancelled and excluded (cooldown).</p>\n",
+                     r.abort->at_s, Esc(r.abort->threshold), r.abort->cancelled);
+  }
   h += "<p class=\"muted\">Percentiles: nearest rank on HDR histograms (&ge; 3 significant digits). ITL: one sample per chunk. "
        "Verdicts use error-adjusted distributions: each failed request counts as +&infin;.</p>\n";
 

@@ -154,6 +154,13 @@ std::string RenderJson(const BenchReport& r) {
   }
   o["verdict"] = VerdictName(r.verdict);
   o["verdict_reason"] = r.verdict_reason;
+  if (r.abort) {
+    o["abort"] = json::object{{"threshold", r.abort->threshold}, {"reason", r.abort->reason},
+                              {"certain", r.abort->certain},     {"at_s", r.abort->at_s},
+                              {"cancelled", r.abort->cancelled}};
+  } else {
+    o["abort"] = nullptr;
+  }
   o["exit_code"] = r.exit_code;
   o["warnings"] = Arr(r.warnings);
   o["client"] = json::object{{"cpu_seconds", r.cpu_seconds},

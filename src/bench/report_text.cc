@@ -139,6 +139,11 @@ std::string RenderText(const BenchReport& r) {
   out += fmt::format(" · client CPU {:.0f}% · {} connections\n",
                      r.wall_seconds > 0 ? 100 * r.cpu_seconds / r.wall_seconds : 0.0, r.connections_opened);
   for (const std::string& w : r.warnings) out += "warning: " + w + "\n";
+  if (r.abort) {
+    out += fmt::format("aborted early at {:.1f} s by '{}' ({}); {} request(s) in flight cancelled, excluded as cooldown\n",
+                       r.abort->at_s, r.abort->threshold, r.abort->certain ? "failed for good" : "failing after its delay",
+                       r.abort->cancelled);
+  }
   std::string verdict(VerdictName(r.verdict));
   for (char& ch : verdict) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
   out += fmt::format("\nverdict: {} (exit {}) — {}\n", verdict, r.exit_code, r.verdict_reason);

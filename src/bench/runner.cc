@@ -4,6 +4,8 @@
 #include <sched.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <deque>
@@ -13,6 +15,7 @@
 #include "api/openai.h"
 #include "base/check.h"
 #include "base/logging.h"
+#include "bench/abort.h"
 #include "bench/histogram.h"
 #include "bench/metrics.h"
 #include "http/event_loop.h"
@@ -25,6 +28,85 @@ namespace {
 
 constexpr int64_t kNsPerSec = 1'000'000'000;
 constexpr size_t kErrorBodyLimit = 2048;
+
+// Open-loop sends are timed in two stages. The arrival timer fires up to
+// kMaxEarlyWakeNs before the due time: that margin absorbs the wake-up
+// latency of a sleeping thread (tens to hundreds of microseconds in a VM)
+// and the socket handlers asio queues ahead of a timer that expires in the
+// same epoll batch. The rest of the wait is a poll: a posted task re-checks
+// the clock after each non-blocking pass over the sockets, so responses are
+// still read on time while the send waits for its exact instant. The margin
+// is at most a quarter of the gap since the previous arrival, which bounds
+// the polling to 25 % of a CPU at any rate.
+//
+// Polling only pays while the thread has a CPU to itself. On a contended CPU
+// the scheduler preempts a thread that keeps running, and the send then
+// waits for another task's whole time slice (milliseconds) instead of
+// microseconds. An involuntary context switch of the loop thread is the
+// sign: after one, arrivals are timed by the timer alone for
+// kPollBackoffNs.
+constexpr int64_t kMaxEarlyWakeNs = 200'000;
+constexpr int64_t kPollBackoffNs = 1'000'000'000;
+
+// Abort-on-fail thresholds are checked when a measured request finishes, at
+// most every kAbortCheckIntervalNs or kAbortCheckRequests requests (a check
+// costs a histogram pass per threshold, kept off most completions), and at
+// each progress tick.
+constexpr int64_t kAbortCheckIntervalNs = 10'000'000;
+constexpr int64_t kAbortCheckRequests = 16;
+
+// struct sched_attr (SCHED_ATTR_SIZE_VER0), declared here because
+// <linux/sched/types.h> clashes with glibc's <sched.h>.
+struct SchedAttr {
+  uint32_t size;
+  uint32_t sched_policy;
+  uint64_t sched_flags;
+  int32_t sched_nice;
+  uint32_t sched_priority;
+  uint64_t sched_runtime;
+  uint64_t sched_deadline;
+  uint64_t sched_period;
+};
+
+// Time slice requested for the loop thread under the fair scheduler. Since
+// Linux 6.12 (EEVDF) an ordinary thread may ask for a slice of 0.1..100 ms
+// (no privilege needed; older kernels ignore the field for SCHED_OTHER). A
+// short slice gives the thread an early virtual deadline, so when it wakes
+// for a due send it preempts a CPU-bound task at once instead of waiting for
+// that task's slice to run out: that wait (about 1-4 ms on a busy machine)
+// was the dispatch-delay tail of a normal-priority run.
+constexpr uint64_t kLoopSliceNs = 100'000;
+
+// Requests kLoopSliceNs for the calling thread while alive; restores the
+// previous slice on destruction. A no-op where the kernel refuses.
+class ShortSlice {
+ public:
+  ShortSlice() {
+    if (syscall(SYS_sched_getattr, 0, &old_, sizeof(old_), 0) != 0 || old_.sched_policy != SCHED_OTHER) return;
+    SchedAttr attr = old_;
+    attr.size = sizeof(attr);
+    attr.sched_runtime = kLoopSliceNs;
+    active_ = syscall(SYS_sched_setattr, 0, &attr, 0) == 0;
+  }
+  ~ShortSlice() {
+    if (!active_) return;
+    old_.size = sizeof(old_);
+    syscall(SYS_sched_setattr, 0, &old_, 0);
+  }
+  ShortSlice(const ShortSlice&) = delete;
+  ShortSlice& operator=(const ShortSlice&) = delete;
+
+ private:
+  SchedAttr old_{};
+  bool active_ = false;
+};
+
+// Involuntary context switches of the calling thread so far.
+int64_t InvoluntarySwitches() {
+  rusage u{};
+  getrusage(RUSAGE_THREAD, &u);
+  return u.ru_nivcsw;
+}
 
 double CpuSeconds() {
   rusage u{};
@@ -125,11 +207,13 @@ class Runner {
   void StartLoad();
   void ScheduleArrivals();
   void OnArrivalTimer();
+  void PollArrival();
   void Arrive(int64_t t_sched);
   void StartUser(size_t u, int64_t t_ready);
   void Dispatch(int64_t t_sched, Phase phase, UserState* user, bool from_pool);
   Phase PhaseFor(int64_t t_sched);
   void Tick();
+  void CheckAbort(int64_t now);
   void MaybeFinish();
   void Report(bool final);
 
@@ -155,6 +239,10 @@ class Runner {
   std::vector<std::unique_ptr<http::Timer>> user_timers_;  // closed loop, one per user
   std::unique_ptr<ArrivalPlan> plan_;
   std::optional<int64_t> next_offset_;
+  int64_t last_arrival_ns_ = 0;                     // t_sched of the previous arrival
+  int64_t involuntary_switches_ = 0;                // of the loop thread, at the last check
+  int64_t poll_allowed_after_ns_ = 0;               // early wake + polling back off until then
+  bool arrival_polling_ = false;                    // a PollArrival task is queued
   std::deque<int64_t> waiting_;                     // open loop arrivals behind the cap
 
   int64_t start_ns_ = 0;
@@ -171,6 +259,10 @@ class Runner {
   bool shutting_down_ = false;
   int64_t last_tick_ns_ = 0, last_tick_sent_ = 0, last_tick_done_ = 0;
   Histogram live_ttft_, live_e2e_;
+  std::unique_ptr<AbortMonitor> abort_;  // null without abort-on-fail thresholds
+  int64_t measure_start_ns_ = 0;         // t_sched of the first measured request
+  int64_t next_abort_check_ns_ = 0;
+  int64_t finished_since_abort_check_ = 0;
   friend class Exchange;
 };
 
@@ -335,7 +427,10 @@ Phase Runner::PhaseFor(int64_t t_sched) {
 
 void Runner::Dispatch(int64_t t_sched, Phase phase, UserState* user, bool from_pool) {
   (void)from_pool;
-  if (phase == Phase::kMeasure) measure_dispatched_++;
+  if (phase == Phase::kMeasure) {
+    measure_dispatched_++;
+    if (measure_start_ns_ == 0) measure_start_ns_ = t_sched;
+  }
   if (phase == Phase::kWarmup) warmup_dispatched_++;
   PreparedRequest prep = workload_.Prepare(*user);
   const size_t index = records_.size();
@@ -367,6 +462,12 @@ void Runner::Dispatch(int64_t t_sched, Phase phase, UserState* user, bool from_p
 
 void Runner::Finished(Exchange* ex, size_t record_index) {
   RequestRecord& r = records_[record_index];
+  if (shutting_down_ && result_.abort) {
+    // Cancelled by the abort: no outcome, so out of the statistics.
+    if (result_.open_loop) (r.phase == Phase::kMeasure ? result_.planned_measure : result_.planned_warmup)--;
+    r.phase = Phase::kCooldown;
+    result_.abort->cancelled++;
+  }
   in_flight_--;
   done_++;
   (r.ok() ? ok_ : failed_)++;
@@ -380,6 +481,10 @@ void Runner::Finished(Exchange* ex, size_t record_index) {
   free_exchanges_.push_back(ex);
   const int64_t now = r.t_end_ns;
   result_.end_ns = std::max(result_.end_ns, now);
+  if (abort_ && r.phase == Phase::kMeasure) {
+    abort_->Add(r);
+    if (++finished_since_abort_check_ >= kAbortCheckRequests || now >= next_abort_check_ns_) CheckAbort(now);
+  }
 
   if (cold_running_) {
     loop_.Stop();
@@ -432,10 +537,13 @@ void Runner::StartUser(size_t u, int64_t t_ready) {
 }
 
 void Runner::OnArrivalTimer() {
-  const int64_t now = http::NowNs();
-  // Dispatch every arrival that is due (several per wake at high rates).
-  while (next_offset_ && start_ns_ + *next_offset_ <= now) {
-    Arrive(start_ns_ + *next_offset_);
+  // Dispatch every arrival that is due (several per wake at high rates); the
+  // clock is read again after each send so a slow send does not hide the
+  // next one.
+  while (next_offset_ && start_ns_ + *next_offset_ <= http::NowNs()) {
+    const int64_t t_sched = start_ns_ + *next_offset_;
+    last_arrival_ns_ = t_sched;
+    Arrive(t_sched);
     next_offset_ = plan_ ? plan_->Next() : std::nullopt;
     if (arrivals_over_) next_offset_.reset();
   }
@@ -449,7 +557,33 @@ void Runner::ScheduleArrivals() {
     MaybeFinish();
     return;
   }
-  arrival_timer_.ExpireAt(start_ns_ + *next_offset_, [this] { OnArrivalTimer(); });
+  const int64_t due = start_ns_ + *next_offset_;
+  const int64_t now = http::NowNs();
+  if (const int64_t switches = InvoluntarySwitches(); switches != involuntary_switches_) {
+    involuntary_switches_ = switches;
+    poll_allowed_after_ns_ = now + kPollBackoffNs;
+  }
+  const int64_t early =
+      now < poll_allowed_after_ns_ ? 0 : std::clamp<int64_t>((due - last_arrival_ns_) / 4, 0, kMaxEarlyWakeNs);
+  if (due - now <= early) {
+    PollArrival();
+    return;
+  }
+  arrival_timer_.ExpireAt(due - early, [this] { OnArrivalTimer(); });
+}
+
+void Runner::PollArrival() {
+  if (arrival_polling_) return;
+  arrival_polling_ = true;
+  loop_.Post([this] {
+    arrival_polling_ = false;
+    if (finished_ || !next_offset_) return;  // stopped meanwhile (Tick cleared the plan)
+    if (start_ns_ + *next_offset_ <= http::NowNs()) {
+      OnArrivalTimer();
+    } else {
+      PollArrival();
+    }
+  });
 }
 
 void Runner::Arrive(int64_t t_sched) {
@@ -529,9 +663,37 @@ void Runner::Report(bool final) {
   cfg_.on_progress(p);
 }
 
+void Runner::CheckAbort(int64_t now) {
+  if (!abort_ || result_.abort || finished_ || measure_start_ns_ == 0) return;
+  next_abort_check_ns_ = now + kAbortCheckIntervalNs;
+  finished_since_abort_check_ = 0;
+  std::optional<AbortDecision> d = abort_->Check(now - measure_start_ns_);
+  if (!d) return;
+  AbortInfo info;
+  info.threshold = d->threshold;
+  info.reason = d->reason;
+  info.certain = d->certain;
+  info.at_s = static_cast<double>(now - start_ns_) / 1e9;
+  result_.abort = std::move(info);
+  // Arrivals still queued behind the cap were planned but never attempted.
+  for (const int64_t t_sched : waiting_) {
+    (PhaseFor(t_sched) == Phase::kMeasure ? result_.planned_measure : result_.planned_warmup)--;
+  }
+  waiting_.clear();
+  arrivals_over_ = true;
+  next_offset_.reset();
+  arrival_timer_.Cancel();
+  // Stop now: requests in flight are cancelled when Run() tears the client
+  // down, and Finished() moves them to the cooldown phase.
+  finished_ = true;
+  loop_.Stop();
+}
+
 void Runner::Tick() {
   const int64_t now = http::NowNs();
   if (cfg_.on_tick) cfg_.on_tick(*client_, now);
+  CheckAbort(now);
+  if (finished_) return;
   Report(false);
   if (cfg_.stop_flag && cfg_.stop_flag->load()) {
     if (!result_.interrupted) {
@@ -583,6 +745,8 @@ void Runner::StartLoad() {
   start_ns_ = http::NowNs();
   last_tick_ns_ = start_ns_;
   result_.start_ns = start_ns_;
+  abort_ = std::make_unique<AbortMonitor>(cfg_.thresholds, cfg_.max_requests);
+  if (abort_->empty()) abort_.reset();
   const int64_t timeline = cfg_.duration_ns > 0 ? cfg_.warmup_ns + cfg_.duration_ns : 0;
   if (cfg_.mode == RunConfig::Mode::kOpen) {
     std::vector<Stage> stages = cfg_.stages;
@@ -592,6 +756,8 @@ void Runner::StartLoad() {
     load_end_ns_ = total > 0 ? start_ns_ + total : 0;
     plan_ = std::make_unique<ArrivalPlan>(cfg_.arrival, cfg_.burstiness, std::move(stages), cfg_.seed);
     next_offset_ = plan_->Next();
+    last_arrival_ns_ = start_ns_;
+    involuntary_switches_ = InvoluntarySwitches();
     ScheduleArrivals();
   } else {
     load_end_ns_ = timeline > 0 ? start_ns_ + timeline : 0;
@@ -658,6 +824,8 @@ Result<RunResult> Runner::Run() {
       result_.notes.push_back("--realtime: SCHED_FIFO not permitted (needs CAP_SYS_NICE); running at normal priority");
     }
   }
+  std::optional<ShortSlice> short_slice;
+  if (!restore_policy.active) short_slice.emplace();
 
   RL_RETURN_IF_ERROR(RunCold());
   if (cfg_.stop_flag && cfg_.stop_flag->load()) {
@@ -681,7 +849,7 @@ Result<RunResult> Runner::Run() {
   result_.wall_seconds = static_cast<double>(http::NowNs() - wall0) / 1e9;
   result_.connections_opened = client_->stats().connections_opened;
   shutting_down_ = true;
-  client_.reset();  // cancels what is still in flight (interrupted runs only)
+  client_.reset();  // cancels what is still in flight (interrupted or aborted runs only)
   result_.records.reserve(records_.size());
   for (RequestRecord& r : records_) result_.records.push_back(std::move(r));
   records_.clear();

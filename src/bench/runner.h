@@ -13,6 +13,9 @@
 // send, read the whole response, think (Locust semantics), repeat; t_sched of
 // the next request = end of the response + think time.
 //
+// Thresholds marked abort-on-fail (bench/abort.h) are checked as measured
+// requests finish; the first that fails stops the run at once.
+//
 // Thread-safety: RunLoad blocks its caller; the optional progress callback
 // runs on the same thread. `stop_flag` may be set from any thread (SIGINT).
 #ifndef REDLINE_BENCH_RUNNER_H_
@@ -21,12 +24,14 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "base/result.h"
 #include "bench/arrival.h"
 #include "bench/record.h"
+#include "bench/threshold.h"
 #include "bench/workload.h"
 #include "http/client.h"
 
@@ -65,7 +70,10 @@ struct RunConfig {
   // Run the loop thread under SCHED_FIFO (needs CAP_SYS_NICE). On a busy
   // machine, wake-ups of an ordinary thread can lag by milliseconds, which
   // shows up as dispatch delay; a real-time thread is woken at once. The
-  // thread blocks in epoll between events, so it does not hog the CPU.
+  // thread blocks in epoll between events (apart from at most 200 us of
+  // polling before each open-loop send), so it does not hog the CPU.
+  // Without it (or when it is refused) the thread asks the fair scheduler
+  // for a short time slice instead (runner.cc, ShortSlice).
   bool realtime = false;
 
   // Progress: called every `progress_interval_ns` and once at the end.
@@ -76,6 +84,22 @@ struct RunConfig {
   // Called on the loop thread at each progress tick with the loop's client,
   // for side jobs such as scraping /metrics (bench/scrape.h).
   std::function<void(http::Client&, int64_t now_ns)> on_tick;
+
+  // Early abort (bench/abort.h): the thresholds with abort_on_fail are
+  // checked on the measurement phase while the run goes on; the first that
+  // fails stops the run at once (RunResult::abort). Others are ignored here.
+  std::vector<Threshold> thresholds;
+};
+
+// Why and when an abort-on-fail threshold stopped the run.
+struct AbortInfo {
+  std::string threshold;  // the assertion as written
+  std::string reason;     // one line for the report
+  bool certain = false;   // failed for good, rather than failing after its delay
+  double at_s = 0;        // seconds from the load timeline start
+  // Requests in flight at that moment: cancelled, and reported in the
+  // cooldown phase (excluded from the statistics) since they have no outcome.
+  int64_t cancelled = 0;
 };
 
 struct Progress {
@@ -103,6 +127,7 @@ struct RunResult {
   int64_t planned_measure = 0;
   bool interrupted = false;        // stop_flag or the hard deadline ended the run
   std::string stop_reason;
+  std::optional<AbortInfo> abort;  // an abort-on-fail threshold ended the run
   double cpu_seconds = 0;          // process CPU time during the run
   double wall_seconds = 0;
   uint64_t connections_opened = 0;

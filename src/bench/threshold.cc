@@ -64,6 +64,11 @@ Status Bad(std::string_view expr, std::string_view why) {
 
 }  // namespace
 
+bool CanAbortOnFail(const Threshold& threshold) {
+  auto info = LookupKey(threshold.metric_key);
+  return info && info->category != Category::kScalar && threshold.phase == Phase::kMeasure;
+}
+
 std::string_view CompareOpText(CompareOp op) {
   switch (op) {
     case CompareOp::kLt: return "<";
@@ -139,6 +144,25 @@ Result<std::vector<Threshold>> ParseThresholds(std::string_view expression) {
     t.source = fmt::format("{}: {}", metric_part, a);
     t.metric_key = std::string(info->key);
     t.phase = phase;
+    // Trailing "abort" / "abort(<delay>)", separated from the value by
+    // whitespace ("abort" alone is also a metric key, so the word must follow
+    // the assertion, not start it).
+    if (size_t pos = a.rfind("abort"); pos != std::string_view::npos && pos > 0 &&
+                                       (a[pos - 1] == ' ' || a[pos - 1] == '\t')) {
+      std::string_view suffix = a.substr(pos + 5);
+      t.abort_delay_ns = kDefaultAbortDelayNs;
+      if (!suffix.empty()) {
+        if (suffix.front() != '(' || suffix.back() != ')') return Bad(expression, "abort takes an optional delay: abort(10s)");
+        auto delay = ParseDurationNs(Trim(suffix.substr(1, suffix.size() - 2)));
+        if (!delay.ok() || *delay < 0) return Bad(expression, "abort delay needs a unit: abort(10s)");
+        t.abort_delay_ns = *delay;
+      }
+      t.abort_on_fail = true;
+      a = Trim(a.substr(0, pos));
+      if (!CanAbortOnFail(t)) {
+        return Bad(expression, "abort applies to latency and error thresholds of the measurement phase");
+      }
+    }
     size_t op_pos = a.find_first_of("<>=!");
     if (op_pos == std::string_view::npos) return Bad(expression, "missing operator in '" + std::string(a) + "'");
     std::string_view agg = Trim(a.substr(0, op_pos));

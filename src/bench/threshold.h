@@ -15,10 +15,22 @@
 // peak_output_tps, token_goodput, concurrency) take value.
 // The only tag is phase (cold, warmup, measure); default measure.
 //
+// Early abort (k6 abortOnFail, delayAbortEval): an assertion followed by
+// `abort` or `abort(<delay>)` stops the run as soon as it has failed for good,
+// or as soon as it fails on the requests finished so far once <delay> of the
+// measurement phase has passed (default kDefaultAbortDelayNs):
+//
+//   errors: rate<1% abort        e2e: p(99)<3s abort(30s), p(50)<1s
+//
+// Only latency trends and error classes of the measurement phase can abort
+// (scalars such as goodput are defined over the whole window). bench/abort.h
+// holds the decision.
+//
 // Thread-safety: plain values; thread-compatible.
 #ifndef REDLINE_BENCH_THRESHOLD_H_
 #define REDLINE_BENCH_THRESHOLD_H_
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -41,7 +53,15 @@ struct Threshold {
   double percentile = 0;    // for kPercentile
   CompareOp op = CompareOp::kLt;
   double value = 0;         // microseconds for trends; fraction for rates; plain otherwise
+  bool abort_on_fail = false;
+  int64_t abort_delay_ns = 0;  // of the measurement phase, before a failing value aborts
 };
+
+inline constexpr int64_t kDefaultAbortDelayNs = 10'000'000'000;
+
+// True when the threshold may carry `abort` (a measurement-phase latency
+// trend or error class).
+bool CanAbortOnFail(const Threshold& threshold);
 
 // Parses one expression (one metric, one or more assertions).
 Result<std::vector<Threshold>> ParseThresholds(std::string_view expression);

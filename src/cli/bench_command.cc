@@ -69,6 +69,10 @@ void SetupBench(CLI::App& sub, int* exit_code) {
   sub.add_option("--max-dispatch-delay", o->max_dispatch_delay,
                  "Run invalid above this dispatch-delay p99 (default 1% of the tightest time threshold, 1..10 ms)");
   sub.add_option("--rate-tolerance", o->rate_tolerance, "Open loop: allowed send-rate shortfall")->capture_default_str();
+  sub.add_flag("--abort-on-fail", o->abort_on_fail,
+               "Stop the run (exit 99) once a latency or error threshold fails (per assertion: 'rate<1% abort(10s)')");
+  sub.add_option("--abort-delay", o->abort_delay, "With --abort-on-fail: no abort on a failing value before this much "
+                 "of the measurement phase (k6 delayAbortEval)")->capture_default_str();
   sub.add_option("--expected-rate", o->expected_rate, "Expected traffic E: run open loop at 1.2 E and check it holds");
   sub.add_flag("--find-max-rate", o->find_max_rate, "Search the highest offered rate that meets every threshold");
   sub.add_option("--probe-users", o->probe_users, "Concurrency of the saturation probe")->capture_default_str();
