@@ -7,7 +7,9 @@
 // any summation-order error:
 //   SIMD vs ref, every type: 1e-5 * m. Float types convert weights exactly
 //     in both; quantized types quantize x bit-identically and take exact
-//     integer block dots, so only f32 summation order differs.
+//     integer block dots, so only f32 summation order differs. AVX-512
+//     quantized kernels accumulate blocks in the reference's order (one fma
+//     per block, as ggml's AMX/VNNI kernels do) and must match it exactly.
 //   Quantized vs float product of dequantized weights and unrounded x:
 //     sum_c |w_c| * 0.6 * d_x(c) (x rounding is at most d_x / 2, plus the
 //     fp16 rounding of the stored scale, 127 * 2^-11 * d_x) + 1e-5 * m.
@@ -194,6 +196,9 @@ TEST_P(MatMulTest, MatchesReferenceAndFloatProduct) {
                                     " n_tokens=" + std::to_string(n_tokens) + " t=" + std::to_string(t) +
                                     " r=" + std::to_string(r);
           ASSERT_NEAR(actual[i], expected[i], 1e-5 * mag + 1e-30) << "vs ref, " << where;
+          if (IsQuantized(type()) && isa() == Isa::kAvx512) {
+            ASSERT_EQ(actual[i], expected[i]) << "AVX-512 sums blocks in the reference's order, " << where;
+          }
           const double exact = Dot(m.dequantized, x, s.cols, r, t);
           const double act_bound =
               IsQuantized(type()) ? ActivationRoundingBound(m.dequantized, x, s.cols, r, t) : 0.0;

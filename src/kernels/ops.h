@@ -13,7 +13,10 @@ void RmsNorm(const float* x, const float* weight, int64_t n, float eps, float* o
 // In place: x = exp(x - max) / sum(exp(x - max)).
 void Softmax(float* x, int64_t n);
 
-// out[i] = gate[i] * sigmoid(gate[i]) * up[i]. out may alias gate or up.
+// out[i] = gate[i] / (1 + e^-gate[i]) * up[i]. out may alias gate or up.
+// Every ISA evaluates e^x with the same scheme as ggml's vectorised expf
+// (x = n ln2 + b, a degree-5 polynomial in b, scaled by 2^n), so results
+// are bit-identical across ISAs and to llama.cpp's SwiGLU.
 void SiluMul(const float* gate, const float* up, int64_t n, float* out);
 
 // y[i] += x[i].

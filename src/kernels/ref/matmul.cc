@@ -1,7 +1,10 @@
 // Scalar reference matrix products: the oracle for every SIMD variant and the
 // portable fallback. Quantized weights use exactly the integer math of the
-// SIMD paths (activations rounded to Q8_0, exact int32 block dot products,
-// f32 accumulation of d_w * d_x * dot), so the two agree to float rounding.
+// SIMD paths (activations rounded to Q8_0, exact int32 block dot products).
+// The f32 sum over blocks is defined here: in block order,
+// acc = fma(dot_b, d_w,b * d_x,b, acc), which is how ggml's AMX and VNNI
+// kernels (llama.cpp's default on AMX machines) accumulate; the AVX-512
+// kernels reproduce it exactly, others to float rounding.
 #include <cmath>
 #include <cstring>
 
@@ -96,7 +99,7 @@ void MatMulQuantRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
       for (int64_t b = 0; b < n_blocks; ++b) {
         const uint8_t* block = row + b * block_bytes;
         const float scale = Fp16ToFp32(LoadU16(block)) * xd[b];
-        sum += scale * static_cast<float>(BlockDot(a.type, block, xq + b * kQkBlock));
+        sum = std::fma(static_cast<float>(BlockDot(a.type, block, xq + b * kQkBlock)), scale, sum);
       }
       a.y[t * a.y_stride + r] = sum;
     }

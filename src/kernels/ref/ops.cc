@@ -29,10 +29,25 @@ void Softmax(float* x, int64_t n) {
   for (int64_t i = 0; i < n; ++i) x[i] *= inv;
 }
 
+// e^x as ops.h describes for SiluMul: n = round(x / ln2) by adding and
+// subtracting 1.5 * 2^23, b = x - n ln2 with ln2 in two parts, e^b by a
+// degree-5 polynomial evaluated in two halves (b and b^2 terms), times 2^n.
+// |n| > 192 is certain overflow (inf) or underflow (0).
+float SiluExp(float x) {
+  constexpr float kShift = 0x1.8p23f;
+  const float n = std::fma(x, 0x1.715476p+0f, kShift) - kShift;
+  const float b = std::fma(-n, 0x1.7f7d1cp-20f, std::fma(-n, 0x1.62e4p-1f, x));
+  const float b2 = b * b;
+  const float high = std::fma(std::fma(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), b2, std::fma(0x1.555e66p-3f, b, 0x1.fffdb6p-2f));
+  const float poly = std::fma(high, b2, std::fma(0x1.ffffecp-1f, b, 1.0f));
+  if (std::fabs(n) > 192.0f) return n > 0.0f ? INFINITY : 0.0f;
+  return std::ldexp(poly, static_cast<int>(n));
+}
+
 void SiluMul(const float* gate, const float* up, int64_t n, float* out) {
   for (int64_t i = 0; i < n; ++i) {
     const float g = gate[i];
-    out[i] = g / (1.0f + std::exp(-g)) * up[i];
+    out[i] = g / (1.0f + SiluExp(0.0f - g)) * up[i];
   }
 }
 

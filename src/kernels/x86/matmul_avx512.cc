@@ -1,11 +1,10 @@
 // AVX-512 (F/BW/VL/DQ/VNNI) matrix products. Compiled with AVX-512 flags;
 // only reached through the kernel table when the CPU supports them.
 //
-// Every kernel computes a tile of R weight rows x T tokens with R*T vector
-// accumulators, so each weight vector loaded is used T times and each
-// activation vector R times. Decode (T = 1) is memory-bound: R rows give R
-// independent load streams and accumulator chains. Prefill tiles reuse each
-// weight block across T tokens from registers.
+// Every kernel computes a tile of R weight rows x T tokens, so each weight
+// vector loaded is used T times and each activation vector R times. Decode
+// (T = 1) is memory-bound: R rows give R independent load streams. Prefill
+// tiles reuse each weight block across T tokens from registers.
 //
 // Quantized weights use VNNI vpdpbusd (u8 x s8 -> s32, four products per
 // lane). vpdpbusd wants one unsigned operand:
@@ -156,10 +155,9 @@ void QuantizeQ8(const float* x, int64_t cols, int8_t* qs, float* d) {
 //   Q4_0: a quad of blocks, two zmm (low and high nibbles) whose lanes
 //         4k..4k+3 both belong to block k, so one int32 accumulator takes
 //         both dot products before the f32 conversion.
-// Scales are handled per group of 16 blocks: the 16 weight scales of a row
-// are collected once (LoadBlockScales), the 16 activation scales of a token
-// loaded once, then one permute per unit spreads block scales over the
-// unit's lanes.
+// Scales are handled per group of 16 blocks: the 16 weight scales of each
+// row are collected once (LoadBlockScales) and transposed to block-major
+// order, so each block's fma takes the 4 rows' scales in one load.
 
 template <DType kType>
 struct QuantTraits;
@@ -175,26 +173,6 @@ struct QuantTraits<DType::kQ4_0> {
   static constexpr int kUnitBlocks = 4;
   static constexpr char kOffset = 8;  // the u8 operand is the nibble w + 8
 };
-
-// kUnitIndex<kUnitBlocks>.v[u]: lane l takes block u * kUnitBlocks + l / (16 / kUnitBlocks).
-struct UnitIndexTable {
-  alignas(64) int32_t v[8][16];
-};
-constexpr UnitIndexTable MakeUnitIndex(int unit_blocks) {
-  UnitIndexTable t{};
-  for (int u = 0; u < 16 / unit_blocks; ++u) {
-    for (int l = 0; l < 16; ++l) t.v[u][l] = u * unit_blocks + l / (16 / unit_blocks);
-  }
-  return t;
-}
-constexpr UnitIndexTable kPairIndex = MakeUnitIndex(2);
-constexpr UnitIndexTable kQuadIndex = MakeUnitIndex(4);
-
-template <int kUnitBlocks>
-inline __m512i UnitIndex(int u) {
-  const UnitIndexTable& t = kUnitBlocks == 2 ? kPairIndex : kQuadIndex;
-  return _mm512_load_si512(static_cast<const void*>(t.v[u]));
-}
 
 // f32 scales of blocks [0, n) of a weight row (n <= 16); lanes >= n are 0.
 // One gather of the 16-bit scales at the block stride. (Measured: cheaper
@@ -292,12 +270,47 @@ inline __m512i UnitDot(const WeightUnit& w, const ActivationUnit& x) {
   return dot;
 }
 
+// The integer sums of each block of one unit for rows 0-3 (v[r] =
+// UnitDot of row r), as f32: lane 4c + r holds row r's sum over the lanes of
+// 128-bit chunk c. Q4_0: chunk k is block k of the unit. Q8_0: chunks are
+// also summed in pairs, so chunk 0 holds block 0 and chunk 2 block 1.
+// Integer sums are exact, so the lane order inside a block does not matter.
+template <int kUnit>
+inline __m512 BlockSums(__m512i v0, __m512i v1, __m512i v2, __m512i v3) {
+  const __m512i s01 = _mm512_add_epi32(_mm512_unpacklo_epi32(v0, v1), _mm512_unpackhi_epi32(v0, v1));
+  const __m512i s23 = _mm512_add_epi32(_mm512_unpacklo_epi32(v2, v3), _mm512_unpackhi_epi32(v2, v3));
+  const __m512 a = _mm512_castsi512_ps(s01);
+  const __m512 b = _mm512_castsi512_ps(s23);
+  __m512i sums = _mm512_add_epi32(_mm512_castps_si512(_mm512_shuffle_ps(a, b, _MM_SHUFFLE(1, 0, 1, 0))),
+                                  _mm512_castps_si512(_mm512_shuffle_ps(a, b, _MM_SHUFFLE(3, 2, 3, 2))));
+  if constexpr (kUnit == 2) {
+    sums = _mm512_add_epi32(sums, _mm512_shuffle_i32x4(sums, sums, _MM_SHUFFLE(2, 3, 0, 1)));
+  }
+  return _mm512_cvtepi32_ps(sums);
+}
+
+inline __m128 Chunk(__m512 v, int c) {
+  switch (c) {
+    case 0: return _mm512_castps512_ps128(v);
+    case 1: return _mm512_extractf32x4_ps(v, 1);
+    case 2: return _mm512_extractf32x4_ps(v, 2);
+    default: return _mm512_extractf32x4_ps(v, 3);
+  }
+}
+
 // Quantized tile: y[t0 + t, r0 + r] for r < R, t < T.
+//
+// Every output is the sum the reference defines (ref/matmul.cc): blocks in
+// order, acc = fma(int block dot, d_w * d_x, acc), which is also how ggml's
+// AMX and VNNI kernels for these types accumulate. The integer dot product
+// of a whole block is formed first (BlockSums), then the R rows of a token
+// share one xmm accumulator (lane r = row r), one fma per block.
 template <DType kType, int R, int T>
 void QuantTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
   using Traits = QuantTraits<kType>;
   constexpr int64_t kBlockBytes = Traits::kBlockBytes;
   constexpr int kUnit = Traits::kUnitBlocks;
+  static_assert(R >= 1 && R <= 4);
   const int64_t n_blocks = a.cols / kQk;
   const uint8_t* w[R];
   for (int r = 0; r < R; ++r) w[r] = a.w + (r0 + r) * a.row_bytes;
@@ -308,47 +321,53 @@ void QuantTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
     xd[t] = a.xq.d + (t0 + t) * a.xq.d_stride;
   }
 
-  __m512 acc[R][T];
+  __m128 acc[T];
 #pragma GCC unroll 8
-  for (int r = 0; r < R; ++r) {
-#pragma GCC unroll 8
-    for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
-  }
+  for (int t = 0; t < T; ++t) acc[t] = _mm_setzero_ps();
 
+  // Weight scales of a group of 16 blocks, block-major: wd[b] = rows 0-3.
+  alignas(64) float wd[16][4];
   for (int64_t g = 0; g < n_blocks; g += 16) {
     const int64_t nb = Min(16, n_blocks - g);
-    // Scales of the group's blocks: per row (gathered) and per token; for
-    // T == 1 fold them once, wscale[r] = d_w[r] * d_x.
-    __m512 wscale[R];
-    __m512 xscale[T];
-#pragma GCC unroll 8
-    for (int t = 0; t < T; ++t) xscale[t] = _mm512_load_ps(xd[t] + g);
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      wscale[r] = LoadBlockScales<kBlockBytes>(w[r] + g * kBlockBytes, nb);
-      if constexpr (T == 1) wscale[r] = _mm512_mul_ps(wscale[r], xscale[0]);
+    {
+      __m512 ws[4];
+#pragma GCC unroll 4
+      for (int r = 0; r < 4; ++r) {
+        ws[r] = r < R ? LoadBlockScales<kBlockBytes>(w[r] + g * kBlockBytes, nb) : _mm512_setzero_ps();
+      }
+      // 4 x 16 -> 16 x 4: per 128-bit chunk c, o[k] = rows of block 4c + k.
+      const __m512 t0v = _mm512_unpacklo_ps(ws[0], ws[1]);
+      const __m512 t1v = _mm512_unpackhi_ps(ws[0], ws[1]);
+      const __m512 t2v = _mm512_unpacklo_ps(ws[2], ws[3]);
+      const __m512 t3v = _mm512_unpackhi_ps(ws[2], ws[3]);
+      const __m512 o[4] = {_mm512_shuffle_ps(t0v, t2v, _MM_SHUFFLE(1, 0, 1, 0)),
+                           _mm512_shuffle_ps(t0v, t2v, _MM_SHUFFLE(3, 2, 3, 2)),
+                           _mm512_shuffle_ps(t1v, t3v, _MM_SHUFFLE(1, 0, 1, 0)),
+                           _mm512_shuffle_ps(t1v, t3v, _MM_SHUFFLE(3, 2, 3, 2))};
+#pragma GCC unroll 4
+      for (int k = 0; k < 4; ++k) {
+        for (int c = 0; c < 4; ++c) _mm_store_ps(wd[4 * c + k], Chunk(o[k], c));
+      }
     }
 
     auto unit = [&](int u, auto full) {
       constexpr bool kFull = decltype(full)::value;
       const int64_t b = g + u * kUnit;
-      const __m512i idx = UnitIndex<kUnit>(u);
+      const int n_valid = static_cast<int>(Min(kUnit, nb - u * kUnit));
       WeightUnit wu[R];
-      __m512 ws[R];
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) {
-        wu[r] = LoadWeightUnit<kType, kFull>(w[r] + b * kBlockBytes, nb - u * kUnit);
-        ws[r] = _mm512_permutexvar_ps(idx, wscale[r]);
-      }
-#pragma GCC unroll 8
+#pragma GCC unroll 4
+      for (int r = 0; r < R; ++r) wu[r] = LoadWeightUnit<kType, kFull>(w[r] + b * kBlockBytes, nb - u * kUnit);
+#pragma GCC unroll 4
       for (int t = 0; t < T; ++t) {
         const ActivationUnit xu = LoadActivationUnit<kType>(xq[t] + b * kQk);
-        const __m512 xs = T == 1 ? _mm512_set1_ps(1.0f) : _mm512_permutexvar_ps(idx, xscale[t]);
-#pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) {
-          const __m512 dot = _mm512_cvtepi32_ps(UnitDot<kType>(wu[r], xu));
-          const __m512 scale = T == 1 ? ws[r] : _mm512_mul_ps(ws[r], xs);
-          acc[r][t] = _mm512_fmadd_ps(dot, scale, acc[r][t]);
+        __m512i dots[4];
+#pragma GCC unroll 4
+        for (int r = 0; r < 4; ++r) dots[r] = r < R ? UnitDot<kType>(wu[r], xu) : _mm512_setzero_si512();
+        const __m512 sums = BlockSums<kUnit>(dots[0], dots[1], dots[2], dots[3]);
+        for (int k = 0; k < n_valid; ++k) {
+          const int chunk = kUnit == 2 ? 2 * k : k;
+          const __m128 scale = _mm_mul_ps(_mm_load_ps(wd[u * kUnit + k]), _mm_set1_ps(xd[t][b + k]));
+          acc[t] = _mm_fmadd_ps(Chunk(sums, chunk), scale, acc[t]);
         }
       }
     };
@@ -357,7 +376,9 @@ void QuantTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
     if (nb % kUnit != 0) unit(full_units, std::false_type{});
   }
 
-  StoreSums<R, T>(acc, a.y + t0 * a.y_stride + r0, a.y_stride);
+  constexpr __mmask8 kRows = static_cast<__mmask8>((1u << R) - 1);
+#pragma GCC unroll 4
+  for (int t = 0; t < T; ++t) _mm_mask_storeu_ps(a.y + (t0 + t) * a.y_stride + r0, kRows, acc[t]);
 }
 
 // ---------------------------------------------------------------------------

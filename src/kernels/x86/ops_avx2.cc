@@ -120,8 +120,44 @@ void Softmax(float* x, int64_t n) {
   if (i < n) StorePartial(x + i, n - i, _mm256_mul_ps(LoadPartial(x + i, n - i), inv));
 }
 
+// e^x exactly as ref/ops.cc SiluExp computes it (see there). 2^n is built
+// in the exponent bits, which scales exactly (as ldexp) while |n| <= 126;
+// beyond that the lanes take the scalar path.
+inline float SiluExpScalar(float x) {
+  constexpr float kShift = 0x1.8p23f;
+  const float n = std::fma(x, 0x1.715476p+0f, kShift) - kShift;
+  const float b = std::fma(-n, 0x1.7f7d1cp-20f, std::fma(-n, 0x1.62e4p-1f, x));
+  const float b2 = b * b;
+  const float high = std::fma(std::fma(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), b2, std::fma(0x1.555e66p-3f, b, 0x1.fffdb6p-2f));
+  const float poly = std::fma(high, b2, std::fma(0x1.ffffecp-1f, b, 1.0f));
+  if (std::fabs(n) > 192.0f) return n > 0.0f ? __builtin_inff() : 0.0f;
+  return std::ldexp(poly, static_cast<int>(n));
+}
+
+inline __m256 SiluExp(__m256 x) {
+  const __m256 shift = _mm256_set1_ps(0x1.8p23f);
+  const __m256 n = _mm256_sub_ps(_mm256_fmadd_ps(x, _mm256_set1_ps(0x1.715476p+0f), shift), shift);
+  const __m256 abs_n = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), n);
+  if (_mm256_movemask_ps(_mm256_cmp_ps(abs_n, _mm256_set1_ps(126.0f), _CMP_GT_OQ)) != 0) {
+    alignas(32) float lanes[8];
+    _mm256_store_ps(lanes, x);
+    for (float& lane : lanes) lane = SiluExpScalar(lane);
+    return _mm256_load_ps(lanes);
+  }
+  const __m256 b = _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.7f7d1cp-20f),
+                                    _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.62e4p-1f), x));
+  const __m256 b2 = _mm256_mul_ps(b, b);
+  const __m256 high = _mm256_fmadd_ps(
+      _mm256_fmadd_ps(_mm256_set1_ps(0x1.0e4020p-7f), b, _mm256_set1_ps(0x1.573e2ep-5f)), b2,
+      _mm256_fmadd_ps(_mm256_set1_ps(0x1.555e66p-3f), b, _mm256_set1_ps(0x1.fffdb6p-2f)));
+  const __m256 poly =
+      _mm256_fmadd_ps(high, b2, _mm256_fmadd_ps(_mm256_set1_ps(0x1.ffffecp-1f), b, _mm256_set1_ps(1.0f)));
+  const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  return _mm256_mul_ps(poly, _mm256_castsi256_ps(bits));
+}
+
 inline __m256 SiluMul8(__m256 g, __m256 u) {
-  const __m256 e = Exp(_mm256_sub_ps(_mm256_setzero_ps(), g));
+  const __m256 e = SiluExp(_mm256_sub_ps(_mm256_setzero_ps(), g));
   return _mm256_mul_ps(_mm256_div_ps(g, _mm256_add_ps(_mm256_set1_ps(1.0f), e)), u);
 }
 

@@ -80,13 +80,34 @@ void Softmax(float* x, int64_t n) {
   }
 }
 
+// e^x exactly as ref/ops.cc SiluExp computes it (see there); vscalefps is
+// the exact, correctly rounded 2^n scaling that ldexp gives.
+inline __m512 SiluExp(__m512 x) {
+  const __m512 shift = _mm512_set1_ps(0x1.8p23f);
+  const __m512 n = _mm512_sub_ps(_mm512_fmadd_ps(x, _mm512_set1_ps(0x1.715476p+0f), shift), shift);
+  const __m512 b = _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.7f7d1cp-20f),
+                                    _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.62e4p-1f), x));
+  const __m512 b2 = _mm512_mul_ps(b, b);
+  const __m512 high = _mm512_fmadd_ps(
+      _mm512_fmadd_ps(_mm512_set1_ps(0x1.0e4020p-7f), b, _mm512_set1_ps(0x1.573e2ep-5f)), b2,
+      _mm512_fmadd_ps(_mm512_set1_ps(0x1.555e66p-3f), b, _mm512_set1_ps(0x1.fffdb6p-2f)));
+  const __m512 poly =
+      _mm512_fmadd_ps(high, b2, _mm512_fmadd_ps(_mm512_set1_ps(0x1.ffffecp-1f), b, _mm512_set1_ps(1.0f)));
+  const __m512 result = _mm512_scalef_ps(poly, n);
+  const __mmask16 out_of_range = _mm512_cmp_ps_mask(_mm512_abs_ps(n), _mm512_set1_ps(192.0f), _CMP_GT_OQ);
+  if (out_of_range == 0) return result;
+  const __m512 limit = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(n, _mm512_setzero_ps(), _CMP_GT_OQ),
+                                            _mm512_setzero_ps(), _mm512_set1_ps(__builtin_inff()));
+  return _mm512_mask_blend_ps(out_of_range, result, limit);
+}
+
 void SiluMul(const float* gate, const float* up, int64_t n, float* out) {
   const __m512 one = _mm512_set1_ps(1.0f);
   for (int64_t i = 0; i < n; i += 16) {
     const __mmask16 m = FirstLanes16(n - i);
     const __m512 g = _mm512_maskz_loadu_ps(m, gate + i);
     const __m512 u = _mm512_maskz_loadu_ps(m, up + i);
-    const __m512 silu = _mm512_div_ps(g, _mm512_add_ps(one, Exp(_mm512_sub_ps(_mm512_setzero_ps(), g))));
+    const __m512 silu = _mm512_div_ps(g, _mm512_add_ps(one, SiluExp(_mm512_sub_ps(_mm512_setzero_ps(), g))));
     _mm512_mask_storeu_ps(out + i, m, _mm512_mul_ps(silu, u));
   }
 }
