@@ -60,14 +60,16 @@ Weights MakeWeights(DType type, int64_t rows, int64_t cols, int n_copies) {
   std::vector<uint8_t> rows_q(static_cast<size_t>(kDistinctRows * row_bytes));
   const std::vector<float> src = RandomFloats(kDistinctRows * cols, 1);
   for (int r = 0; r < kDistinctRows; ++r) {
-    QuantizeRow(type, src.data() + r * cols, cols, rows_q.data() + r * row_bytes);
+    QuantizeRow(type, src.data() + r * cols, cols,
+                rows_q.data() + r * row_bytes);
   }
   Weights w;
   w.bytes = rows * row_bytes;
   for (int c = 0; c < n_copies; ++c) {
     auto data = std::make_unique<uint8_t[]>(static_cast<size_t>(w.bytes));
     for (int64_t r = 0; r < rows; ++r) {
-      std::memcpy(data.get() + r * row_bytes, rows_q.data() + (r % kDistinctRows) * row_bytes,
+      std::memcpy(data.get() + r * row_bytes,
+                  rows_q.data() + (r % kDistinctRows) * row_bytes,
                   static_cast<size_t>(row_bytes));
     }
     w.copies.push_back(std::move(data));
@@ -75,34 +77,40 @@ Weights MakeWeights(DType type, int64_t rows, int64_t cols, int n_copies) {
   return w;
 }
 
-constexpr DType kTypes[] = {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0};
+constexpr DType kTypes[] = {DType::kF32, DType::kF16, DType::kBF16,
+                            DType::kQ8_0, DType::kQ4_0};
 
-void RunMatMul(benchmark::State& state, Isa isa, DType type, int64_t rows, int64_t cols,
-               int64_t n_tokens) {
+void RunMatMul(benchmark::State& state, Isa isa, DType type, int64_t rows,
+               int64_t cols, int64_t n_tokens) {
   if (!SetActiveIsa(isa)) {
     state.SkipWithError("ISA not supported on this CPU");
     return;
   }
   const int64_t one_copy = rows * RowBytes(type, cols);
-  const int n_copies = n_tokens == 1 ? static_cast<int>(std::clamp<int64_t>(kColdBytes / one_copy + 1, 1, 64)) : 1;
+  const int n_copies = n_tokens == 1 ? static_cast<int>(std::clamp<int64_t>(
+                                           kColdBytes / one_copy + 1, 1, 64))
+                                     : 1;
   const Weights w = MakeWeights(type, rows, cols, n_copies);
   const std::vector<float> x = RandomFloats(n_tokens * cols, 2);
   std::vector<float> y(static_cast<size_t>(n_tokens * rows));
   std::vector<std::byte> scratch(MatMulScratchBytes(type, cols, n_tokens));
   size_t i = 0;
   for (auto _ : state) {
-    const WeightView view{type, rows, cols, w.copies[i++ % w.copies.size()].get()};
+    const WeightView view{type, rows, cols,
+                          w.copies[i++ % w.copies.size()].get()};
     MatMul(view, x.data(), n_tokens, y.data(), scratch, Pool());
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * w.bytes);
-  state.counters["FLOP/s"] = benchmark::Counter(
-      2.0 * static_cast<double>(rows * cols * n_tokens) * static_cast<double>(state.iterations()),
-      benchmark::Counter::kIsRate);
+  state.counters["FLOP/s"] =
+      benchmark::Counter(2.0 * static_cast<double>(rows * cols * n_tokens) *
+                             static_cast<double>(state.iterations()),
+                         benchmark::Counter::kIsRate);
   if (n_tokens > 1) {
-    state.counters["tok/s"] = benchmark::Counter(
-        static_cast<double>(n_tokens * state.iterations()), benchmark::Counter::kIsRate);
+    state.counters["tok/s"] =
+        benchmark::Counter(static_cast<double>(n_tokens * state.iterations()),
+                           benchmark::Counter::kIsRate);
   }
 }
 
@@ -111,8 +119,10 @@ void RunMatMul(benchmark::State& state, Isa isa, DType type, int64_t rows, int64
 struct Shape {
   int64_t rows, cols;
 };
-constexpr Shape kMatVecShapes[] = {{896, 896}, {4864, 896}, {896, 4864}, {151936, 896}, {2048, 8192}};
-constexpr Shape kPrefillShapes[] = {{896, 896}, {4864, 896}, {896, 4864}, {576, 576}, {1536, 576}};
+constexpr Shape kMatVecShapes[] = {
+    {896, 896}, {4864, 896}, {896, 4864}, {151936, 896}, {2048, 8192}};
+constexpr Shape kPrefillShapes[] = {
+    {896, 896}, {4864, 896}, {896, 4864}, {576, 576}, {1536, 576}};
 constexpr int64_t kPrefillTokens = 128;
 
 // Read bandwidth of the same pool over a kColdBytes buffer: the roofline the
@@ -135,7 +145,8 @@ void BM_MemoryRead(benchmark::State& state) {
     });
     benchmark::DoNotOptimize(sums.data());
   }
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * kColdBytes);
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) *
+                          kColdBytes);
 }
 BENCHMARK(BM_MemoryRead)->UseRealTime()->MinTime(0.5);
 
@@ -148,66 +159,83 @@ void RegisterAll() {
       if (amx && !quantized) continue;
       for (const Shape& s : kMatVecShapes) {
         if (amx) break;
-        const std::string name = "MatVec/" + std::string(DTypeName(type)) + "/" +
-                                 std::string(IsaName(isa)) + "/" + std::to_string(s.rows) + "x" +
+        const std::string name = "MatVec/" + std::string(DTypeName(type)) +
+                                 "/" + std::string(IsaName(isa)) + "/" +
+                                 std::to_string(s.rows) + "x" +
                                  std::to_string(s.cols);
-        benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) {
-          RunMatMul(st, isa, type, s.rows, s.cols, 1);
-        })->UseRealTime()->MinTime(0.3);
+        benchmark::RegisterBenchmark(name.c_str(),
+                                     [=](benchmark::State& st) {
+                                       RunMatMul(st, isa, type, s.rows, s.cols,
+                                                 1);
+                                     })
+            ->UseRealTime()
+            ->MinTime(0.3);
       }
       for (const Shape& s : kPrefillShapes) {
-        const std::string name = "Prefill/" + std::string(DTypeName(type)) + "/" +
-                                 std::string(IsaName(isa)) + "/" + std::to_string(s.rows) + "x" +
-                                 std::to_string(s.cols) + "/tokens:" + std::to_string(kPrefillTokens);
-        benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) {
-          RunMatMul(st, isa, type, s.rows, s.cols, kPrefillTokens);
-        })->UseRealTime()->MinTime(0.3);
+        const std::string name = "Prefill/" + std::string(DTypeName(type)) +
+                                 "/" + std::string(IsaName(isa)) + "/" +
+                                 std::to_string(s.rows) + "x" +
+                                 std::to_string(s.cols) +
+                                 "/tokens:" + std::to_string(kPrefillTokens);
+        benchmark::RegisterBenchmark(name.c_str(),
+                                     [=](benchmark::State& st) {
+                                       RunMatMul(st, isa, type, s.rows, s.cols,
+                                                 kPrefillTokens);
+                                     })
+            ->UseRealTime()
+            ->MinTime(0.3);
       }
     }
     if (amx) continue;
     const std::string isa_name(IsaName(isa));
-    benchmark::RegisterBenchmark(("RmsNorm/" + isa_name + "/896").c_str(), [=](benchmark::State& st) {
-      SetActiveIsa(isa);
-      const std::vector<float> x = RandomFloats(896, 3), w = RandomFloats(896, 4);
-      std::vector<float> out(896);
-      for (auto _ : st) {
-        RmsNorm(x.data(), w.data(), 896, 1e-6f, out.data());
-        benchmark::DoNotOptimize(out.data());
-      }
-    });
-    benchmark::RegisterBenchmark(("SiluMul/" + isa_name + "/4864").c_str(), [=](benchmark::State& st) {
-      SetActiveIsa(isa);
-      const std::vector<float> g = RandomFloats(4864, 5), u = RandomFloats(4864, 6);
-      std::vector<float> out(4864);
-      for (auto _ : st) {
-        SiluMul(g.data(), u.data(), 4864, out.data());
-        benchmark::DoNotOptimize(out.data());
-      }
-    });
-    benchmark::RegisterBenchmark(("Softmax/" + isa_name + "/151936").c_str(), [=](benchmark::State& st) {
-      SetActiveIsa(isa);
-      const std::vector<float> x0 = RandomFloats(151936, 7);
-      std::vector<float> x = x0;
-      for (auto _ : st) {
-        std::copy(x0.begin(), x0.end(), x.begin());
-        Softmax(x.data(), 151936);
-        benchmark::DoNotOptimize(x.data());
-      }
-    });
-    benchmark::RegisterBenchmark(("AttentionHead/" + isa_name + "/n_kv:512/head_dim:64").c_str(),
-                                 [=](benchmark::State& st) {
-                                   SetActiveIsa(isa);
-                                   const int64_t n_kv = 512, head_dim = 64, stride = 128;
-                                   const std::vector<float> q = RandomFloats(head_dim, 8);
-                                   const std::vector<float> k = RandomFloats(n_kv * stride, 9);
-                                   const std::vector<float> v = RandomFloats(n_kv * stride, 10);
-                                   std::vector<float> scores(n_kv), out(head_dim);
-                                   for (auto _ : st) {
-                                     AttentionHead(q.data(), k.data(), v.data(), n_kv, head_dim, stride,
-                                                   0.125f, scores.data(), out.data());
-                                     benchmark::DoNotOptimize(out.data());
-                                   }
-                                 });
+    benchmark::RegisterBenchmark(
+        ("RmsNorm/" + isa_name + "/896").c_str(), [=](benchmark::State& st) {
+          SetActiveIsa(isa);
+          const std::vector<float> x = RandomFloats(896, 3),
+                                   w = RandomFloats(896, 4);
+          std::vector<float> out(896);
+          for (auto _ : st) {
+            RmsNorm(x.data(), w.data(), 896, 1e-6f, out.data());
+            benchmark::DoNotOptimize(out.data());
+          }
+        });
+    benchmark::RegisterBenchmark(
+        ("SiluMul/" + isa_name + "/4864").c_str(), [=](benchmark::State& st) {
+          SetActiveIsa(isa);
+          const std::vector<float> g = RandomFloats(4864, 5),
+                                   u = RandomFloats(4864, 6);
+          std::vector<float> out(4864);
+          for (auto _ : st) {
+            SiluMul(g.data(), u.data(), 4864, out.data());
+            benchmark::DoNotOptimize(out.data());
+          }
+        });
+    benchmark::RegisterBenchmark(
+        ("Softmax/" + isa_name + "/151936").c_str(), [=](benchmark::State& st) {
+          SetActiveIsa(isa);
+          const std::vector<float> x0 = RandomFloats(151936, 7);
+          std::vector<float> x = x0;
+          for (auto _ : st) {
+            std::copy(x0.begin(), x0.end(), x.begin());
+            Softmax(x.data(), 151936);
+            benchmark::DoNotOptimize(x.data());
+          }
+        });
+    benchmark::RegisterBenchmark(
+        ("AttentionHead/" + isa_name + "/n_kv:512/head_dim:64").c_str(),
+        [=](benchmark::State& st) {
+          SetActiveIsa(isa);
+          const int64_t n_kv = 512, head_dim = 64, stride = 128;
+          const std::vector<float> q = RandomFloats(head_dim, 8);
+          const std::vector<float> k = RandomFloats(n_kv * stride, 9);
+          const std::vector<float> v = RandomFloats(n_kv * stride, 10);
+          std::vector<float> scores(n_kv), out(head_dim);
+          for (auto _ : st) {
+            AttentionHead(q.data(), k.data(), v.data(), n_kv, head_dim, stride,
+                          0.125f, scores.data(), out.data());
+            benchmark::DoNotOptimize(out.data());
+          }
+        });
   }
 }
 

@@ -24,7 +24,6 @@
 #include "model/gguf/gguf.h"
 #include "model/tokenizer/tokenizer.h"
 
-
 namespace {
 
 using redline::model::StreamingDetokenizer;
@@ -35,12 +34,15 @@ constexpr size_t kTextBytes = 1 << 20;
 // $RL_SHARED_DIR, else the compile-time RL_SHARED_DIR, else ../shared beside
 // the source checkout.
 std::string VocabDir() {
-  if (const char* env = std::getenv("RL_SHARED_DIR")) return std::string(env) + "/testdata/vocab/";
+  if (const char* env = std::getenv("RL_SHARED_DIR"))
+    return std::string(env) + "/testdata/vocab/";
 #ifdef RL_SHARED_DIR
   return std::string(RL_SHARED_DIR) + "/testdata/vocab/";
 #else
-  const auto checkout = std::filesystem::path(__FILE__).parent_path().parent_path();
-  return (checkout.parent_path() / "shared" / "testdata" / "vocab").string() + "/";
+  const auto checkout =
+      std::filesystem::path(__FILE__).parent_path().parent_path();
+  return (checkout.parent_path() / "shared" / "testdata" / "vocab").string() +
+         "/";
 #endif
 }
 
@@ -52,7 +54,8 @@ std::string InpText() {
   // Drop the separators: keep the strings, joined by newlines.
   const std::string sep = "\n__ggml_vocab_test__\n";
   std::string joined;
-  for (size_t pos = 0, hit; (hit = one.find(sep, pos)) != std::string::npos; pos = hit + sep.size()) {
+  for (size_t pos = 0, hit; (hit = one.find(sep, pos)) != std::string::npos;
+       pos = hit + sep.size()) {
     joined += one.substr(pos, hit - pos);
     joined += '\n';
   }
@@ -64,11 +67,12 @@ std::string InpText() {
 std::string RandomText() {
   std::mt19937 rng(1234);
   const std::vector<std::string> alphabet = {
-      "a", "b", "c", "d", "e", "f", "g", "h", "i", "k", "l", "m", "n", "o", "p", "r", "s",
-      "t", "u", "w", "y", "A", "T", "Q", "é", "ü", "ж", "д", "я", "α", "λ", "的", "是",
-      "人", "ア", "한", "1", "7", "0", "🦙"};
-  const std::vector<std::string> separators = {" ", " ", " ", " ", ", ", ". ", "\n", "\t",
-                                               "(", ") ", " = ", "; ", "  "};
+      "a", "b",  "c",  "d",  "e",  "f",  "g", "h", "i", "k",
+      "l", "m",  "n",  "o",  "p",  "r",  "s", "t", "u", "w",
+      "y", "A",  "T",  "Q",  "é",  "ü",  "ж", "д", "я", "α",
+      "λ", "的", "是", "人", "ア", "한", "1", "7", "0", "🦙"};
+  const std::vector<std::string> separators = {
+      " ", " ", " ", " ", ", ", ". ", "\n", "\t", "(", ") ", " = ", "; ", "  "};
   std::string text;
   while (text.size() < kTextBytes) {
     const size_t len = 1 + rng() % 9;
@@ -79,27 +83,33 @@ std::string RandomText() {
 }
 
 std::unique_ptr<Tokenizer> LoadVocab(const std::string& path) {
-  auto file = redline::model::gguf::GgufFile::Open(path, /*require_supported_types=*/false);
+  auto file = redline::model::gguf::GgufFile::Open(
+      path, /*require_supported_types=*/false);
   if (!file.ok()) return nullptr;
   auto tok = Tokenizer::FromGguf(*file);
   if (!tok.ok()) return nullptr;
   return std::move(tok).value();
 }
 
-void BenchEncode(benchmark::State& state, const Tokenizer* tok, const std::string* text) {
+void BenchEncode(benchmark::State& state, const Tokenizer* tok,
+                 const std::string* text) {
   std::vector<int32_t> ids;
   ids.reserve(text->size());
   for (auto _ : state) {
     ids.clear();
-    tok->EncodeAppend(*text, /*add_special=*/false, /*parse_special=*/false, &ids);
+    tok->EncodeAppend(*text, /*add_special=*/false, /*parse_special=*/false,
+                      &ids);
     benchmark::DoNotOptimize(ids.data());
   }
-  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * text->size()));
+  state.SetBytesProcessed(
+      static_cast<int64_t>(state.iterations() * text->size()));
   state.counters["tokens"] = static_cast<double>(ids.size());
-  state.counters["bytes/token"] = static_cast<double>(text->size()) / static_cast<double>(ids.size());
+  state.counters["bytes/token"] =
+      static_cast<double>(text->size()) / static_cast<double>(ids.size());
 }
 
-void BenchDecode(benchmark::State& state, const Tokenizer* tok, const std::string* text) {
+void BenchDecode(benchmark::State& state, const Tokenizer* tok,
+                 const std::string* text) {
   const std::vector<int32_t> ids = tok->Encode(*text, false, false);
   size_t bytes = 0;
   for (auto _ : state) {
@@ -110,7 +120,8 @@ void BenchDecode(benchmark::State& state, const Tokenizer* tok, const std::strin
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * bytes));
 }
 
-void BenchStream(benchmark::State& state, const Tokenizer* tok, const std::string* text) {
+void BenchStream(benchmark::State& state, const Tokenizer* tok,
+                 const std::string* text) {
   const std::vector<int32_t> ids = tok->Encode(*text, false, false);
   size_t bytes = 0;
   for (auto _ : state) {
@@ -132,7 +143,8 @@ int main(int argc, char** argv) {
   static std::string random_text;
   const std::string dir = VocabDir();
   if (!std::filesystem::exists(dir)) {
-    std::fprintf(stderr, "tokenizer_bench: no vocabularies at %s; nothing to measure\n",
+    std::fprintf(stderr,
+                 "tokenizer_bench: no vocabularies at %s; nothing to measure\n",
                  dir.c_str());
     return 0;
   }
@@ -141,7 +153,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> names;
   for (const auto& entry : std::filesystem::directory_iterator(dir)) {
     const std::string file = entry.path().filename().string();
-    if (file.rfind("ggml-vocab-", 0) == 0 && entry.path().extension() == ".gguf") {
+    if (file.rfind("ggml-vocab-", 0) == 0 &&
+        entry.path().extension() == ".gguf") {
       names.push_back(file.substr(11, file.size() - 11 - 5));
     }
   }
@@ -149,18 +162,23 @@ int main(int argc, char** argv) {
   for (const std::string& name : names) {
     auto tok = LoadVocab(dir + "ggml-vocab-" + name + ".gguf");
     if (tok == nullptr) {
-      std::fprintf(stderr, "tokenizer_bench: skipping %s (does not load)\n", name.c_str());
+      std::fprintf(stderr, "tokenizer_bench: skipping %s (does not load)\n",
+                   name.c_str());
       continue;
     }
     const Tokenizer* t = tok.get();
     tokenizers.push_back(std::move(tok));
-    benchmark::RegisterBenchmark(("Encode/inp/" + name).c_str(), BenchEncode, t, &inp_text)
+    benchmark::RegisterBenchmark(("Encode/inp/" + name).c_str(), BenchEncode, t,
+                                 &inp_text)
         ->Unit(benchmark::kMillisecond);
-    benchmark::RegisterBenchmark(("Encode/random/" + name).c_str(), BenchEncode, t, &random_text)
+    benchmark::RegisterBenchmark(("Encode/random/" + name).c_str(), BenchEncode,
+                                 t, &random_text)
         ->Unit(benchmark::kMillisecond);
-    benchmark::RegisterBenchmark(("Decode/inp/" + name).c_str(), BenchDecode, t, &inp_text)
+    benchmark::RegisterBenchmark(("Decode/inp/" + name).c_str(), BenchDecode, t,
+                                 &inp_text)
         ->Unit(benchmark::kMillisecond);
-    benchmark::RegisterBenchmark(("Stream/inp/" + name).c_str(), BenchStream, t, &inp_text)
+    benchmark::RegisterBenchmark(("Stream/inp/" + name).c_str(), BenchStream, t,
+                                 &inp_text)
         ->Unit(benchmark::kMillisecond);
   }
   benchmark::RunSpecifiedBenchmarks();

@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config git ca-certificates
-  clang-14 libclang-rt-14-dev lld-14
+  clang-14 libclang-rt-14-dev lld-14 clang-format
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
   libcli11-dev libfmt-dev libspdlog-dev libpcre2-dev libssl-dev libyaml-cpp-dev
   libhiredis-dev

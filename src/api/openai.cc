@@ -1,7 +1,6 @@
 #include "api/openai.h"
 
 #include <boost/json.hpp>
-
 #include <utility>
 
 namespace redline::api {
@@ -53,7 +52,8 @@ std::optional<int64_t> GetInt(const json::object& o, std::string_view key) {
 
 // Appends a string member when it is a string; returns true when it was a
 // non-empty string.
-bool AppendString(const json::object& o, std::string_view key, std::string* out) {
+bool AppendString(const json::object& o, std::string_view key,
+                  std::string* out) {
   const json::value* v = o.if_contains(key);
   if (v == nullptr || !v->is_string()) return false;
   const json::string& s = v->get_string();
@@ -66,11 +66,15 @@ Usage ReadUsage(const json::object& u) {
   if (auto x = GetInt(u, "prompt_tokens")) usage.prompt_tokens = *x;
   if (auto x = GetInt(u, "completion_tokens")) usage.completion_tokens = *x;
   if (auto x = GetInt(u, "total_tokens")) usage.total_tokens = *x;
-  if (const json::value* d = u.if_contains("prompt_tokens_details"); d && d->is_object()) {
-    if (auto x = GetInt(d->get_object(), "cached_tokens")) usage.cached_tokens = *x;
+  if (const json::value* d = u.if_contains("prompt_tokens_details");
+      d && d->is_object()) {
+    if (auto x = GetInt(d->get_object(), "cached_tokens"))
+      usage.cached_tokens = *x;
   }
-  if (const json::value* d = u.if_contains("completion_tokens_details"); d && d->is_object()) {
-    if (auto x = GetInt(d->get_object(), "reasoning_tokens")) usage.reasoning_tokens = *x;
+  if (const json::value* d = u.if_contains("completion_tokens_details");
+      d && d->is_object()) {
+    if (auto x = GetInt(d->get_object(), "reasoning_tokens"))
+      usage.reasoning_tokens = *x;
   }
   return usage;
 }
@@ -99,10 +103,14 @@ json::object UsageObject(const Usage& u) {
   json::object o;
   o["prompt_tokens"] = u.prompt_tokens < 0 ? 0 : u.prompt_tokens;
   o["completion_tokens"] = u.completion_tokens < 0 ? 0 : u.completion_tokens;
-  o["total_tokens"] = u.total_tokens >= 0 ? u.total_tokens
-                                          : (u.prompt_tokens < 0 ? 0 : u.prompt_tokens) +
-                                                (u.completion_tokens < 0 ? 0 : u.completion_tokens);
-  if (u.cached_tokens >= 0) o["prompt_tokens_details"] = json::object{{"cached_tokens", u.cached_tokens}};
+  o["total_tokens"] =
+      u.total_tokens >= 0
+          ? u.total_tokens
+          : (u.prompt_tokens < 0 ? 0 : u.prompt_tokens) +
+                (u.completion_tokens < 0 ? 0 : u.completion_tokens);
+  if (u.cached_tokens >= 0)
+    o["prompt_tokens_details"] =
+        json::object{{"cached_tokens", u.cached_tokens}};
   return o;
 }
 
@@ -114,7 +122,8 @@ Result<std::string> SerializeRequest(const CompletionRequest& r) {
   if (r.kind == ApiKind::kChat) {
     json::array messages;
     for (const ChatMessage& m : r.messages) {
-      messages.emplace_back(json::object{{"role", m.role}, {"content", m.content}});
+      messages.emplace_back(
+          json::object{{"role", m.role}, {"content", m.content}});
     }
     o["messages"] = std::move(messages);
   } else {
@@ -122,12 +131,14 @@ Result<std::string> SerializeRequest(const CompletionRequest& r) {
   }
   PutSampling(r.sampling, o);
   o["stream"] = r.stream;
-  if (r.stream && r.include_usage) o["stream_options"] = json::object{{"include_usage", true}};
+  if (r.stream && r.include_usage)
+    o["stream_options"] = json::object{{"include_usage", true}};
   if (!r.extra_json.empty()) {
     json::error_code ec;
     json::value extra = json::parse(r.extra_json, ec);
     if (ec || !extra.is_object()) {
-      return Status::InvalidArgument("extra request fields must be a JSON object: " + r.extra_json);
+      return Status::InvalidArgument(
+          "extra request fields must be a JSON object: " + r.extra_json);
     }
     for (auto& kv : extra.get_object()) o[kv.key()] = kv.value();
   }
@@ -137,28 +148,36 @@ Result<std::string> SerializeRequest(const CompletionRequest& r) {
 Result<CompletionRequest> ParseRequest(std::string_view text, ApiKind kind) {
   json::error_code ec;
   json::value v = json::parse(text, ec);
-  if (ec) return Status::InvalidArgument("request body is not valid JSON: " + ec.message());
-  if (!v.is_object()) return Status::InvalidArgument("request body must be a JSON object");
+  if (ec)
+    return Status::InvalidArgument("request body is not valid JSON: " +
+                                   ec.message());
+  if (!v.is_object())
+    return Status::InvalidArgument("request body must be a JSON object");
   const json::object& o = v.get_object();
   CompletionRequest r;
   r.kind = kind;
   AppendString(o, "model", &r.model);
   if (kind == ApiKind::kChat) {
     const json::value* m = o.if_contains("messages");
-    if (m == nullptr || !m->is_array()) return Status::InvalidArgument("'messages' must be an array");
+    if (m == nullptr || !m->is_array())
+      return Status::InvalidArgument("'messages' must be an array");
     for (const json::value& item : m->get_array()) {
-      if (!item.is_object()) return Status::InvalidArgument("each message must be an object");
+      if (!item.is_object())
+        return Status::InvalidArgument("each message must be an object");
       ChatMessage msg;
       AppendString(item.get_object(), "role", &msg.role);
       const json::value* c = item.get_object().if_contains("content");
       if (c != nullptr && c->is_string()) {
         msg.content = std::string(c->get_string());
-      } else if (c != nullptr && c->is_array()) {  // content parts: join the text ones
+      } else if (c != nullptr &&
+                 c->is_array()) {  // content parts: join the text ones
         for (const json::value& part : c->get_array()) {
-          if (part.is_object()) AppendString(part.get_object(), "text", &msg.content);
+          if (part.is_object())
+            AppendString(part.get_object(), "text", &msg.content);
         }
       }
-      if (msg.role.empty()) return Status::InvalidArgument("a message has no 'role'");
+      if (msg.role.empty())
+        return Status::InvalidArgument("a message has no 'role'");
       r.messages.push_back(std::move(msg));
     }
   } else {
@@ -166,7 +185,8 @@ Result<CompletionRequest> ParseRequest(std::string_view text, ApiKind kind) {
     if (p == nullptr) return Status::InvalidArgument("'prompt' is required");
     if (p->is_string()) {
       r.prompt = std::string(p->get_string());
-    } else if (p->is_array() && !p->get_array().empty() && p->get_array()[0].is_string()) {
+    } else if (p->is_array() && !p->get_array().empty() &&
+               p->get_array()[0].is_string()) {
       r.prompt = std::string(p->get_array()[0].get_string());
     } else {
       return Status::InvalidArgument("'prompt' must be a string");
@@ -184,7 +204,8 @@ Result<CompletionRequest> ParseRequest(std::string_view text, ApiKind kind) {
   s.repetition_penalty = GetNumber(o, "repetition_penalty");
   s.seed = GetInt(o, "seed");
   s.min_tokens = GetInt(o, "min_tokens");
-  if (const json::value* x = o.if_contains("ignore_eos"); x && x->is_bool()) s.ignore_eos = x->get_bool();
+  if (const json::value* x = o.if_contains("ignore_eos"); x && x->is_bool())
+    s.ignore_eos = x->get_bool();
   if (const json::value* x = o.if_contains("stop")) {
     if (x->is_string()) {
       s.stop.emplace_back(x->get_string());
@@ -195,10 +216,13 @@ Result<CompletionRequest> ParseRequest(std::string_view text, ApiKind kind) {
     }
   }
   r.stream = false;
-  if (const json::value* x = o.if_contains("stream"); x && x->is_bool()) r.stream = x->get_bool();
+  if (const json::value* x = o.if_contains("stream"); x && x->is_bool())
+    r.stream = x->get_bool();
   r.include_usage = false;
-  if (const json::value* so = o.if_contains("stream_options"); so && so->is_object()) {
-    if (const json::value* x = so->get_object().if_contains("include_usage"); x && x->is_bool()) {
+  if (const json::value* so = o.if_contains("stream_options");
+      so && so->is_object()) {
+    if (const json::value* x = so->get_object().if_contains("include_usage");
+        x && x->is_bool()) {
       r.include_usage = x->get_bool();
     }
   }
@@ -241,7 +265,8 @@ Status ParseStreamChunk(std::string_view text, StreamChunk* out) {
     if (!c.is_object()) return Status::DataLoss("a choice is not an object");
     const json::object& choice = c.get_object();
     out->num_choices++;
-    if (const json::value* d = choice.if_contains("delta"); d && d->is_object()) {
+    if (const json::value* d = choice.if_contains("delta");
+        d && d->is_object()) {
       const json::object& delta = d->get_object();
       AppendString(delta, "content", &out->content);
       if (!AppendString(delta, "reasoning_content", &out->reasoning)) {
@@ -250,7 +275,8 @@ Status ParseStreamChunk(std::string_view text, StreamChunk* out) {
       if (delta.if_contains("role") != nullptr) out->has_role = true;
     }
     AppendString(choice, "text", &out->content);
-    if (const json::value* f = choice.if_contains("finish_reason"); f && !f->is_null()) {
+    if (const json::value* f = choice.if_contains("finish_reason");
+        f && !f->is_null()) {
       out->has_finish = true;
       if (f->is_string()) out->finish_reason = std::string(f->get_string());
     }
@@ -264,12 +290,15 @@ Result<CompletionResponse> ParseResponse(std::string_view text) {
   json::monotonic_resource mr(arena, sizeof(arena));
   json::error_code ec;
   json::value v = json::parse(text, ec, &mr);
-  if (ec) return Status::DataLoss("response is not valid JSON: " + ec.message());
+  if (ec)
+    return Status::DataLoss("response is not valid JSON: " + ec.message());
   if (!v.is_object()) return Status::DataLoss("response is not a JSON object");
   const json::object& o = v.get_object();
   CompletionResponse r;
-  if (const json::value* e = o.if_contains("error"); e && !e->is_null()) r.error = ReadError(*e);
-  if (const json::value* u = o.if_contains("usage"); u && u->is_object()) r.usage = ReadUsage(u->get_object());
+  if (const json::value* e = o.if_contains("error"); e && !e->is_null())
+    r.error = ReadError(*e);
+  if (const json::value* u = o.if_contains("usage"); u && u->is_object())
+    r.usage = ReadUsage(u->get_object());
   const json::value* choices = o.if_contains("choices");
   if (choices == nullptr || !choices->is_array()) {
     if (r.error) return r;
@@ -279,14 +308,16 @@ Result<CompletionResponse> ParseResponse(std::string_view text) {
     if (!c.is_object()) return Status::DataLoss("a choice is not an object");
     const json::object& choice = c.get_object();
     if (r.num_choices++ > 0) continue;  // the first choice is the answer
-    if (const json::value* m = choice.if_contains("message"); m && m->is_object()) {
+    if (const json::value* m = choice.if_contains("message");
+        m && m->is_object()) {
       AppendString(m->get_object(), "content", &r.content);
       if (!AppendString(m->get_object(), "reasoning_content", &r.reasoning)) {
         AppendString(m->get_object(), "reasoning", &r.reasoning);
       }
     }
     AppendString(choice, "text", &r.content);
-    if (const json::value* f = choice.if_contains("finish_reason"); f && f->is_string()) {
+    if (const json::value* f = choice.if_contains("finish_reason");
+        f && f->is_string()) {
       r.finish_reason = std::string(f->get_string());
     }
   }
@@ -302,10 +333,12 @@ std::optional<ApiError> ParseErrorBody(std::string_view body) {
   return ReadError(*e);
 }
 
-std::string BuildChunk(ApiKind kind, const ResponseIdentity& id, const ChunkFields& f) {
+std::string BuildChunk(ApiKind kind, const ResponseIdentity& id,
+                       const ChunkFields& f) {
   json::object o;
   o["id"] = id.id;
-  o["object"] = kind == ApiKind::kChat ? "chat.completion.chunk" : "text_completion";
+  o["object"] =
+      kind == ApiKind::kChat ? "chat.completion.chunk" : "text_completion";
   o["created"] = id.created;
   o["model"] = id.model;
   json::array choices;
@@ -321,7 +354,8 @@ std::string BuildChunk(ApiKind kind, const ResponseIdentity& id, const ChunkFiel
     } else {
       choice["text"] = f.content ? *f.content : std::string();
     }
-    choice["finish_reason"] = f.finish_reason ? json::value(*f.finish_reason) : json::value(nullptr);
+    choice["finish_reason"] =
+        f.finish_reason ? json::value(*f.finish_reason) : json::value(nullptr);
     choices.emplace_back(std::move(choice));
   }
   o["choices"] = std::move(choices);
@@ -329,7 +363,8 @@ std::string BuildChunk(ApiKind kind, const ResponseIdentity& id, const ChunkFiel
   return json::serialize(o);
 }
 
-std::string BuildResponse(ApiKind kind, const ResponseIdentity& id, std::string_view content,
+std::string BuildResponse(ApiKind kind, const ResponseIdentity& id,
+                          std::string_view content,
                           std::string_view finish_reason, const Usage& usage) {
   json::object o;
   o["id"] = id.id;
@@ -339,7 +374,8 @@ std::string BuildResponse(ApiKind kind, const ResponseIdentity& id, std::string_
   json::object choice;
   choice["index"] = 0;
   if (kind == ApiKind::kChat) {
-    choice["message"] = json::object{{"role", "assistant"}, {"content", json::string(content)}};
+    choice["message"] =
+        json::object{{"role", "assistant"}, {"content", json::string(content)}};
   } else {
     choice["text"] = json::string(content);
   }
@@ -355,6 +391,8 @@ std::string BuildErrorBody(const ApiError& e) {
   return json::serialize(json::object{{"error", std::move(inner)}});
 }
 
-std::string JsonQuote(std::string_view text) { return json::serialize(json::string(text)); }
+std::string JsonQuote(std::string_view text) {
+  return json::serialize(json::string(text));
+}
 
 }  // namespace redline::api

@@ -30,7 +30,7 @@ enum class ApiKind { kChat, kCompletions };
 std::string_view ApiPath(ApiKind kind);
 
 struct ChatMessage {
-  std::string role;     // system, user, assistant, tool
+  std::string role;  // system, user, assistant, tool
   std::string content;
 };
 
@@ -73,11 +73,11 @@ Result<std::string> SerializeRequest(const CompletionRequest& request);
 Result<CompletionRequest> ParseRequest(std::string_view json, ApiKind kind);
 
 struct Usage {
-  int64_t prompt_tokens = -1;      // -1 when absent
+  int64_t prompt_tokens = -1;  // -1 when absent
   int64_t completion_tokens = -1;
   int64_t total_tokens = -1;
-  int64_t cached_tokens = -1;      // prompt_tokens_details.cached_tokens
-  int64_t reasoning_tokens = -1;   // completion_tokens_details.reasoning_tokens
+  int64_t cached_tokens = -1;     // prompt_tokens_details.cached_tokens
+  int64_t reasoning_tokens = -1;  // completion_tokens_details.reasoning_tokens
 };
 
 // An OpenAI error object ({"error": {"message", "type", "code"}}), sent as a
@@ -109,7 +109,7 @@ Status ParseStreamChunk(std::string_view json, StreamChunk* out);
 
 // A non-streamed response body.
 struct CompletionResponse {
-  std::string content;      // choices[0].message.content or choices[0].text
+  std::string content;  // choices[0].message.content or choices[0].text
   std::string reasoning;
   std::string finish_reason;
   int num_choices = 0;
@@ -129,7 +129,7 @@ std::optional<ApiError> ParseErrorBody(std::string_view body);
 
 // Identity fields shared by every chunk of one response.
 struct ResponseIdentity {
-  std::string id;       // "chatcmpl-..." / "cmpl-..."
+  std::string id;  // "chatcmpl-..." / "cmpl-..."
   std::string model;
   int64_t created = 0;  // Unix seconds
 };
@@ -143,12 +143,14 @@ struct ChunkFields {
   std::optional<std::string> content;
   std::optional<std::string> reasoning;  // sent as delta.reasoning_content
   std::optional<std::string> finish_reason;
-  std::optional<Usage> usage;            // usage-only chunk when set
+  std::optional<Usage> usage;  // usage-only chunk when set
 };
-std::string BuildChunk(ApiKind kind, const ResponseIdentity& id, const ChunkFields& fields);
+std::string BuildChunk(ApiKind kind, const ResponseIdentity& id,
+                       const ChunkFields& fields);
 
 // A complete non-streamed response.
-std::string BuildResponse(ApiKind kind, const ResponseIdentity& id, std::string_view content,
+std::string BuildResponse(ApiKind kind, const ResponseIdentity& id,
+                          std::string_view content,
                           std::string_view finish_reason, const Usage& usage);
 
 // {"error": {"message": ..., "type": ..., "code": ...}}

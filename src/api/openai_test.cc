@@ -49,18 +49,33 @@ TEST(OpenAiTest, CompletionsRequestRoundTrip) {
 TEST(OpenAiTest, ParsesChunkKindsThatMustNotStopTheTtftClock) {
   StreamChunk c;
   // Role-only first chunk, content null (llama.cpp) or "" (OpenAI).
-  ASSERT_TRUE(ParseStreamChunk(R"({"choices":[{"index":0,"delta":{"role":"assistant","content":null}}]})", &c).ok());
+  ASSERT_TRUE(
+      ParseStreamChunk(
+          R"({"choices":[{"index":0,"delta":{"role":"assistant","content":null}}]})",
+          &c)
+          .ok());
   EXPECT_TRUE(c.content.empty());
   EXPECT_TRUE(c.has_role);
-  ASSERT_TRUE(ParseStreamChunk(R"({"choices":[{"index":0,"delta":{"role":"assistant","content":""}}],"usage":null})", &c).ok());
+  ASSERT_TRUE(
+      ParseStreamChunk(
+          R"({"choices":[{"index":0,"delta":{"role":"assistant","content":""}}],"usage":null})",
+          &c)
+          .ok());
   EXPECT_TRUE(c.content.empty());
   EXPECT_FALSE(c.usage.has_value());
   // Finish chunk.
-  ASSERT_TRUE(ParseStreamChunk(R"({"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]})", &c).ok());
+  ASSERT_TRUE(
+      ParseStreamChunk(
+          R"({"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]})", &c)
+          .ok());
   EXPECT_TRUE(c.has_finish);
   EXPECT_EQ(c.finish_reason, "stop");
   // Usage-only chunk.
-  ASSERT_TRUE(ParseStreamChunk(R"({"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":7,"total_tokens":12}})", &c).ok());
+  ASSERT_TRUE(
+      ParseStreamChunk(
+          R"({"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":7,"total_tokens":12}})",
+          &c)
+          .ok());
   ASSERT_TRUE(c.usage.has_value());
   EXPECT_EQ(c.usage->completion_tokens, 7);
   EXPECT_EQ(c.num_choices, 0);
@@ -68,21 +83,37 @@ TEST(OpenAiTest, ParsesChunkKindsThatMustNotStopTheTtftClock) {
 
 TEST(OpenAiTest, ParsesContentReasoningAndCompletionText) {
   StreamChunk c;
-  ASSERT_TRUE(ParseStreamChunk(R"({"choices":[{"delta":{"content":"Hi"},"finish_reason":null}]})", &c).ok());
+  ASSERT_TRUE(
+      ParseStreamChunk(
+          R"({"choices":[{"delta":{"content":"Hi"},"finish_reason":null}]})",
+          &c)
+          .ok());
   EXPECT_EQ(c.content, "Hi");
   EXPECT_FALSE(c.has_finish);
-  ASSERT_TRUE(ParseStreamChunk(R"({"choices":[{"delta":{"reasoning_content":"hmm"}}]})", &c).ok());
+  ASSERT_TRUE(ParseStreamChunk(
+                  R"({"choices":[{"delta":{"reasoning_content":"hmm"}}]})", &c)
+                  .ok());
   EXPECT_EQ(c.reasoning, "hmm");
   EXPECT_TRUE(c.content.empty());
-  ASSERT_TRUE(ParseStreamChunk(R"({"choices":[{"delta":{"reasoning":"r"}}]})", &c).ok());
+  ASSERT_TRUE(
+      ParseStreamChunk(R"({"choices":[{"delta":{"reasoning":"r"}}]})", &c)
+          .ok());
   EXPECT_EQ(c.reasoning, "r");
-  ASSERT_TRUE(ParseStreamChunk(R"({"object":"text_completion","choices":[{"text":" world","finish_reason":null}]})", &c).ok());
+  ASSERT_TRUE(
+      ParseStreamChunk(
+          R"({"object":"text_completion","choices":[{"text":" world","finish_reason":null}]})",
+          &c)
+          .ok());
   EXPECT_EQ(c.content, " world");
 }
 
 TEST(OpenAiTest, ParsesInStreamErrorsAndRejectsGarbage) {
   StreamChunk c;
-  ASSERT_TRUE(ParseStreamChunk(R"({"error":{"message":"boom","type":"server_error","code":500}})", &c).ok());
+  ASSERT_TRUE(
+      ParseStreamChunk(
+          R"({"error":{"message":"boom","type":"server_error","code":500}})",
+          &c)
+          .ok());
   ASSERT_TRUE(c.error.has_value());
   EXPECT_EQ(c.error->message, "boom");
   EXPECT_EQ(c.error->code, "500");
@@ -91,8 +122,10 @@ TEST(OpenAiTest, ParsesInStreamErrorsAndRejectsGarbage) {
   EXPECT_FALSE(ParseStreamChunk("[]", &c).ok());
 }
 
-ChunkFields Fields(std::optional<std::string> role, std::optional<std::string> content,
-                   std::optional<std::string> finish, std::optional<Usage> usage) {
+ChunkFields Fields(std::optional<std::string> role,
+                   std::optional<std::string> content,
+                   std::optional<std::string> finish,
+                   std::optional<Usage> usage) {
   ChunkFields f;
   f.role = std::move(role);
   f.content = std::move(content);
@@ -104,19 +137,32 @@ ChunkFields Fields(std::optional<std::string> role, std::optional<std::string> c
 TEST(OpenAiTest, BuildersProduceWhatTheParsersRead) {
   ResponseIdentity id{"chatcmpl-1", "m", 1700000000};
   StreamChunk c;
-  ASSERT_TRUE(ParseStreamChunk(BuildChunk(ApiKind::kChat, id, Fields("assistant", "", {}, {})), &c).ok());
+  ASSERT_TRUE(
+      ParseStreamChunk(
+          BuildChunk(ApiKind::kChat, id, Fields("assistant", "", {}, {})), &c)
+          .ok());
   EXPECT_TRUE(c.has_role);
   EXPECT_TRUE(c.content.empty());
-  ASSERT_TRUE(ParseStreamChunk(BuildChunk(ApiKind::kChat, id, Fields({}, "tok", {}, {})), &c).ok());
+  ASSERT_TRUE(ParseStreamChunk(
+                  BuildChunk(ApiKind::kChat, id, Fields({}, "tok", {}, {})), &c)
+                  .ok());
   EXPECT_EQ(c.content, "tok");
-  ASSERT_TRUE(ParseStreamChunk(BuildChunk(ApiKind::kCompletions, id, Fields({}, "t2", {}, {})), &c).ok());
+  ASSERT_TRUE(
+      ParseStreamChunk(
+          BuildChunk(ApiKind::kCompletions, id, Fields({}, "t2", {}, {})), &c)
+          .ok());
   EXPECT_EQ(c.content, "t2");
-  ASSERT_TRUE(ParseStreamChunk(BuildChunk(ApiKind::kChat, id, Fields({}, {}, "length", {})), &c).ok());
+  ASSERT_TRUE(
+      ParseStreamChunk(
+          BuildChunk(ApiKind::kChat, id, Fields({}, {}, "length", {})), &c)
+          .ok());
   EXPECT_TRUE(c.has_finish);
   Usage u;
   u.prompt_tokens = 3;
   u.completion_tokens = 4;
-  ASSERT_TRUE(ParseStreamChunk(BuildChunk(ApiKind::kChat, id, Fields({}, {}, {}, u)), &c).ok());
+  ASSERT_TRUE(ParseStreamChunk(
+                  BuildChunk(ApiKind::kChat, id, Fields({}, {}, {}, u)), &c)
+                  .ok());
   ASSERT_TRUE(c.usage.has_value());
   EXPECT_EQ(c.usage->total_tokens, 7);
 

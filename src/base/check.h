@@ -28,18 +28,22 @@ struct Voidify {
 
 }  // namespace redline::internal
 
-#define RL_CHECK(cond)                  \
-  (cond) ? (void)0                      \
-         : ::redline::internal::Voidify() & \
-               ::redline::internal::CheckFailure(__FILE__, __LINE__, #cond).stream()
+#define RL_CHECK(cond)                                                      \
+  (cond) ? (void)0                                                          \
+         : ::redline::internal::Voidify() &                                 \
+               ::redline::internal::CheckFailure(__FILE__, __LINE__, #cond) \
+                   .stream()
 
 #if !defined(NDEBUG) || defined(RL_DCHECK_ALWAYS_ON)
 #define RL_DCHECK_IS_ON 1
 #define RL_DCHECK(cond) RL_CHECK(cond)
 #else
 #define RL_DCHECK_IS_ON 0
-#define RL_DCHECK(cond) \
-  true ? (void)0 : ::redline::internal::Voidify() & ::redline::internal::CheckFailure(__FILE__, __LINE__, #cond).stream()
+#define RL_DCHECK(cond)                                                   \
+  true ? (void)0                                                          \
+       : ::redline::internal::Voidify() &                                 \
+             ::redline::internal::CheckFailure(__FILE__, __LINE__, #cond) \
+                 .stream()
 #endif
 
 #endif  // REDLINE_BASE_CHECK_H_

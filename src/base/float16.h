@@ -25,7 +25,8 @@ inline float Fp16ToFp32(uint16_t h) {
         ++e;
         mant <<= 1;
       } while ((mant & 0x400u) == 0);
-      bits = sign | static_cast<uint32_t>(127 - 15 - e) << 23 | (mant & 0x3ffu) << 13;
+      bits = sign | static_cast<uint32_t>(127 - 15 - e) << 23 |
+             (mant & 0x3ffu) << 13;
     }
   } else if (exp == 31) {
     bits = sign | 0x7f800000u | mant << 13;
@@ -41,9 +42,11 @@ inline uint16_t Fp32ToFp16(float f) {
   const uint32_t sign = (x >> 16) & 0x8000u;
   const uint32_t abs = x & 0x7fffffffu;
   if (abs >= 0x7f800000u) {  // inf or NaN
-    return static_cast<uint16_t>(sign | 0x7c00u | (abs > 0x7f800000u ? 0x200u : 0u));
+    return static_cast<uint16_t>(sign | 0x7c00u |
+                                 (abs > 0x7f800000u ? 0x200u : 0u));
   }
-  if (abs >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // rounds to inf
+  if (abs >= 0x477ff000u)
+    return static_cast<uint16_t>(sign | 0x7c00u);  // rounds to inf
   if (abs < 0x38800000u) {  // result is subnormal or zero
     if (abs < 0x33000000u) return static_cast<uint16_t>(sign);
     const uint32_t e = abs >> 23;
@@ -61,12 +64,15 @@ inline uint16_t Fp32ToFp16(float f) {
   return static_cast<uint16_t>(sign | r);
 }
 
-inline float Bf16ToFp32(uint16_t b) { return std::bit_cast<float>(static_cast<uint32_t>(b) << 16); }
+inline float Bf16ToFp32(uint16_t b) {
+  return std::bit_cast<float>(static_cast<uint32_t>(b) << 16);
+}
 
 // float -> bfloat16, round to nearest even; NaN stays NaN.
 inline uint16_t Fp32ToBf16(float f) {
   const uint32_t x = std::bit_cast<uint32_t>(f);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);
+  if ((x & 0x7fffffffu) > 0x7f800000u)
+    return static_cast<uint16_t>((x >> 16) | 0x40u);
   return static_cast<uint16_t>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
 }
 

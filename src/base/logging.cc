@@ -30,7 +30,8 @@ LogLevel GetLogLevel() { return Level().load(std::memory_order_relaxed); }
 
 void LogLine(LogLevel level, std::string_view message) {
   static constexpr const char* kTags[] = {"D", "I", "W", "E", ""};
-  std::string line = fmt::format("[{}] {}\n", kTags[static_cast<int>(level)], message);
+  std::string line =
+      fmt::format("[{}] {}\n", kTags[static_cast<int>(level)], message);
   std::fwrite(line.data(), 1, line.size(), stderr);
 }
 

@@ -12,7 +12,13 @@
 
 namespace redline {
 
-enum class LogLevel { kDebug = 0, kInfo = 1, kWarning = 2, kError = 3, kOff = 4 };
+enum class LogLevel {
+  kDebug = 0,
+  kInfo = 1,
+  kWarning = 2,
+  kError = 3,
+  kOff = 4
+};
 
 // Messages below this level are dropped. Default kInfo; REDLINE_LOG_LEVEL
 // (debug|info|warning|error|off) overrides it at start.
@@ -22,10 +28,11 @@ void LogLine(LogLevel level, std::string_view message);
 
 }  // namespace redline
 
-#define RL_LOG(level, ...)                                                       \
-  do {                                                                           \
-    if (::redline::LogLevel::level >= ::redline::GetLogLevel())                 \
-      ::redline::LogLine(::redline::LogLevel::level, fmt::format(__VA_ARGS__)); \
+#define RL_LOG(level, ...)                                      \
+  do {                                                          \
+    if (::redline::LogLevel::level >= ::redline::GetLogLevel()) \
+      ::redline::LogLine(::redline::LogLevel::level,            \
+                         fmt::format(__VA_ARGS__));             \
   } while (0)
 
 #endif  // REDLINE_BASE_LOGGING_H_

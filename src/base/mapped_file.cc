@@ -22,7 +22,8 @@ MappedFile::MappedFile(MappedFile&& other) noexcept
 
 MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
   if (this != &other) {
-    if (data_ != nullptr && size_ > 0) munmap(const_cast<uint8_t*>(data_), size_);
+    if (data_ != nullptr && size_ > 0)
+      munmap(const_cast<uint8_t*>(data_), size_);
     data_ = std::exchange(other.data_, nullptr);
     size_ = std::exchange(other.size_, 0);
     path_ = std::move(other.path_);
@@ -67,8 +68,9 @@ Result<MappedFile> MappedFile::Open(const std::string& path) {
 Status MappedFile::Lock() {
   if (size_ == 0) return Status::Ok();
   if (mlock(data_, size_) != 0) {
-    return Status::ResourceExhausted(std::string("mlock of ") + path_ + " failed: " +
-                                     std::strerror(errno) + " (raise ulimit -l)");
+    return Status::ResourceExhausted(std::string("mlock of ") + path_ +
+                                     " failed: " + std::strerror(errno) +
+                                     " (raise ulimit -l)");
   }
   return Status::Ok();
 }

@@ -14,12 +14,15 @@ double Median(std::vector<double> v) {
 }
 
 template <typename Fn>
-double TimeGbps(ThreadPool& pool, int64_t n, double bytes, int repeats, Fn&& body) {
+double TimeGbps(ThreadPool& pool, int64_t n, double bytes, int repeats,
+                Fn&& body) {
   std::vector<double> rates;
   for (int r = 0; r < repeats + 1; ++r) {
     const auto start = std::chrono::steady_clock::now();
     pool.ParallelFor(n, 4096, [&](int64_t b, int64_t e, int) { body(b, e); });
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
     if (r > 0) rates.push_back(bytes / s / 1e9);  // first pass only warms up
   }
   return Median(rates);
@@ -27,11 +30,15 @@ double TimeGbps(ThreadPool& pool, int64_t n, double bytes, int repeats, Fn&& bod
 
 }  // namespace
 
-double BandwidthResult::best_gbps() const { return std::max({read_gbps, triad_gbps, copy_gbps}); }
+double BandwidthResult::best_gbps() const {
+  return std::max({read_gbps, triad_gbps, copy_gbps});
+}
 
-BandwidthResult MeasureMemoryBandwidth(ThreadPool& pool, int64_t bytes_per_array, int repeats) {
+BandwidthResult MeasureMemoryBandwidth(ThreadPool& pool,
+                                       int64_t bytes_per_array, int repeats) {
   const int64_t n = bytes_per_array / 8;
-  std::unique_ptr<double[]> a(new double[n]), b(new double[n]), c(new double[n]);
+  std::unique_ptr<double[]> a(new double[n]), b(new double[n]),
+      c(new double[n]);
   pool.ParallelFor(n, 4096, [&](int64_t lo, int64_t hi, int) {
     for (int64_t i = lo; i < hi; ++i) {
       a[i] = 1.0;
@@ -42,26 +49,29 @@ BandwidthResult MeasureMemoryBandwidth(ThreadPool& pool, int64_t bytes_per_array
   BandwidthResult r;
   std::vector<uint64_t> sinks(pool.num_threads() * 8, 0);
   const uint64_t* words = reinterpret_cast<const uint64_t*>(b.get());
-  r.read_gbps = TimeGbps(pool, n, 8.0 * n, repeats, [&](int64_t lo, int64_t hi) {
-    // XOR reduction vectorises without -ffast-math.
-    uint64_t acc0 = 0, acc1 = 0, acc2 = 0, acc3 = 0;
-    int64_t i = lo;
-    for (; i + 4 <= hi; i += 4) {
-      acc0 ^= words[i];
-      acc1 ^= words[i + 1];
-      acc2 ^= words[i + 2];
-      acc3 ^= words[i + 3];
-    }
-    for (; i < hi; ++i) acc0 ^= words[i];
-    sinks[(lo / 4096) % sinks.size()] ^= acc0 ^ acc1 ^ acc2 ^ acc3;
-  });
+  r.read_gbps =
+      TimeGbps(pool, n, 8.0 * n, repeats, [&](int64_t lo, int64_t hi) {
+        // XOR reduction vectorises without -ffast-math.
+        uint64_t acc0 = 0, acc1 = 0, acc2 = 0, acc3 = 0;
+        int64_t i = lo;
+        for (; i + 4 <= hi; i += 4) {
+          acc0 ^= words[i];
+          acc1 ^= words[i + 1];
+          acc2 ^= words[i + 2];
+          acc3 ^= words[i + 3];
+        }
+        for (; i < hi; ++i) acc0 ^= words[i];
+        sinks[(lo / 4096) % sinks.size()] ^= acc0 ^ acc1 ^ acc2 ^ acc3;
+      });
   const double s = 3.0;
-  r.triad_gbps = TimeGbps(pool, n, 24.0 * n, repeats, [&](int64_t lo, int64_t hi) {
-    for (int64_t i = lo; i < hi; ++i) a[i] = b[i] + s * c[i];
-  });
-  r.copy_gbps = TimeGbps(pool, n, 16.0 * n, repeats, [&](int64_t lo, int64_t hi) {
-    for (int64_t i = lo; i < hi; ++i) c[i] = a[i];
-  });
+  r.triad_gbps =
+      TimeGbps(pool, n, 24.0 * n, repeats, [&](int64_t lo, int64_t hi) {
+        for (int64_t i = lo; i < hi; ++i) a[i] = b[i] + s * c[i];
+      });
+  r.copy_gbps =
+      TimeGbps(pool, n, 16.0 * n, repeats, [&](int64_t lo, int64_t hi) {
+        for (int64_t i = lo; i < hi; ++i) c[i] = a[i];
+      });
   // Keep the reductions observable so they are not optimised away.
   volatile uint64_t keep = 0;
   for (uint64_t v : sinks) keep = keep ^ v;

@@ -10,9 +10,11 @@
 namespace redline {
 
 struct BandwidthResult {
-  double read_gbps = 0;   // read-only sweep (what a decode step does with weights)
-  double triad_gbps = 0;  // STREAM triad a = b + s*c, counted as 3 x 8 bytes/element
-  double copy_gbps = 0;   // STREAM copy a = b, counted as 2 x 8 bytes/element
+  double read_gbps =
+      0;  // read-only sweep (what a decode step does with weights)
+  double triad_gbps =
+      0;  // STREAM triad a = b + s*c, counted as 3 x 8 bytes/element
+  double copy_gbps = 0;  // STREAM copy a = b, counted as 2 x 8 bytes/element
   // The best of the three: the roofline denominator (never flatters a share).
   double best_gbps() const;
 };
@@ -20,7 +22,9 @@ struct BandwidthResult {
 // Runs each kernel `repeats` times over `bytes_per_array` (well above the
 // last-level cache) on all threads of `pool` and keeps the median.
 // Cost: allocates 3 x bytes_per_array; ~repeats x 0.1 s.
-BandwidthResult MeasureMemoryBandwidth(ThreadPool& pool, int64_t bytes_per_array = 256 << 20, int repeats = 5);
+BandwidthResult MeasureMemoryBandwidth(ThreadPool& pool,
+                                       int64_t bytes_per_array = 256 << 20,
+                                       int repeats = 5);
 
 }  // namespace redline
 

@@ -53,10 +53,10 @@ class [[nodiscard]] Result {
 #define RL_CONCAT_(a, b) RL_CONCAT_INNER_(a, b)
 
 // RL_ASSIGN_OR_RETURN(auto x, Foo()); returns Foo()'s status on error.
-#define RL_ASSIGN_OR_RETURN(lhs, expr)                          \
-  auto RL_CONCAT_(rl_result_, __LINE__) = (expr);               \
-  if (!RL_CONCAT_(rl_result_, __LINE__).ok())                   \
-    return RL_CONCAT_(rl_result_, __LINE__).status();           \
+#define RL_ASSIGN_OR_RETURN(lhs, expr)                \
+  auto RL_CONCAT_(rl_result_, __LINE__) = (expr);     \
+  if (!RL_CONCAT_(rl_result_, __LINE__).ok())         \
+    return RL_CONCAT_(rl_result_, __LINE__).status(); \
   lhs = std::move(RL_CONCAT_(rl_result_, __LINE__)).value()
 
 #endif  // REDLINE_BASE_RESULT_H_

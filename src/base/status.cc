@@ -4,33 +4,48 @@ namespace redline {
 
 std::string_view StatusCodeName(StatusCode code) {
   switch (code) {
-    case StatusCode::kOk: return "ok";
-    case StatusCode::kInvalidArgument: return "invalid_argument";
-    case StatusCode::kNotFound: return "not_found";
-    case StatusCode::kOutOfRange: return "out_of_range";
-    case StatusCode::kUnimplemented: return "unimplemented";
-    case StatusCode::kIoError: return "io_error";
-    case StatusCode::kDataLoss: return "data_loss";
-    case StatusCode::kResourceExhausted: return "resource_exhausted";
-    case StatusCode::kFailedPrecondition: return "failed_precondition";
-    case StatusCode::kCancelled: return "cancelled";
-    case StatusCode::kDeadlineExceeded: return "deadline_exceeded";
-    case StatusCode::kUnavailable: return "unavailable";
-    case StatusCode::kInternal: return "internal";
+    case StatusCode::kOk:
+      return "ok";
+    case StatusCode::kInvalidArgument:
+      return "invalid_argument";
+    case StatusCode::kNotFound:
+      return "not_found";
+    case StatusCode::kOutOfRange:
+      return "out_of_range";
+    case StatusCode::kUnimplemented:
+      return "unimplemented";
+    case StatusCode::kIoError:
+      return "io_error";
+    case StatusCode::kDataLoss:
+      return "data_loss";
+    case StatusCode::kResourceExhausted:
+      return "resource_exhausted";
+    case StatusCode::kFailedPrecondition:
+      return "failed_precondition";
+    case StatusCode::kCancelled:
+      return "cancelled";
+    case StatusCode::kDeadlineExceeded:
+      return "deadline_exceeded";
+    case StatusCode::kUnavailable:
+      return "unavailable";
+    case StatusCode::kInternal:
+      return "internal";
   }
   return "unknown";
 }
 
 Status::Status(StatusCode code, std::string_view message) {
   // An "error" with code kOk would be ambiguous; keep it OK.
-  if (code != StatusCode::kOk) rep_ = std::make_unique<Rep>(Rep{code, std::string(message)});
+  if (code != StatusCode::kOk)
+    rep_ = std::make_unique<Rep>(Rep{code, std::string(message)});
 }
 
 Status::Status(const Status& other)
     : rep_(other.rep_ ? std::make_unique<Rep>(*other.rep_) : nullptr) {}
 
 Status& Status::operator=(const Status& other) {
-  if (this != &other) rep_ = other.rep_ ? std::make_unique<Rep>(*other.rep_) : nullptr;
+  if (this != &other)
+    rep_ = other.rep_ ? std::make_unique<Rep>(*other.rep_) : nullptr;
   return *this;
 }
 

@@ -45,18 +45,42 @@ class [[nodiscard]] Status {
   Status& operator=(Status&&) noexcept = default;
 
   static Status Ok() { return Status(); }
-  static Status InvalidArgument(std::string_view m) { return {StatusCode::kInvalidArgument, m}; }
-  static Status NotFound(std::string_view m) { return {StatusCode::kNotFound, m}; }
-  static Status OutOfRange(std::string_view m) { return {StatusCode::kOutOfRange, m}; }
-  static Status Unimplemented(std::string_view m) { return {StatusCode::kUnimplemented, m}; }
-  static Status IoError(std::string_view m) { return {StatusCode::kIoError, m}; }
-  static Status DataLoss(std::string_view m) { return {StatusCode::kDataLoss, m}; }
-  static Status ResourceExhausted(std::string_view m) { return {StatusCode::kResourceExhausted, m}; }
-  static Status FailedPrecondition(std::string_view m) { return {StatusCode::kFailedPrecondition, m}; }
-  static Status Cancelled(std::string_view m) { return {StatusCode::kCancelled, m}; }
-  static Status DeadlineExceeded(std::string_view m) { return {StatusCode::kDeadlineExceeded, m}; }
-  static Status Unavailable(std::string_view m) { return {StatusCode::kUnavailable, m}; }
-  static Status Internal(std::string_view m) { return {StatusCode::kInternal, m}; }
+  static Status InvalidArgument(std::string_view m) {
+    return {StatusCode::kInvalidArgument, m};
+  }
+  static Status NotFound(std::string_view m) {
+    return {StatusCode::kNotFound, m};
+  }
+  static Status OutOfRange(std::string_view m) {
+    return {StatusCode::kOutOfRange, m};
+  }
+  static Status Unimplemented(std::string_view m) {
+    return {StatusCode::kUnimplemented, m};
+  }
+  static Status IoError(std::string_view m) {
+    return {StatusCode::kIoError, m};
+  }
+  static Status DataLoss(std::string_view m) {
+    return {StatusCode::kDataLoss, m};
+  }
+  static Status ResourceExhausted(std::string_view m) {
+    return {StatusCode::kResourceExhausted, m};
+  }
+  static Status FailedPrecondition(std::string_view m) {
+    return {StatusCode::kFailedPrecondition, m};
+  }
+  static Status Cancelled(std::string_view m) {
+    return {StatusCode::kCancelled, m};
+  }
+  static Status DeadlineExceeded(std::string_view m) {
+    return {StatusCode::kDeadlineExceeded, m};
+  }
+  static Status Unavailable(std::string_view m) {
+    return {StatusCode::kUnavailable, m};
+  }
+  static Status Internal(std::string_view m) {
+    return {StatusCode::kInternal, m};
+  }
 
   bool ok() const { return rep_ == nullptr; }
   StatusCode code() const { return rep_ ? rep_->code : StatusCode::kOk; }
@@ -79,9 +103,9 @@ class [[nodiscard]] Status {
 }  // namespace redline
 
 // Returns from the enclosing function when `expr` is not OK.
-#define RL_RETURN_IF_ERROR(expr)                 \
-  do {                                           \
-    ::redline::Status rl_status_tmp_ = (expr);   \
+#define RL_RETURN_IF_ERROR(expr)                     \
+  do {                                               \
+    ::redline::Status rl_status_tmp_ = (expr);       \
     if (!rl_status_tmp_.ok()) return rl_status_tmp_; \
   } while (0)
 

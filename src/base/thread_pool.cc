@@ -28,7 +28,8 @@ constexpr auto kSpinBeforeSleep = std::chrono::microseconds(2000);
 }  // namespace
 
 int PhysicalCoreCount() {
-  // Count distinct (physical id, core id) pairs; fall back to the logical count.
+  // Count distinct (physical id, core id) pairs; fall back to the logical
+  // count.
   std::ifstream in("/proc/cpuinfo");
   std::set<std::pair<int, int>> cores;
   std::string line;
@@ -47,7 +48,8 @@ int PhysicalCoreCount() {
 ThreadPool::ThreadPool(int num_threads)
     : num_threads_(num_threads > 0 ? num_threads : PhysicalCoreCount()) {
   workers_.reserve(num_threads_ - 1);
-  for (int i = 1; i < num_threads_; ++i) workers_.emplace_back([this, i] { WorkerLoop(i); });
+  for (int i = 1; i < num_threads_; ++i)
+    workers_.emplace_back([this, i] { WorkerLoop(i); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -85,7 +87,8 @@ void ThreadPool::WorkerLoop(int index) {
       (*job)(index);
       pending_.fetch_sub(1, std::memory_order_acq_rel);
     } else {
-      // A ParallelFor: register, then make sure it is still the one we woke for.
+      // A ParallelFor: register, then make sure it is still the one we woke
+      // for.
       for_inside_.fetch_add(1, std::memory_order_seq_cst);
       if (for_active_.load(std::memory_order_seq_cst) &&
           for_generation_.load(std::memory_order_seq_cst) == gen) {
@@ -131,8 +134,9 @@ void ThreadPool::RunChunks(int thread_index) {
   }
 }
 
-void ThreadPool::ParallelFor(int64_t n, int64_t grain,
-                             const std::function<void(int64_t, int64_t, int)>& fn) {
+void ThreadPool::ParallelFor(
+    int64_t n, int64_t grain,
+    const std::function<void(int64_t, int64_t, int)>& fn) {
   if (n <= 0) return;
   grain = std::max<int64_t>(grain, 1);
   const int64_t units = (n + grain - 1) / grain;
@@ -156,7 +160,8 @@ void ThreadPool::ParallelFor(int64_t n, int64_t grain,
   generation_.store(gen, std::memory_order_seq_cst);
   generation_.notify_all();
   RunChunks(0);
-  for (int spins = 0; done_chunks_.load(std::memory_order_acquire) != for_chunks_; ++spins) {
+  for (int spins = 0;
+       done_chunks_.load(std::memory_order_acquire) != for_chunks_; ++spins) {
     if (spins < 4096) {
       CpuRelax();
     } else {

@@ -39,7 +39,8 @@ class ThreadPool {
   // alone can finish the whole range. No two concurrent calls share a
   // thread_index.
   void ParallelFor(int64_t n, int64_t grain,
-                   const std::function<void(int64_t begin, int64_t end, int thread_index)>& fn);
+                   const std::function<void(int64_t begin, int64_t end,
+                                            int thread_index)>& fn);
 
  private:
   void WorkerLoop(int index);

@@ -17,7 +17,8 @@ TEST(ThreadPoolTest, ParallelForCoversRangeExactlyOnce) {
         pool.ParallelFor(n, grain, [&](int64_t b, int64_t e, int) {
           for (int64_t i = b; i < e; ++i) hits[i]++;
         });
-        for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << threads << " " << n;
+        for (int64_t i = 0; i < n; ++i)
+          ASSERT_EQ(hits[i].load(), 1) << threads << " " << n;
       }
     }
   }
@@ -32,7 +33,9 @@ TEST(ThreadPoolTest, RunCallsEveryThreadAndManyJobsInARow) {
   EXPECT_EQ(total.load(), 2000 * (1 + 2 + 3));
 }
 
-TEST(ThreadPoolTest, PhysicalCoresPositive) { EXPECT_GE(PhysicalCoreCount(), 1); }
+TEST(ThreadPoolTest, PhysicalCoresPositive) {
+  EXPECT_GE(PhysicalCoreCount(), 1);
+}
 
 }  // namespace
 }  // namespace redline

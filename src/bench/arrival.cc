@@ -12,14 +12,19 @@ Result<ArrivalKind> ParseArrivalKind(std::string_view text) {
   if (text == "constant" || text == "uniform") return ArrivalKind::kConstant;
   if (text == "poisson") return ArrivalKind::kPoisson;
   if (text == "gamma") return ArrivalKind::kGamma;
-  return Status::InvalidArgument("arrival must be constant, poisson or gamma, not '" + std::string(text) + "'");
+  return Status::InvalidArgument(
+      "arrival must be constant, poisson or gamma, not '" + std::string(text) +
+      "'");
 }
 
 std::string_view ArrivalKindName(ArrivalKind kind) {
   switch (kind) {
-    case ArrivalKind::kConstant: return "constant";
-    case ArrivalKind::kPoisson: return "poisson";
-    case ArrivalKind::kGamma: return "gamma";
+    case ArrivalKind::kConstant:
+      return "constant";
+    case ArrivalKind::kPoisson:
+      return "poisson";
+    case ArrivalKind::kGamma:
+      return "gamma";
   }
   return "?";
 }
@@ -29,11 +34,14 @@ Result<std::vector<Stage>> ParseStages(std::string_view text) {
   while (!text.empty()) {
     size_t comma = text.find(',');
     std::string_view item = Trim(text.substr(0, comma));
-    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
+    text = comma == std::string_view::npos ? std::string_view()
+                                           : text.substr(comma + 1);
     if (item.empty()) continue;
     size_t colon = item.find(':');
     if (colon == std::string_view::npos) {
-      return Status::InvalidArgument("stage '" + std::string(item) + "' must look like 30s:5rps or 60s:5-20rps");
+      return Status::InvalidArgument(
+          "stage '" + std::string(item) +
+          "' must look like 30s:5rps or 60s:5-20rps");
     }
     Stage st;
     RL_ASSIGN_OR_RETURN(st.duration_ns, ParseDurationNs(item.substr(0, colon)));
@@ -43,9 +51,14 @@ Result<std::vector<Stage>> ParseStages(std::string_view text) {
     if (dash != std::string_view::npos) {
       std::string_view unit;
       size_t u = rate.size();
-      while (u > dash && !std::isdigit(static_cast<unsigned char>(rate[u - 1])) && rate[u - 1] != '.') --u;
+      while (u > dash &&
+             !std::isdigit(static_cast<unsigned char>(rate[u - 1])) &&
+             rate[u - 1] != '.')
+        --u;
       unit = rate.substr(u);
-      RL_ASSIGN_OR_RETURN(st.start_rps, ParseRate(std::string(rate.substr(0, dash)) + std::string(unit)));
+      RL_ASSIGN_OR_RETURN(
+          st.start_rps,
+          ParseRate(std::string(rate.substr(0, dash)) + std::string(unit)));
       RL_ASSIGN_OR_RETURN(st.end_rps, ParseRate(rate.substr(dash + 1)));
     } else {
       RL_ASSIGN_OR_RETURN(st.start_rps, ParseRate(rate));
@@ -57,7 +70,8 @@ Result<std::vector<Stage>> ParseStages(std::string_view text) {
   return stages;
 }
 
-ArrivalPlan::ArrivalPlan(ArrivalKind kind, double burstiness, std::vector<Stage> stages, uint64_t seed,
+ArrivalPlan::ArrivalPlan(ArrivalKind kind, double burstiness,
+                         std::vector<Stage> stages, uint64_t seed,
                          int64_t max_arrivals)
     : kind_(kind),
       burstiness_(burstiness > 0 ? burstiness : 1.0),
@@ -127,7 +141,8 @@ double ArrivalPlan::RateAt(int64_t offset_ns) const {
   int64_t base = 0;
   for (const Stage& s : stages_) {
     if (offset_ns < base + s.duration_ns) {
-      const double f = static_cast<double>(offset_ns - base) / static_cast<double>(s.duration_ns);
+      const double f = static_cast<double>(offset_ns - base) /
+                       static_cast<double>(s.duration_ns);
       return s.start_rps + (s.end_rps - s.start_rps) * f;
     }
     base += s.duration_ns;
@@ -149,26 +164,33 @@ Result<ThinkTime> ThinkTime::Parse(std::string_view text) {
   if (auto in = inner("between(")) {
     range = *in;
     size_t comma = range.find(',');
-    if (comma == std::string_view::npos) return Status::InvalidArgument("between(a,b) needs two values");
+    if (comma == std::string_view::npos)
+      return Status::InvalidArgument("between(a,b) needs two values");
     t.kind = Kind::kBetween;
-    RL_ASSIGN_OR_RETURN(t.a_ns, ParseDurationNs(range.substr(0, comma), 1'000'000'000));
-    RL_ASSIGN_OR_RETURN(t.b_ns, ParseDurationNs(range.substr(comma + 1), 1'000'000'000));
+    RL_ASSIGN_OR_RETURN(t.a_ns,
+                        ParseDurationNs(range.substr(0, comma), 1'000'000'000));
+    RL_ASSIGN_OR_RETURN(
+        t.b_ns, ParseDurationNs(range.substr(comma + 1), 1'000'000'000));
   } else if (auto in = inner("constant(")) {
     t.kind = Kind::kConstant;
     RL_ASSIGN_OR_RETURN(t.a_ns, ParseDurationNs(*in, 1'000'000'000));
-  } else if (auto in = inner("exponential(") ? inner("exponential(") : inner("exp(")) {
+  } else if (auto in = inner("exponential(") ? inner("exponential(")
+                                             : inner("exp(")) {
     t.kind = Kind::kExponential;
     RL_ASSIGN_OR_RETURN(t.a_ns, ParseDurationNs(*in, 1'000'000'000));
   } else if (size_t dots = text.find(".."); dots != std::string_view::npos) {
     t.kind = Kind::kBetween;
-    RL_ASSIGN_OR_RETURN(t.a_ns, ParseDurationNs(text.substr(0, dots), 1'000'000'000));
-    RL_ASSIGN_OR_RETURN(t.b_ns, ParseDurationNs(text.substr(dots + 2), 1'000'000'000));
+    RL_ASSIGN_OR_RETURN(t.a_ns,
+                        ParseDurationNs(text.substr(0, dots), 1'000'000'000));
+    RL_ASSIGN_OR_RETURN(t.b_ns,
+                        ParseDurationNs(text.substr(dots + 2), 1'000'000'000));
   } else {
     t.kind = Kind::kConstant;
     RL_ASSIGN_OR_RETURN(t.a_ns, ParseDurationNs(text, 1'000'000'000));
   }
   if (t.kind == Kind::kBetween && t.b_ns < t.a_ns) {
-    return Status::InvalidArgument("think time range '" + std::string(text) + "' has max < min");
+    return Status::InvalidArgument("think time range '" + std::string(text) +
+                                   "' has max < min");
   }
   if (t.kind == Kind::kConstant && t.a_ns == 0) t.kind = Kind::kNone;
   return t;
@@ -176,12 +198,15 @@ Result<ThinkTime> ThinkTime::Parse(std::string_view text) {
 
 int64_t ThinkTime::SampleNs(std::mt19937_64& rng) const {
   switch (kind) {
-    case Kind::kNone: return 0;
-    case Kind::kConstant: return a_ns;
+    case Kind::kNone:
+      return 0;
+    case Kind::kConstant:
+      return a_ns;
     case Kind::kBetween: {
       // a + U (b - a), U uniform in [0, 1), as Locust's between().
       std::uniform_real_distribution<double> u(0.0, 1.0);
-      return a_ns + static_cast<int64_t>(u(rng) * static_cast<double>(b_ns - a_ns));
+      return a_ns +
+             static_cast<int64_t>(u(rng) * static_cast<double>(b_ns - a_ns));
     }
     case Kind::kExponential: {
       std::exponential_distribution<double> e(1.0);
@@ -193,10 +218,15 @@ int64_t ThinkTime::SampleNs(std::mt19937_64& rng) const {
 
 std::string ThinkTime::ToString() const {
   switch (kind) {
-    case Kind::kNone: return "none";
-    case Kind::kConstant: return fmt::format("constant({}s)", static_cast<double>(a_ns) / 1e9);
-    case Kind::kBetween: return fmt::format("between({}s,{}s)", static_cast<double>(a_ns) / 1e9, static_cast<double>(b_ns) / 1e9);
-    case Kind::kExponential: return fmt::format("exponential({}s)", static_cast<double>(a_ns) / 1e9);
+    case Kind::kNone:
+      return "none";
+    case Kind::kConstant:
+      return fmt::format("constant({}s)", static_cast<double>(a_ns) / 1e9);
+    case Kind::kBetween:
+      return fmt::format("between({}s,{}s)", static_cast<double>(a_ns) / 1e9,
+                         static_cast<double>(b_ns) / 1e9);
+    case Kind::kExponential:
+      return fmt::format("exponential({}s)", static_cast<double>(a_ns) / 1e9);
   }
   return "?";
 }

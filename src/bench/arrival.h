@@ -48,8 +48,8 @@ class ArrivalPlan {
   // The plan ends after the stages' total duration or after `max_arrivals`
   // (when >= 0), whichever comes first. Stages of total duration 0 mean "the
   // last stage's rate forever" (end it with max_arrivals or by the caller).
-  ArrivalPlan(ArrivalKind kind, double burstiness, std::vector<Stage> stages, uint64_t seed,
-              int64_t max_arrivals = -1);
+  ArrivalPlan(ArrivalKind kind, double burstiness, std::vector<Stage> stages,
+              uint64_t seed, int64_t max_arrivals = -1);
 
   // The next intended offset from the run start in ns, or nullopt when the
   // plan is over. The first arrival is at offset 0.

@@ -22,7 +22,8 @@ TEST(ArrivalTest, ConstantIsAnExactAbsoluteSchedule) {
   ArrivalPlan p(ArrivalKind::kConstant, 1, {{10 * kSec, 100, 100}}, 1);
   auto v = All(p);
   ASSERT_EQ(v.size(), 1000u);
-  for (size_t i = 0; i < v.size(); ++i) ASSERT_EQ(v[i], static_cast<int64_t>(i) * 10'000'000);
+  for (size_t i = 0; i < v.size(); ++i)
+    ASSERT_EQ(v[i], static_cast<int64_t>(i) * 10'000'000);
 }
 
 TEST(ArrivalTest, PoissonAndGammaKeepTheMeanRate) {
@@ -30,7 +31,8 @@ TEST(ArrivalTest, PoissonAndGammaKeepTheMeanRate) {
     ArrivalPlan p(kind, 0.5, {{100 * kSec, 200, 200}}, 42);
     auto v = All(p);
     // 20,000 expected; Poisson sd ~141, gamma(0.5) ~200: 5 % is > 5 sigma.
-    EXPECT_NEAR(static_cast<double>(v.size()), 20000, 1000) << ArrivalKindName(kind);
+    EXPECT_NEAR(static_cast<double>(v.size()), 20000, 1000)
+        << ArrivalKindName(kind);
     for (size_t i = 1; i < v.size(); ++i) ASSERT_GE(v[i], v[i - 1]);
   }
 }
@@ -66,7 +68,8 @@ TEST(ArrivalTest, StagesAndRampsIntegrateTheRate) {
   // 50 + 200 + 50 arrivals.
   EXPECT_EQ(v.size(), 300u);
   int first = 0, second = 0, third = 0;
-  for (int64_t t : v) (t < 10 * kSec ? first : t < 20 * kSec ? second : third)++;
+  for (int64_t t : v)
+    (t < 10 * kSec ? first : t < 20 * kSec ? second : third)++;
   EXPECT_EQ(first, 50);
   EXPECT_EQ(second, 200);
   EXPECT_EQ(third, 50);

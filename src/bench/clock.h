@@ -20,7 +20,8 @@ class Clock {
 class SteadyClock final : public Clock {
  public:
   int64_t NowNs() const override {
-    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::steady_clock::now().time_since_epoch())
         .count();
   }
 };

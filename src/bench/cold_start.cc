@@ -14,10 +14,12 @@
 
 namespace redline::bench {
 
-Result<std::unique_ptr<ServerProcess>> ServerProcess::Launch(const std::string& command, const std::string& log_path) {
+Result<std::unique_ptr<ServerProcess>> ServerProcess::Launch(
+    const std::string& command, const std::string& log_path) {
   int log_fd = -1;
   if (!log_path.empty()) {
-    log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC,
+                    0644);
     if (log_fd < 0) return Status::IoError("cannot open " + log_path);
   }
   const pid_t pid = ::fork();
@@ -31,7 +33,8 @@ Result<std::unique_ptr<ServerProcess>> ServerProcess::Launch(const std::string& 
       ::dup2(log_fd, STDOUT_FILENO);
       ::dup2(log_fd, STDERR_FILENO);
     }
-    ::execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+    ::execl("/bin/sh", "sh", "-c", command.c_str(),
+            static_cast<char*>(nullptr));
     ::_exit(127);
   }
   ::setpgid(pid, pid);  // also from the parent, so there is no race with kill()
@@ -58,7 +61,8 @@ int ServerProcess::Stop(int64_t grace_ms) {
   stopped_ = true;
   // The whole process group: the shell and the server it started.
   ::kill(-pid_, SIGTERM);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms);
   auto group_alive = [&] {
     Running();  // reaps the shell when it has exited
     return ::kill(-pid_, 0) == 0;
@@ -74,18 +78,22 @@ int ServerProcess::Stop(int64_t grace_ms) {
     status_ = WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
   }
   // Wait (briefly) until the killed group is gone, so its ports are free.
-  for (int i = 0; i < 100 && ::kill(-pid_, 0) == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  for (int i = 0; i < 100 && ::kill(-pid_, 0) == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   return status_;
 }
 
 namespace {
 
 // One blocking GET; returns the status (0 on transport failure).
-int Probe(http::EventLoop& loop, http::Client& client, const http::ParsedUrl& url) {
+int Probe(http::EventLoop& loop, http::Client& client,
+          const http::ParsedUrl& url) {
   struct Handler : http::ResponseHandler {
     http::EventLoop* loop;
     int status = 0;
-    void OnHeaders(const http::ResponseHead& h, int64_t) override { status = h.status; }
+    void OnHeaders(const http::ResponseHead& h, int64_t) override {
+      status = h.status;
+    }
     void OnComplete(const http::TransportResult& r, int64_t) override {
       if (r.error != http::TransportError::kNone) status = 0;
       loop->Stop();
@@ -104,7 +112,8 @@ int Probe(http::EventLoop& loop, http::Client& client, const http::ParsedUrl& ur
 
 }  // namespace
 
-Status WaitReady(const std::vector<std::string>& urls, int64_t timeout_ms, int64_t interval_ms, ServerProcess* process,
+Status WaitReady(const std::vector<std::string>& urls, int64_t timeout_ms,
+                 int64_t interval_ms, ServerProcess* process,
                  ColdStartInfo* info) {
   std::vector<http::ParsedUrl> parsed;
   for (const std::string& u : urls) {
@@ -135,7 +144,8 @@ Status WaitReady(const std::vector<std::string>& urls, int64_t timeout_ms, int64
       return Status::Unavailable(info->note);
     }
     if (elapsed_ms >= timeout_ms) {
-      info->note = "not ready after " + std::to_string(timeout_ms / 1000) + " s";
+      info->note =
+          "not ready after " + std::to_string(timeout_ms / 1000) + " s";
       info->time_to_ready_s = static_cast<double>(elapsed_ms) / 1e3;
       return Status::DeadlineExceeded(info->note);
     }

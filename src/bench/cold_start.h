@@ -24,7 +24,8 @@ class ServerProcess {
  public:
   // Runs `/bin/sh -c command`; its stdout/stderr go to `log_path` (or are
   // inherited when empty).
-  static Result<std::unique_ptr<ServerProcess>> Launch(const std::string& command, const std::string& log_path);
+  static Result<std::unique_ptr<ServerProcess>> Launch(
+      const std::string& command, const std::string& log_path);
   ~ServerProcess();
 
   bool Running();
@@ -43,8 +44,9 @@ class ServerProcess {
 
 // Polls the URLs (GET) every `interval_ms` until one answers 2xx, the
 // process dies (when given) or `timeout_ms` passes. Fills `info`.
-Status WaitReady(const std::vector<std::string>& urls, int64_t timeout_ms, int64_t interval_ms,
-                 ServerProcess* process, ColdStartInfo* info);
+Status WaitReady(const std::vector<std::string>& urls, int64_t timeout_ms,
+                 int64_t interval_ms, ServerProcess* process,
+                 ColdStartInfo* info);
 
 }  // namespace redline::bench
 

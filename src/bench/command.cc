@@ -1,9 +1,8 @@
 #include "bench/command.h"
 
+#include <fmt/format.h>
 #include <sys/resource.h>
 #include <unistd.h>
-
-#include <fmt/format.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -64,10 +63,12 @@ Result<GoodputSlo> ParseGoodput(std::string_view text) {
   while (!text.empty()) {
     size_t comma = text.find(',');
     std::string_view item = Trim(text.substr(0, comma));
-    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
+    text = comma == std::string_view::npos ? std::string_view()
+                                           : text.substr(comma + 1);
     if (item.empty()) continue;
     size_t colon = item.find(':');
-    if (colon == std::string_view::npos) return Status::InvalidArgument("goodput items look like ttft:500ms");
+    if (colon == std::string_view::npos)
+      return Status::InvalidArgument("goodput items look like ttft:500ms");
     std::string_view key = Trim(item.substr(0, colon));
     RL_ASSIGN_OR_RETURN(int64_t ns, ParseDurationNs(item.substr(colon + 1)));
     const int64_t us = ns / 1000;
@@ -100,8 +101,10 @@ Result<Plan> BuildPlan(const BenchCommandOptions& o) {
   }
   for (const std::string& h : o.headers) {
     size_t colon = h.find(':');
-    if (colon == std::string::npos || colon == 0) return Status::InvalidArgument("headers look like 'Name: value': " + h);
-    rc.headers.push_back({std::string(Trim(h.substr(0, colon))), std::string(Trim(h.substr(colon + 1)))});
+    if (colon == std::string::npos || colon == 0)
+      return Status::InvalidArgument("headers look like 'Name: value': " + h);
+    rc.headers.push_back({std::string(Trim(h.substr(0, colon))),
+                          std::string(Trim(h.substr(colon + 1)))});
   }
   RL_ASSIGN_OR_RETURN(int64_t timeout_ns, ParseDurationNs(o.timeout));
   RL_ASSIGN_OR_RETURN(int64_t idle_ns, ParseDurationNs(o.idle_timeout));
@@ -117,11 +120,15 @@ Result<Plan> BuildPlan(const BenchCommandOptions& o) {
   rc.cold_requests = std::max(0, o.cold_requests);
 
   // Load model.
-  const bool open = !o.rate.empty() || !o.stages.empty() || (o.users == 0 && o.expected_rate > 0);
-  if (open && o.users > 0) return Status::InvalidArgument("give either --users (closed loop) or --rate/--stages (open loop)");
+  const bool open = !o.rate.empty() || !o.stages.empty() ||
+                    (o.users == 0 && o.expected_rate > 0);
+  if (open && o.users > 0)
+    return Status::InvalidArgument(
+        "give either --users (closed loop) or --rate/--stages (open loop)");
   RL_ASSIGN_OR_RETURN(rc.arrival, ParseArrivalKind(o.arrival));
   rc.burstiness = o.burstiness;
-  if (rc.arrival == ArrivalKind::kGamma && o.burstiness <= 0) return Status::InvalidArgument("--burstiness must be > 0");
+  if (rc.arrival == ArrivalKind::kGamma && o.burstiness <= 0)
+    return Status::InvalidArgument("--burstiness must be > 0");
   if (open) {
     rc.mode = RunConfig::Mode::kOpen;
     if (!o.stages.empty()) {
@@ -131,7 +138,8 @@ Result<Plan> BuildPlan(const BenchCommandOptions& o) {
     } else {
       rc.rate_rps = 1.2 * o.expected_rate;  // §13 peak check
     }
-    if (rc.stages.empty() && rc.rate_rps <= 0) return Status::InvalidArgument("--rate must be > 0");
+    if (rc.stages.empty() && rc.rate_rps <= 0)
+      return Status::InvalidArgument("--rate must be > 0");
     rc.max_in_flight = o.max_in_flight;
   } else {
     rc.mode = RunConfig::Mode::kClosed;
@@ -147,11 +155,14 @@ Result<Plan> BuildPlan(const BenchCommandOptions& o) {
     RL_ASSIGN_OR_RETURN(rc.duration_ns, ParseDurationNs(o.duration));
   }
   rc.max_requests = o.requests;
-  if (rc.duration_ns == 0 && rc.max_requests < 0 && rc.stages.empty()) rc.duration_ns = 60 * 1'000'000'000LL;
+  if (rc.duration_ns == 0 && rc.max_requests < 0 && rc.stages.empty())
+    rc.duration_ns = 60 * 1'000'000'000LL;
   if (!o.warmup.empty()) {
     if (o.warmup.find_first_not_of("0123456789") == std::string::npos) {
       rc.warmup_requests = std::stoll(o.warmup);
-      if (open) return Status::InvalidArgument("open loop warm-up is a duration (e.g. --warmup 5s)");
+      if (open)
+        return Status::InvalidArgument(
+            "open loop warm-up is a duration (e.g. --warmup 5s)");
     } else {
       RL_ASSIGN_OR_RETURN(rc.warmup_ns, ParseDurationNs(o.warmup));
     }
@@ -180,20 +191,26 @@ Result<Plan> BuildPlan(const BenchCommandOptions& o) {
     if (!o.dataset.empty()) {
       t.file = o.dataset;
       std::string fmt_name = o.dataset_format;
-      const bool json_ext = o.dataset.size() > 5 && o.dataset.substr(o.dataset.size() - 5) == ".json";
-      if (fmt_name.empty()) fmt_name = (o.dataset.find("sharegpt") != std::string::npos || json_ext) ? "sharegpt" : "jsonl";
+      const bool json_ext = o.dataset.size() > 5 &&
+                            o.dataset.substr(o.dataset.size() - 5) == ".json";
+      if (fmt_name.empty())
+        fmt_name = (o.dataset.find("sharegpt") != std::string::npos || json_ext)
+                       ? "sharegpt"
+                       : "jsonl";
       if (fmt_name == "jsonl") {
         t.source = TaskSpec::Source::kJsonl;
       } else if (fmt_name == "sharegpt") {
         t.source = TaskSpec::Source::kShareGpt;
       } else {
-        return Status::InvalidArgument("--dataset-format must be jsonl or sharegpt");
+        return Status::InvalidArgument(
+            "--dataset-format must be jsonl or sharegpt");
       }
     } else if (!o.input_tokens.empty()) {
       t.source = TaskSpec::Source::kSynthetic;
       RL_ASSIGN_OR_RETURN(t.input_tokens, LengthDist::Parse(o.input_tokens));
     } else if (t.api == api::ApiKind::kChat) {
-      if (!o.system_prompt.empty()) t.messages.push_back({"system", o.system_prompt});
+      if (!o.system_prompt.empty())
+        t.messages.push_back({"system", o.system_prompt});
       t.messages.push_back({"user", o.prompt});
     } else {
       t.prompt = o.prompt;
@@ -216,15 +233,21 @@ Result<Plan> BuildPlan(const BenchCommandOptions& o) {
     for (Threshold& t : p.thresholds) {
       if (!CanAbortOnFail(t)) continue;
       any = true;
-      if (t.abort_on_fail) continue;  // an explicit `abort(...)` keeps its own delay
+      if (t.abort_on_fail)
+        continue;  // an explicit `abort(...)` keeps its own delay
       t.abort_on_fail = true;
       t.abort_delay_ns = delay_ns;
     }
-    if (!any) return Status::InvalidArgument("--abort-on-fail needs a latency or error threshold (--slo or --profile)");
+    if (!any)
+      return Status::InvalidArgument(
+          "--abort-on-fail needs a latency or error threshold (--slo or "
+          "--profile)");
   }
   if (o.find_max_rate) {
     for (const Threshold& t : p.thresholds) {
-      if (t.abort_on_fail) return Status::InvalidArgument("abort-on-fail does not apply to --find-max-rate");
+      if (t.abort_on_fail)
+        return Status::InvalidArgument(
+            "abort-on-fail does not apply to --find-max-rate");
     }
   }
   rc.thresholds = p.thresholds;
@@ -235,59 +258,85 @@ Result<Plan> BuildPlan(const BenchCommandOptions& o) {
     RL_ASSIGN_OR_RETURN(int64_t ns, ParseDurationNs(o.max_dispatch_delay));
     p.validity.dispatch_bound_us = std::max<int64_t>(1, ns / 1000);
   }
-  RL_ASSIGN_OR_RETURN(p.validity.send_rate_tolerance, ParsePercentOrFraction(o.rate_tolerance));
+  RL_ASSIGN_OR_RETURN(p.validity.send_rate_tolerance,
+                      ParsePercentOrFraction(o.rate_tolerance));
 
   // Config echo (display order).
   auto& c = p.config;
   c.push_back({"url", rc.base_url});
   std::string api_desc = o.scenario.empty() ? o.api : "scenario " + o.scenario;
-  if (o.scenario.empty()) api_desc += o.no_stream ? ", non-streaming" : ", streaming";
+  if (o.scenario.empty())
+    api_desc += o.no_stream ? ", non-streaming" : ", streaming";
   if (!o.model.empty()) api_desc += ", model " + o.model;
   c.push_back({"api", api_desc});
   std::string load;
   if (rc.mode == RunConfig::Mode::kOpen) {
-    load = o.stages.empty() ? fmt::format("open loop {} {:.4g}/s", ArrivalKindName(rc.arrival), rc.rate_rps)
-                            : fmt::format("open loop {} stages {}", ArrivalKindName(rc.arrival), o.stages);
-    if (rc.arrival == ArrivalKind::kGamma) load += fmt::format(" (burstiness {})", rc.burstiness);
-    if (rc.max_in_flight > 0) load += fmt::format(", in-flight cap {}", rc.max_in_flight);
+    load = o.stages.empty()
+               ? fmt::format("open loop {} {:.4g}/s",
+                             ArrivalKindName(rc.arrival), rc.rate_rps)
+               : fmt::format("open loop {} stages {}",
+                             ArrivalKindName(rc.arrival), o.stages);
+    if (rc.arrival == ArrivalKind::kGamma)
+      load += fmt::format(" (burstiness {})", rc.burstiness);
+    if (rc.max_in_flight > 0)
+      load += fmt::format(", in-flight cap {}", rc.max_in_flight);
   } else {
-    load = fmt::format("closed loop {} user{}, think {}", rc.users, rc.users == 1 ? "" : "s", rc.think.ToString());
+    load = fmt::format("closed loop {} user{}, think {}", rc.users,
+                       rc.users == 1 ? "" : "s", rc.think.ToString());
   }
   c.push_back({"load", load});
   std::string length;
-  if (rc.max_requests >= 0) length = fmt::format("{} requests", rc.max_requests);
-  if (rc.duration_ns > 0) length += (length.empty() ? "" : " or ") + fmt::format("{:.4g}s", static_cast<double>(rc.duration_ns) / 1e9);
-  if (rc.warmup_ns > 0) length += fmt::format(" + warm-up {:.4g}s", static_cast<double>(rc.warmup_ns) / 1e9);
-  if (rc.warmup_requests > 0) length += fmt::format(" + warm-up {} requests", rc.warmup_requests);
+  if (rc.max_requests >= 0)
+    length = fmt::format("{} requests", rc.max_requests);
+  if (rc.duration_ns > 0)
+    length += (length.empty() ? "" : " or ") +
+              fmt::format("{:.4g}s", static_cast<double>(rc.duration_ns) / 1e9);
+  if (rc.warmup_ns > 0)
+    length += fmt::format(" + warm-up {:.4g}s",
+                          static_cast<double>(rc.warmup_ns) / 1e9);
+  if (rc.warmup_requests > 0)
+    length += fmt::format(" + warm-up {} requests", rc.warmup_requests);
   length += fmt::format(", cold requests {}", rc.cold_requests);
   c.push_back({"length", length});
-  c.push_back({"timeouts", fmt::format("request {}, stream idle {}, connect {}", o.timeout, o.idle_timeout, o.connect_timeout)});
-  c.push_back({"seed", std::to_string(rc.seed) + (rc.realtime ? ", real-time scheduling" : "")});
+  c.push_back(
+      {"timeouts", fmt::format("request {}, stream idle {}, connect {}",
+                               o.timeout, o.idle_timeout, o.connect_timeout)});
+  c.push_back({"seed", std::to_string(rc.seed) +
+                           (rc.realtime ? ", real-time scheduling" : "")});
   if (!o.profile.empty()) c.push_back({"profile", o.profile});
   std::string slos, aborts;
   for (const Threshold& t : p.thresholds) {
     slos += (slos.empty() ? "" : "; ") + t.source;
     if (t.abort_on_fail) {
-      aborts += fmt::format("{}{} (delay {:.4g}s)", aborts.empty() ? "" : "; ", t.source,
-                            static_cast<double>(t.abort_delay_ns) / 1e9);
+      aborts +=
+          fmt::format("{}{} (delay {:.4g}s)", aborts.empty() ? "" : "; ",
+                      t.source, static_cast<double>(t.abort_delay_ns) / 1e9);
     }
   }
   if (!slos.empty()) c.push_back({"thresholds", slos});
   if (!aborts.empty()) c.push_back({"abort_on_fail", aborts});
-  if (o.expected_rate > 0) c.push_back({"expected_rate", fmt::format("{:.4g}/s (target 1.2x = {:.4g}/s)", o.expected_rate, 1.2 * o.expected_rate)});
+  if (o.expected_rate > 0)
+    c.push_back(
+        {"expected_rate", fmt::format("{:.4g}/s (target 1.2x = {:.4g}/s)",
+                                      o.expected_rate, 1.2 * o.expected_rate)});
   return p;
 }
 
 std::string ProgressLine(const Progress& p) {
-  return fmt::format("[{:6.1f}s {:<7}] sent {} ok {} fail {} in-flight {}{} | {:.1f} req/s | ttft p50 {} p99 {} | e2e p50 {} p99 {}",
-                     p.elapsed_s, PhaseName(p.phase), p.sent, p.ok, p.failed, p.in_flight,
-                     p.waiting ? fmt::format(" queued {}", p.waiting) : "", p.done_rps, FormatUs(p.ttft_p50_us),
-                     FormatUs(p.ttft_p99_us), FormatUs(p.e2e_p50_us), FormatUs(p.e2e_p99_us));
+  return fmt::format(
+      "[{:6.1f}s {:<7}] sent {} ok {} fail {} in-flight {}{} | {:.1f} req/s | "
+      "ttft p50 {} p99 {} | e2e p50 {} p99 {}",
+      p.elapsed_s, PhaseName(p.phase), p.sent, p.ok, p.failed, p.in_flight,
+      p.waiting ? fmt::format(" queued {}", p.waiting) : "", p.done_rps,
+      FormatUs(p.ttft_p50_us), FormatUs(p.ttft_p99_us), FormatUs(p.e2e_p50_us),
+      FormatUs(p.e2e_p99_us));
 }
 
 }  // namespace
 
-int RunBenchCommand(const BenchCommandOptions& o, const std::atomic<bool>* stop_flag, std::FILE* out, std::FILE* err) {
+int RunBenchCommand(const BenchCommandOptions& o,
+                    const std::atomic<bool>* stop_flag, std::FILE* out,
+                    std::FILE* err) {
   RaiseFdLimit();
   auto plan_or = BuildPlan(o);
   if (!plan_or.ok()) {
@@ -298,7 +347,8 @@ int RunBenchCommand(const BenchCommandOptions& o, const std::atomic<bool>* stop_
   RunConfig& rc = plan.run;
   rc.stop_flag = stop_flag;
 
-  auto workload_or = Workload::Create(plan.tasks, o.model, plan.base_path, o.seed);
+  auto workload_or =
+      Workload::Create(plan.tasks, o.model, plan.base_path, o.seed);
   if (!workload_or.ok()) {
     fmt::print(err, "redline bench: {}\n", workload_or.status().message());
     return kExitToolError;
@@ -328,12 +378,16 @@ int RunBenchCommand(const BenchCommandOptions& o, const std::atomic<bool>* stop_
       size_t comma = f.find(',');
       std::string_view item = Trim(f.substr(0, comma));
       if (!item.empty()) filter.emplace_back(item);
-      f = comma == std::string_view::npos ? std::string_view() : f.substr(comma + 1);
+      f = comma == std::string_view::npos ? std::string_view()
+                                          : f.substr(comma + 1);
     }
     scraper = std::make_unique<Scraper>(o.scrape, filter);
-    rc.on_tick = [&scraper](http::Client& client, int64_t now) { scraper->Sample(client, now); };
+    rc.on_tick = [&scraper](http::Client& client, int64_t now) {
+      scraper->Sample(client, now);
+    };
     // At least one sample per second for the series, even off a terminal.
-    rc.progress_interval_ns = std::min<int64_t>(rc.progress_interval_ns, 1'000'000'000);
+    rc.progress_interval_ns =
+        std::min<int64_t>(rc.progress_interval_ns, 1'000'000'000);
     if (!tty && rc.on_progress) {
       auto inner = rc.on_progress;
       auto counter = std::make_shared<int>(0);
@@ -367,13 +421,18 @@ int RunBenchCommand(const BenchCommandOptions& o, const std::atomic<bool>* stop_
       fmt::print(err, "redline bench: {}\n", ready_timeout.status().message());
       return kExitToolError;
     }
-    if (!o.quiet) fmt::print(err, "cold start: launched '{}' (pid {}), polling readiness\n", o.cold_start, server->pid());
-    Status st = WaitReady(urls, *ready_timeout / 1'000'000, 50, server.get(), &info);
+    if (!o.quiet)
+      fmt::print(err, "cold start: launched '{}' (pid {}), polling readiness\n",
+                 o.cold_start, server->pid());
+    Status st =
+        WaitReady(urls, *ready_timeout / 1'000'000, 50, server.get(), &info);
     if (!st.ok()) {
       fmt::print(err, "redline bench: cold start failed: {}\n", st.message());
       return kExitToolError;
     }
-    if (!o.quiet) fmt::print(err, "cold start: ready after {:.2f} s ({})\n", info.time_to_ready_s, info.ready_url);
+    if (!o.quiet)
+      fmt::print(err, "cold start: ready after {:.2f} s ({})\n",
+                 info.time_to_ready_s, info.ready_url);
     if (rc.cold_requests < 1) rc.cold_requests = 1;
     cold = info;
   }
@@ -384,9 +443,13 @@ int RunBenchCommand(const BenchCommandOptions& o, const std::atomic<bool>* stop_
     CapacityOptions co;
     co.probe_users = o.probe_users;
     co.expected_rps = o.expected_rate;
-    if (!o.quiet) co.log = [err](const std::string& line) { fmt::print(err, "capacity: {}\n", line); };
+    if (!o.quiet)
+      co.log = [err](const std::string& line) {
+        fmt::print(err, "capacity: {}\n", line);
+      };
     auto on_progress = rc.on_progress;
-    if (!tty) rc.on_progress = nullptr;  // probe lines are enough off a terminal
+    if (!tty)
+      rc.on_progress = nullptr;  // probe lines are enough off a terminal
     auto cap = FindMaxRate(rc, workload, plan.thresholds, plan.validity, co);
     rc.on_progress = on_progress;
     if (!cap.ok()) {
@@ -412,7 +475,8 @@ int RunBenchCommand(const BenchCommandOptions& o, const std::atomic<bool>* stop_
   in.goodput = plan.goodput;
   in.validity = plan.validity;
   in.warmup_ns = rc.warmup_ns;
-  if (o.expected_rate > 0 && !o.find_max_rate) in.expected_rps = o.expected_rate;
+  if (o.expected_rate > 0 && !o.find_max_rate)
+    in.expected_rps = o.expected_rate;
   in.arrival = rc.arrival;
   in.task_names = task_names;
   BenchReport report = BuildReport(run, in);
@@ -430,7 +494,9 @@ int RunBenchCommand(const BenchCommandOptions& o, const std::atomic<bool>* stop_
   if (scraper) {
     report.scrape_url = scraper->url();
     report.scrape = scraper->Series(run.start_ns);
-    if (scraper->samples() == 0) report.warnings.push_back(fmt::format("no successful scrape of {}", scraper->url()));
+    if (scraper->samples() == 0)
+      report.warnings.push_back(
+          fmt::format("no successful scrape of {}", scraper->url()));
   }
 
   fmt::print(out, "{}", RenderText(report));
@@ -450,12 +516,13 @@ int RunBenchCommand(const BenchCommandOptions& o, const std::atomic<bool>* stop_
   return code;
 }
 
-int RunCompareCommand(const std::string& path_a, const std::string& path_b, double tolerance, std::FILE* out,
-                      std::FILE* err) {
+int RunCompareCommand(const std::string& path_a, const std::string& path_b,
+                      double tolerance, std::FILE* out, std::FILE* err) {
   auto a = ReadFile(path_a);
   auto b = ReadFile(path_b);
   if (!a.ok() || !b.ok()) {
-    fmt::print(err, "redline bench compare: {}\n", (!a.ok() ? a.status() : b.status()).message());
+    fmt::print(err, "redline bench compare: {}\n",
+               (!a.ok() ? a.status() : b.status()).message());
     return kExitToolError;
   }
   CompareOptions opt;

@@ -17,8 +17,8 @@ namespace redline::bench {
 
 struct BenchCommandOptions {
   // Target.
-  std::string url;                   // base URL; "/v1" is added when it has no path
-  std::string api = "chat";          // chat | completions
+  std::string url;           // base URL; "/v1" is added when it has no path
+  std::string api = "chat";  // chat | completions
   std::string model;
   std::string api_key;               // default: $OPENAI_API_KEY
   std::vector<std::string> headers;  // "Name: value"
@@ -30,40 +30,42 @@ struct BenchCommandOptions {
   int max_connections = 0;
 
   // Load model.
-  int users = 0;                 // closed loop when > 0
-  std::string think;             // "0.5s..2s", "1s", "exponential(1s)"
-  std::string ramp_up;           // closed loop: spread user starts over this
-  std::string rate;              // open loop when set ("20", "20rps", "1200/m")
+  int users = 0;        // closed loop when > 0
+  std::string think;    // "0.5s..2s", "1s", "exponential(1s)"
+  std::string ramp_up;  // closed loop: spread user starts over this
+  std::string rate;     // open loop when set ("20", "20rps", "1200/m")
   std::string arrival = "poisson";
   double burstiness = 1;
-  std::string stages;            // "30s:5rps,60s:20rps" (open loop)
+  std::string stages;  // "30s:5rps,60s:20rps" (open loop)
   int64_t max_in_flight = 0;
-  std::string duration;          // default 60s when neither duration nor requests
+  std::string duration;  // default 60s when neither duration nor requests
   int64_t requests = -1;
-  std::string warmup;            // "5s" or a request count "20"
+  std::string warmup;  // "5s" or a request count "20"
   int cold_requests = 1;
   uint64_t seed = 1;
-  bool realtime = false;         // SCHED_FIFO for the load thread (see RunConfig)
+  bool realtime = false;  // SCHED_FIFO for the load thread (see RunConfig)
 
   // Workload (ignored with --scenario, which defines tasks).
-  std::string prompt = "Write a short story about a lighthouse keeper who finds a message in a bottle.";
+  std::string prompt =
+      "Write a short story about a lighthouse keeper who finds a message in a "
+      "bottle.";
   std::string system_prompt;
-  std::string input_tokens;      // synthetic prompt length distribution
-  std::string output_tokens;     // max_tokens distribution
+  std::string input_tokens;   // synthetic prompt length distribution
+  std::string output_tokens;  // max_tokens distribution
   int64_t max_tokens = 128;
   bool pin_output_length = false;
   bool no_stream = false;
   bool no_usage = false;
-  double temperature = -1;       // < 0: not sent
+  double temperature = -1;  // < 0: not sent
   std::string scenario;
-  std::string dataset;           // JSONL or ShareGPT file
-  std::string dataset_format;    // jsonl | sharegpt (default by content)
+  std::string dataset;         // JSONL or ShareGPT file
+  std::string dataset_format;  // jsonl | sharegpt (default by content)
   int turns = 1;
 
   // Verdict.
   std::vector<std::string> slo;
   std::string profile;
-  std::string goodput;           // "ttft:500ms,tpot:50ms,e2e:3s"
+  std::string goodput;  // "ttft:500ms,tpot:50ms,e2e:3s"
   std::string max_dispatch_delay;
   std::string rate_tolerance = "5%";
   // k6 abortOnFail for every latency and error threshold of the measurement
@@ -86,18 +88,19 @@ struct BenchCommandOptions {
   std::string html_path;
   std::string requests_out;
   std::string scrape;
-  std::string scrape_filter;     // comma-separated substrings
+  std::string scrape_filter;  // comma-separated substrings
   bool quiet = false;
 };
 
 // Runs the command; returns the process exit code (0, 99, 100 or 101).
-int RunBenchCommand(const BenchCommandOptions& options, const std::atomic<bool>* stop_flag, std::FILE* out,
+int RunBenchCommand(const BenchCommandOptions& options,
+                    const std::atomic<bool>* stop_flag, std::FILE* out,
                     std::FILE* err);
 
 // `redline bench compare A.json B.json`: 0 no regression, 99 regression,
 // 101 unreadable input.
-int RunCompareCommand(const std::string& path_a, const std::string& path_b, double tolerance, std::FILE* out,
-                      std::FILE* err);
+int RunCompareCommand(const std::string& path_a, const std::string& path_b,
+                      double tolerance, std::FILE* out, std::FILE* err);
 
 }  // namespace redline::bench
 

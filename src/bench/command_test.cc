@@ -5,9 +5,8 @@
 
 #include <gtest/gtest.h>
 
-#include <boost/json.hpp>
-
 #include <array>
+#include <boost/json.hpp>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -30,7 +29,8 @@ using testing::FakeServerOptions;
 class BenchCommandTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = ::testing::TempDir() + "/redline_bench_cmd_" + std::to_string(::getpid()) + "_" +
+    dir_ = ::testing::TempDir() + "/redline_bench_cmd_" +
+           std::to_string(::getpid()) + "_" +
            ::testing::UnitTest::GetInstance()->current_test_info()->name();
     std::filesystem::create_directories(dir_);
     null_ = std::fopen("/dev/null", "w");
@@ -40,7 +40,8 @@ class BenchCommandTest : public ::testing::Test {
     std::filesystem::remove_all(dir_);
   }
 
-  std::unique_ptr<FakeOpenAiServer> Server(int64_t ttft_us, int64_t gap_us, int tokens) {
+  std::unique_ptr<FakeOpenAiServer> Server(int64_t ttft_us, int64_t gap_us,
+                                           int tokens) {
     FakeServerOptions o;
     o.default_plan.ttft_us = ttft_us;
     o.default_plan.gap_us = gap_us;
@@ -63,7 +64,9 @@ class BenchCommandTest : public ::testing::Test {
     return o;
   }
 
-  int Run(const BenchCommandOptions& o) { return RunBenchCommand(o, nullptr, null_, null_); }
+  int Run(const BenchCommandOptions& o) {
+    return RunBenchCommand(o, nullptr, null_, null_);
+  }
 
   static std::string Read(const std::string& path) {
     std::ifstream f(path);
@@ -94,21 +97,27 @@ TEST_F(BenchCommandTest, PassExitsZeroAndWritesTheJsonSchema) {
   const json::object& m = r.at("phases").at("measure").as_object();
   EXPECT_EQ(m.at("requests").at("attempted").as_int64(), 24);
   EXPECT_EQ(m.at("requests").at("ok").as_int64(), 24);
-  for (const char* metric : {"ttft", "ttfo", "ttft_sched", "e2e", "e2e_stream", "e2e_sched", "tpot", "ntpot"}) {
+  for (const char* metric : {"ttft", "ttfo", "ttft_sched", "e2e", "e2e_stream",
+                             "e2e_sched", "tpot", "ntpot"}) {
     const json::object& d = m.at("latency_us").at(metric).as_object();
     for (const char* view : {"success", "adjusted"}) {
-      for (const char* k : {"count", "mean", "min", "p50", "p90", "p95", "p99", "p99.9", "max"}) {
-        EXPECT_TRUE(d.at(view).as_object().contains(k)) << metric << "." << view << "." << k;
+      for (const char* k : {"count", "mean", "min", "p50", "p90", "p95", "p99",
+                            "p99.9", "max"}) {
+        EXPECT_TRUE(d.at(view).as_object().contains(k))
+            << metric << "." << view << "." << k;
       }
     }
   }
   EXPECT_TRUE(m.at("latency_us").at("itl").as_object().contains("success"));
   EXPECT_FALSE(m.at("latency_us").at("itl").as_object().contains("adjusted"));
-  for (const char* k : {"connect", "timeout", "http_429", "http_4xx", "http_5xx", "abort", "parse", "all", "by_label"}) {
+  for (const char* k : {"connect", "timeout", "http_429", "http_4xx",
+                        "http_5xx", "abort", "parse", "all", "by_label"}) {
     EXPECT_TRUE(m.at("errors").as_object().contains(k)) << k;
   }
-  for (const char* k : {"window_s", "offered_rps", "achieved_send_rps", "completed_rps", "output_tps", "peak_output_tps",
-                        "mean_concurrency", "goodput_rps", "token_goodput_tps", "good_fraction"}) {
+  for (const char* k :
+       {"window_s", "offered_rps", "achieved_send_rps", "completed_rps",
+        "output_tps", "peak_output_tps", "mean_concurrency", "goodput_rps",
+        "token_goodput_tps", "good_fraction"}) {
     EXPECT_TRUE(m.at("rates").as_object().contains(k)) << k;
   }
   EXPECT_EQ(m.at("tokens").at("sources").at("usage").as_int64(), 24);
@@ -124,7 +133,8 @@ TEST_F(BenchCommandTest, PassExitsZeroAndWritesTheJsonSchema) {
   const json::object& ts = r.at("timeseries").as_object();
   const size_t n = ts.at("t_s").as_array().size();
   EXPECT_GT(n, 0u);
-  for (const char* k : {"sent", "ok", "failed", "output_tps", "in_flight", "ttft_p50_us", "e2e_p99_us"}) {
+  for (const char* k : {"sent", "ok", "failed", "output_tps", "in_flight",
+                        "ttft_p50_us", "e2e_p99_us"}) {
     EXPECT_EQ(ts.at(k).as_array().size(), n) << k;
   }
   EXPECT_FALSE(r.at("cdf").at("e2e").as_array().empty());
@@ -135,7 +145,8 @@ TEST_F(BenchCommandTest, PassExitsZeroAndWritesTheJsonSchema) {
   int count = 0;
   while (std::getline(lines, line)) {
     json::value q = json::parse(line);
-    for (const char* k : {"t_sched_ns", "t_send_ns", "t_first_ns", "t_last_ns", "t_end_ns", "chunk_ns", "class"}) {
+    for (const char* k : {"t_sched_ns", "t_send_ns", "t_first_ns", "t_last_ns",
+                          "t_end_ns", "chunk_ns", "class"}) {
       EXPECT_TRUE(q.as_object().contains(k)) << k;
     }
     count++;
@@ -160,7 +171,8 @@ TEST_F(BenchCommandTest, ErrorsFailThroughErrorAdjustedPercentiles) {
   FakeServerOptions fo;
   fo.default_plan.tokens = 2;
   fo.record_truth = false;
-  fo.plan_fn = [](uint64_t i, const http::ServerRequest&, const testing::FakePlan& base) {
+  fo.plan_fn = [](uint64_t i, const http::ServerRequest&,
+                  const testing::FakePlan& base) {
     testing::FakePlan p = base;
     if (i % 10 == 9) p.status = 503;
     return p;
@@ -178,7 +190,13 @@ TEST_F(BenchCommandTest, ErrorsFailThroughErrorAdjustedPercentiles) {
   const json::value& t = v.at("thresholds").as_array()[0];
   EXPECT_EQ(t.at("observed").as_string(), "inf");
   EXPECT_TRUE(t.at("success_only").is_double());
-  EXPECT_EQ(v.at("phases").at("measure").at("errors").at("http_5xx").at("count").as_int64(), 4);
+  EXPECT_EQ(v.at("phases")
+                .at("measure")
+                .at("errors")
+                .at("http_5xx")
+                .at("count")
+                .as_int64(),
+            4);
 }
 
 TEST_F(BenchCommandTest, ClientThatCannotKeepItsScheduleExits100) {
@@ -207,7 +225,8 @@ TEST_F(BenchCommandTest, ClientThatCannotKeepItsScheduleExits100) {
 TEST_F(BenchCommandTest, AbortOnFailStopsTheRunAndExits99) {
   FakeServerOptions fo;
   fo.record_truth = false;
-  fo.plan_fn = [](uint64_t i, const http::ServerRequest&, const testing::FakePlan& base) {
+  fo.plan_fn = [](uint64_t i, const http::ServerRequest&,
+                  const testing::FakePlan& base) {
     testing::FakePlan p = base;
     if (i % 2 == 0) {
       p.status = 503;
@@ -234,11 +253,13 @@ TEST_F(BenchCommandTest, AbortOnFailStopsTheRunAndExits99) {
   const json::value v = json::parse(Read(o.json_path));
   EXPECT_EQ(v.at("verdict").as_string(), "fail");
   EXPECT_EQ(v.at("exit_code").as_int64(), kExitSloFailed);
-  EXPECT_NE(v.at("verdict_reason").as_string().find("aborted early"), std::string::npos);
+  EXPECT_NE(v.at("verdict_reason").as_string().find("aborted early"),
+            std::string::npos);
   const json::value& a = v.at("abort");
   ASSERT_TRUE(a.is_object());
   EXPECT_EQ(a.at("threshold").as_string(), "errors: rate<1% abort(300ms)");
-  EXPECT_FALSE(a.at("certain").as_bool());  // no total known: failing after its delay
+  EXPECT_FALSE(
+      a.at("certain").as_bool());  // no total known: failing after its delay
   EXPECT_GT(a.at("at_s").to_number<double>(), 0.3);
   EXPECT_GE(a.at("cancelled").as_int64(), 1);
   // Only finished requests count: every measured one is a 503.
@@ -247,7 +268,8 @@ TEST_F(BenchCommandTest, AbortOnFailStopsTheRunAndExits99) {
   EXPECT_LT(req.at("attempted").as_int64(), 750);
   EXPECT_EQ(req.at("failed").as_int64(), req.at("attempted").as_int64());
   EXPECT_EQ(req.at("planned").as_int64(), req.at("attempted").as_int64());
-  EXPECT_EQ(v.at("config").at("abort_on_fail").as_string(), "errors: rate<1% abort(300ms) (delay 0.3s)");
+  EXPECT_EQ(v.at("config").at("abort_on_fail").as_string(),
+            "errors: rate<1% abort(300ms) (delay 0.3s)");
 }
 
 // A count can only grow: three 5xx decide "count<3" whatever the delay, and
@@ -269,7 +291,9 @@ TEST_F(BenchCommandTest, AbortOnFailFlagStopsAtACertainFailure) {
   const json::value v = json::parse(Read(o.json_path));
   ASSERT_TRUE(v.at("abort").is_object());
   EXPECT_TRUE(v.at("abort").at("certain").as_bool());
-  EXPECT_LT(v.at("phases").at("measure").at("requests").at("attempted").as_int64(), 500);
+  EXPECT_LT(
+      v.at("phases").at("measure").at("requests").at("attempted").as_int64(),
+      500);
 
   // Without a threshold that can abort, the flag is a tool error.
   o.slo = {"good_fraction: value>=99%"};
@@ -305,21 +329,29 @@ TEST_F(BenchCommandTest, CompareFlagsRegressions) {
   b.json_path = dir_ + "/b.json";
   ASSERT_EQ(Run(a), kExitPass);
   ASSERT_EQ(Run(b), kExitPass);
-  EXPECT_EQ(RunCompareCommand(a.json_path, a.json_path, 0.1, null_, null_), kExitPass);
-  EXPECT_EQ(RunCompareCommand(a.json_path, b.json_path, 0.1, null_, null_), kExitSloFailed);
-  EXPECT_EQ(RunCompareCommand(b.json_path, a.json_path, 0.1, null_, null_), kExitPass);  // faster is fine
-  EXPECT_EQ(RunCompareCommand(a.json_path, dir_ + "/missing.json", 0.1, null_, null_), kExitToolError);
+  EXPECT_EQ(RunCompareCommand(a.json_path, a.json_path, 0.1, null_, null_),
+            kExitPass);
+  EXPECT_EQ(RunCompareCommand(a.json_path, b.json_path, 0.1, null_, null_),
+            kExitSloFailed);
+  EXPECT_EQ(RunCompareCommand(b.json_path, a.json_path, 0.1, null_, null_),
+            kExitPass);  // faster is fine
+  EXPECT_EQ(
+      RunCompareCommand(a.json_path, dir_ + "/missing.json", 0.1, null_, null_),
+      kExitToolError);
   auto res = CompareResults(Read(a.json_path), Read(b.json_path), {});
   ASSERT_TRUE(res.ok());
   bool ttft_flagged = false;
-  for (const CompareRow& row : res->rows) ttft_flagged |= row.metric == "ttft p50 (adjusted)" && row.regression;
+  for (const CompareRow& row : res->rows)
+    ttft_flagged |= row.metric == "ttft p50 (adjusted)" && row.regression;
   EXPECT_TRUE(ttft_flagged);
 }
 
 uint16_t FreePort() {
   // Bind port 0, read the port, release it: good enough for a test.
   http::EventLoop loop;
-  http::Server probe(loop, {}, [](http::ServerRequest&&, std::shared_ptr<http::ResponseWriter>) {});
+  http::Server probe(
+      loop, {},
+      [](http::ServerRequest&&, std::shared_ptr<http::ResponseWriter>) {});
   auto port = probe.Start();
   return port.ok() ? *port : 0;
 }
@@ -329,7 +361,8 @@ TEST_F(BenchCommandTest, ColdStartLaunchesTheServerAndMeasuresTimeToReady) {
   ASSERT_NE(port, 0);
   BenchCommandOptions o;
   o.url = "http://127.0.0.1:" + std::to_string(port);
-  o.cold_start = std::string(RL_FAKE_SERVER_BIN) + " --startup-delay-ms 300 --port " + std::to_string(port) +
+  o.cold_start = std::string(RL_FAKE_SERVER_BIN) +
+                 " --startup-delay-ms 300 --port " + std::to_string(port) +
                  " --plan 'ttft=5ms;gap=1ms;tokens=4'";
   o.users = 2;
   o.requests = 10;
@@ -342,7 +375,8 @@ TEST_F(BenchCommandTest, ColdStartLaunchesTheServerAndMeasuresTimeToReady) {
   std::FILE* err = std::fopen(err_path.c_str(), "w");
   const int code = RunBenchCommand(o, nullptr, null_, err);
   std::fclose(err);
-  ASSERT_EQ(code, kExitPass) << Read(err_path) << "\nserver log:\n" << Read(o.server_log);
+  ASSERT_EQ(code, kExitPass) << Read(err_path) << "\nserver log:\n"
+                             << Read(o.server_log);
   json::value v = json::parse(Read(o.json_path));
   const json::object& cs = v.at("cold_start").as_object();
   EXPECT_TRUE(cs.at("ready").as_bool());
@@ -359,7 +393,8 @@ TEST_F(BenchCommandTest, ColdStartLaunchesTheServerAndMeasuresTimeToReady) {
   BenchCommandOptions broken = o;
   broken.cold_start = "exit 3";
   broken.ready_timeout = "5s";
-  EXPECT_EQ(Run(broken), kExitToolError);  // the process died before it was ready
+  EXPECT_EQ(Run(broken),
+            kExitToolError);  // the process died before it was ready
 }
 
 TEST_F(BenchCommandTest, ExpectedRatePeakCheckAndStages) {
@@ -369,7 +404,8 @@ TEST_F(BenchCommandTest, ExpectedRatePeakCheckAndStages) {
   o.requests = -1;
   o.expected_rate = 50;  // runs open loop at 60/s
   o.arrival = "constant";
-  o.max_dispatch_delay = "500ms";  // not what this test is about (shared CI machines stall)
+  o.max_dispatch_delay =
+      "500ms";  // not what this test is about (shared CI machines stall)
   o.rate_tolerance = "50%";
   o.duration = "2s";
   o.json_path = dir_ + "/r.json";
@@ -377,7 +413,9 @@ TEST_F(BenchCommandTest, ExpectedRatePeakCheckAndStages) {
   json::value v = json::parse(Read(o.json_path));
   EXPECT_TRUE(v.at("peak_check").at("pass").as_bool());
   EXPECT_NEAR(v.at("peak_check").at("target_rps").as_double(), 60, 1e-9);
-  EXPECT_NEAR(v.at("phases").at("measure").at("requests").at("planned").as_int64(), 120, 1);
+  EXPECT_NEAR(
+      v.at("phases").at("measure").at("requests").at("planned").as_int64(), 120,
+      1);
 
   BenchCommandOptions st = Options(*server);
   st.users = 0;
@@ -389,7 +427,8 @@ TEST_F(BenchCommandTest, ExpectedRatePeakCheckAndStages) {
   st.json_path = dir_ + "/s.json";
   EXPECT_EQ(Run(st), kExitPass);
   json::value s = json::parse(Read(st.json_path));
-  EXPECT_EQ(s.at("phases").at("measure").at("requests").at("planned").as_int64(), 60);
+  EXPECT_EQ(
+      s.at("phases").at("measure").at("requests").at("planned").as_int64(), 60);
 }
 
 TEST_F(BenchCommandTest, FindMaxRateReportsACapacityCurve) {
@@ -408,7 +447,8 @@ TEST_F(BenchCommandTest, FindMaxRateReportsACapacityCurve) {
   o.probe_users = 8;
   o.duration = "1s";
   o.slo = {"e2e: p(99)<60ms"};
-  o.max_dispatch_delay = "50ms";  // shared CI machines stall threads for milliseconds
+  o.max_dispatch_delay =
+      "50ms";  // shared CI machines stall threads for milliseconds
   o.json_path = dir_ + "/r.json";
   const int code = Run(o);
   EXPECT_TRUE(code == kExitPass || code == kExitSloFailed) << code;
@@ -428,20 +468,24 @@ std::string Capture(const std::string& cmd, int* status) {
   if (p == nullptr) return out;
   std::array<char, 4096> buf;
   size_t n;
-  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+  while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0)
+    out.append(buf.data(), n);
   *status = ::pclose(p);
   return out;
 }
 
-TEST_F(BenchCommandTest, HtmlReportRendersInHeadlessChromiumWithoutConsoleErrors) {
+TEST_F(BenchCommandTest,
+       HtmlReportRendersInHeadlessChromiumWithoutConsoleErrors) {
   const char* chromium = "/usr/bin/chromium";
-  if (!std::filesystem::exists(chromium)) GTEST_SKIP() << "chromium not installed";
+  if (!std::filesystem::exists(chromium))
+    GTEST_SKIP() << "chromium not installed";
   FakeServerOptions fo;
   fo.default_plan.ttft_us = 5'000;
   fo.default_plan.gap_us = 1'000;
   fo.default_plan.tokens = 6;
   fo.record_truth = false;
-  fo.plan_fn = [](uint64_t i, const http::ServerRequest&, const testing::FakePlan& base) {
+  fo.plan_fn = [](uint64_t i, const http::ServerRequest&,
+                  const testing::FakePlan& base) {
     testing::FakePlan p = base;
     if (i % 13 == 5) p.status = 429;
     if (i % 17 == 3) p.disconnect_after = 2;
@@ -458,19 +502,24 @@ TEST_F(BenchCommandTest, HtmlReportRendersInHeadlessChromiumWithoutConsoleErrors
   const int code = Run(o);
   EXPECT_TRUE(code == kExitPass || code == kExitSloFailed) << code;
   const std::string html = Read(o.html_path);
-  EXPECT_EQ(html.find("http://"), html.find("http://127.0.0.1"));  // no external resources
+  EXPECT_EQ(html.find("http://"),
+            html.find("http://127.0.0.1"));  // no external resources
   EXPECT_EQ(html.find("<script"), std::string::npos);
   EXPECT_EQ(html.find("<link"), std::string::npos);
 
   const std::string profile = dir_ + "/chromium-profile";
   const std::string err = dir_ + "/chromium.log";
-  const std::string cmd = std::string("timeout 60 ") + chromium +
-                          " --headless --no-sandbox --disable-gpu --disable-background-networking "
-                          "--disable-component-update --disable-sync --no-first-run --user-data-dir=" +
-                          profile + " --enable-logging=stderr --v=0 --dump-dom file://" + o.html_path + " 2>" + err;
+  const std::string cmd =
+      std::string("timeout 60 ") + chromium +
+      " --headless --no-sandbox --disable-gpu --disable-background-networking "
+      "--disable-component-update --disable-sync --no-first-run "
+      "--user-data-dir=" +
+      profile + " --enable-logging=stderr --v=0 --dump-dom file://" +
+      o.html_path + " 2>" + err;
   int status = 0;
   const std::string dom = Capture(cmd, &status);
-  if (dom.empty()) GTEST_SKIP() << "chromium did not start here (status " << status << ")";
+  if (dom.empty())
+    GTEST_SKIP() << "chromium did not start here (status " << status << ")";
   // The charts made it into the rendered DOM.
   size_t svgs = 0, pos = 0;
   while ((pos = dom.find("<svg", pos)) != std::string::npos) {

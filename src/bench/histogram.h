@@ -33,9 +33,10 @@ namespace redline::bench {
 
 class Histogram {
  public:
-  static constexpr int kSubBucketBits = 11;                     // 2048 exact values
+  static constexpr int kSubBucketBits = 11;  // 2048 exact values
   static constexpr int64_t kSubBucketCount = int64_t{1} << kSubBucketBits;
-  static constexpr int64_t kSubBucketHalf = kSubBucketCount / 2;  // 1024 per octave
+  static constexpr int64_t kSubBucketHalf =
+      kSubBucketCount / 2;  // 1024 per octave
   static constexpr int kMaxValueBits = 36;
   static constexpr int64_t kMaxValue = (int64_t{1} << kMaxValueBits) - 1;
 
@@ -54,7 +55,9 @@ class Histogram {
   int64_t min() const { return count_ ? min_ : 0; }
   int64_t max() const { return count_ ? max_ : 0; }
   double sum() const { return sum_; }
-  double mean() const { return count_ ? sum_ / static_cast<double>(count_) : 0.0; }
+  double mean() const {
+    return count_ ? sum_ / static_cast<double>(count_) : 0.0;
+  }
   int64_t clamped() const { return clamped_; }
 
   // Nearest-rank percentile, q in [0, 100], over count() recorded samples
@@ -76,7 +79,8 @@ class Histogram {
   template <typename Fn>
   void ForEachBucket(Fn&& fn) const {
     for (size_t i = 0; i < counts_.size(); ++i) {
-      if (counts_[i] != 0) fn(HighestEquivalent(static_cast<int64_t>(i)), counts_[i]);
+      if (counts_[i] != 0)
+        fn(HighestEquivalent(static_cast<int64_t>(i)), counts_[i]);
     }
   }
 

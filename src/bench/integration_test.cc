@@ -1,6 +1,7 @@
 // bench against the deterministic fake server on loopback (port 0): measured
 // latencies vs the server's truth, error classes, open-loop rate, cold and
 // warm-up phases, HTTPS, multi-turn sessions.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -8,8 +9,6 @@
 #include <filesystem>
 #include <map>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "bench/metrics.h"
 #include "bench/runner.h"
@@ -29,12 +28,16 @@ constexpr int64_t kMs = 1'000'000;
 // Nearest-rank percentile of exact values (microseconds).
 double ExactPercentile(std::vector<int64_t> v, double q) {
   std::sort(v.begin(), v.end());
-  int64_t rank = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(q / 100.0 * static_cast<double>(v.size()) - 1e-9)));
+  int64_t rank = std::max<int64_t>(
+      1, static_cast<int64_t>(
+             std::ceil(q / 100.0 * static_cast<double>(v.size()) - 1e-9)));
   return static_cast<double>(v[static_cast<size_t>(rank - 1)]);
 }
 
-std::unique_ptr<Workload> MakeWorkload(std::vector<TaskSpec> tasks, const std::string& base_url) {
-  auto w = Workload::Create(std::move(tasks), "fake", http::ParseUrl(base_url)->target, 1);
+std::unique_ptr<Workload> MakeWorkload(std::vector<TaskSpec> tasks,
+                                       const std::string& base_url) {
+  auto w = Workload::Create(std::move(tasks), "fake",
+                            http::ParseUrl(base_url)->target, 1);
   EXPECT_TRUE(w.ok()) << w.status().ToString();
   return std::move(*w);
 }
@@ -51,8 +54,10 @@ TaskSpec SimpleTask(bool stream = true) {
 // tolerance, else a description of the misses.
 std::string AccuracyAttempt() {
   FakeServerOptions opts;
-  // Varied but deterministic timing per request: TTFT 20..119 ms, gaps 3..12 ms.
-  opts.plan_fn = [](uint64_t i, const http::ServerRequest&, const FakePlan& base) {
+  // Varied but deterministic timing per request: TTFT 20..119 ms, gaps 3..12
+  // ms.
+  opts.plan_fn = [](uint64_t i, const http::ServerRequest&,
+                    const FakePlan& base) {
     FakePlan p = base;
     p.ttft_us = (20 + static_cast<int64_t>(i * 37 % 100)) * 1000;
     p.gap_us = (3 + static_cast<int64_t>(i % 10)) * 1000;
@@ -72,27 +77,34 @@ std::string AccuracyAttempt() {
   if (!run.ok()) return run.status().ToString();
   PhaseStats s = ComputePhaseStats(run->records, Phase::kMeasure, {});
   if (s.ok != 60) return "not every request succeeded";
-  if (s.token_sources[static_cast<int>(TokenSource::kUsage)] != 60) return "usage was not used for token counts";
+  if (s.token_sources[static_cast<int>(TokenSource::kUsage)] != 60)
+    return "usage was not used for token counts";
 
   std::vector<int64_t> ttft, e2e, itl;
   for (const auto& t : server.Truths()) {
     if (t.chunk_write_ns.empty()) return "a response without chunks";
     ttft.push_back((t.chunk_write_ns.front() - t.t_received_ns) / 1000);
     e2e.push_back((t.chunk_write_ns.back() - t.t_received_ns) / 1000);
-    for (size_t j = 1; j < t.chunk_write_ns.size(); ++j) itl.push_back((t.chunk_write_ns[j] - t.chunk_write_ns[j - 1]) / 1000);
+    for (size_t j = 1; j < t.chunk_write_ns.size(); ++j)
+      itl.push_back((t.chunk_write_ns[j] - t.chunk_write_ns[j - 1]) / 1000);
   }
-  if (s.Hist(Metric::kItl).count() != static_cast<int64_t>(itl.size())) return "ITL sample count differs";
+  if (s.Hist(Metric::kItl).count() != static_cast<int64_t>(itl.size()))
+    return "ITL sample count differs";
   std::string misses;
   auto check = [&](double measured, double truth, const char* what, double q) {
     const double tolerance = 2000 + 0.02 * truth;
     if (std::abs(measured - truth) > tolerance || measured < truth - 200) {
-      misses += fmt::format("{} p{}: measured {} us, truth {} us; ", what, q, measured, truth);
+      misses += fmt::format("{} p{}: measured {} us, truth {} us; ", what, q,
+                            measured, truth);
     }
   };
   for (double q : {50.0, 90.0, 99.0}) {
-    check(s.Percentile(Metric::kTtft, q, true), ExactPercentile(ttft, q), "ttft", q);
-    check(s.Percentile(Metric::kE2e, q, true), ExactPercentile(e2e, q), "e2e", q);
-    check(s.Percentile(Metric::kItl, q, false), ExactPercentile(itl, q), "itl", q);
+    check(s.Percentile(Metric::kTtft, q, true), ExactPercentile(ttft, q),
+          "ttft", q);
+    check(s.Percentile(Metric::kE2e, q, true), ExactPercentile(e2e, q), "e2e",
+          q);
+    check(s.Percentile(Metric::kItl, q, false), ExactPercentile(itl, q), "itl",
+          q);
   }
   return misses;
 }
@@ -156,13 +168,14 @@ TEST(BenchIntegrationTest, EveryErrorClassIsClassifiedRight) {
   for (const RequestRecord& r : run->records) {
     seen[r.task]++;
     EXPECT_EQ(r.error, cases[static_cast<size_t>(r.task)].expected)
-        << "plan " << cases[static_cast<size_t>(r.task)].plan << " got " << ErrorClassKey(r.error) << " ("
-        << r.error_detail << ")";
+        << "plan " << cases[static_cast<size_t>(r.task)].plan << " got "
+        << ErrorClassKey(r.error) << " (" << r.error_detail << ")";
     if (r.error == ErrorClass::kTimeout) {
       EXPECT_EQ(r.timeout, TimeoutKind::kIdle);
     }
   }
-  EXPECT_GE(seen.size(), cases.size() - 1);  // weighted random mix: nearly every task drawn
+  EXPECT_GE(seen.size(),
+            cases.size() - 1);  // weighted random mix: nearly every task drawn
   // Reasoning first: TTFT stops at the reasoning chunk, TTFO at the content.
   for (const RequestRecord& r : run->records) {
     if (r.task == 11) {
@@ -212,14 +225,16 @@ TEST(BenchIntegrationTest, OpenLoopKeepsItsRate) {
   cfg.cold_requests = 0;
   auto run = RunLoad(cfg, *workload);
   ASSERT_TRUE(run.ok());
-  PhaseStats s = ComputePhaseStats(run->records, Phase::kMeasure, {}, run->planned_measure);
+  PhaseStats s = ComputePhaseStats(run->records, Phase::kMeasure, {},
+                                   run->planned_measure);
   EXPECT_EQ(s.attempted, 400);
   EXPECT_EQ(s.planned, 400);
   EXPECT_EQ(s.ok, 400);
   EXPECT_NEAR(s.achieved_send_rps, 200, 200 * 0.03);
   // Absolute schedule: t_sched are exactly 5 ms apart.
   for (size_t i = 1; i < run->records.size(); ++i) {
-    ASSERT_EQ(run->records[i].t_sched_ns - run->records[i - 1].t_sched_ns, 5 * kMs);
+    ASSERT_EQ(run->records[i].t_sched_ns - run->records[i - 1].t_sched_ns,
+              5 * kMs);
   }
 }
 
@@ -235,18 +250,20 @@ TEST(BenchIntegrationTest, InFlightCapShowsAsDispatchDelayAndSchedLatency) {
   cfg.base_url = server.BaseUrl();
   cfg.mode = RunConfig::Mode::kOpen;
   cfg.arrival = ArrivalKind::kConstant;
-  cfg.rate_rps = 100;              // one every 10 ms
+  cfg.rate_rps = 100;  // one every 10 ms
   cfg.max_requests = 20;
-  cfg.max_in_flight = 1;           // but each takes ~30 ms
+  cfg.max_in_flight = 1;  // but each takes ~30 ms
   cfg.cold_requests = 0;
   auto run = RunLoad(cfg, *workload);
   ASSERT_TRUE(run.ok());
-  PhaseStats s = ComputePhaseStats(run->records, Phase::kMeasure, {}, run->planned_measure);
+  PhaseStats s = ComputePhaseStats(run->records, Phase::kMeasure, {},
+                                   run->planned_measure);
   EXPECT_EQ(s.ok, 20);
   // The last request waited ~19 * 20 ms for its turn: coordinated omission
   // shows in dispatch delay and in e2e_sched, not in e2e.
   EXPECT_GT(s.Percentile(Metric::kDispatchDelay, 99, false), 200'000);
-  EXPECT_GT(s.Percentile(Metric::kE2eSched, 99, true), s.Percentile(Metric::kE2e, 99, true) + 200'000);
+  EXPECT_GT(s.Percentile(Metric::kE2eSched, 99, true),
+            s.Percentile(Metric::kE2e, 99, true) + 200'000);
   EXPECT_LT(s.Percentile(Metric::kE2e, 99, true), 100'000);
 }
 
@@ -295,7 +312,8 @@ TEST(BenchIntegrationTest, NonStreamingAndCompletionsApi) {
   // Against the nominal plan (the truth-based accuracy check is the first
   // test): never earlier than planned, and not absurdly later (a loaded CI
   // machine delays the in-process server's own timers by tens of ms).
-  auto near_plan = [](int64_t measured_us, int64_t planned_us, const char* what) {
+  auto near_plan = [](int64_t measured_us, int64_t planned_us,
+                      const char* what) {
     EXPECT_GE(measured_us, planned_us - 200) << what;
     EXPECT_LE(measured_us, planned_us + 150'000) << what;
   };
@@ -312,12 +330,14 @@ TEST(BenchIntegrationTest, NonStreamingAndCompletionsApi) {
     }
   }
   bool saw_completions = false;
-  for (const auto& t : server.Truths()) saw_completions |= t.path == "/v1/completions";
+  for (const auto& t : server.Truths())
+    saw_completions |= t.path == "/v1/completions";
   EXPECT_TRUE(saw_completions);
 }
 
 TEST(BenchIntegrationTest, HttpsAgainstSelfSignedServer) {
-  std::string dir = ::testing::TempDir() + "/redline_bench_tls_" + std::to_string(::getpid());
+  std::string dir =
+      ::testing::TempDir() + "/redline_bench_tls_" + std::to_string(::getpid());
   std::filesystem::create_directories(dir);
   std::string cert, key;
   ASSERT_TRUE(http::testing::WriteSelfSignedCert(dir, &cert, &key).ok());
@@ -328,7 +348,8 @@ TEST(BenchIntegrationTest, HttpsAgainstSelfSignedServer) {
   opts.default_plan.gap_us = 2'000;
   FakeOpenAiServer server(opts);
   ASSERT_TRUE(server.Start().ok());
-  std::string url = "https://localhost:" + std::to_string(server.port()) + "/v1";
+  std::string url =
+      "https://localhost:" + std::to_string(server.port()) + "/v1";
   auto workload = MakeWorkload({SimpleTask()}, url);
   RunConfig cfg;
   cfg.base_url = url;
@@ -338,7 +359,8 @@ TEST(BenchIntegrationTest, HttpsAgainstSelfSignedServer) {
   auto run = RunLoad(cfg, *workload);
   ASSERT_TRUE(run.ok()) << run.status().ToString();
   PhaseStats s = ComputePhaseStats(run->records, Phase::kMeasure, {});
-  EXPECT_EQ(s.ok, 12) << (s.failure_labels.empty() ? "" : s.failure_labels[0].first);
+  EXPECT_EQ(s.ok, 12) << (s.failure_labels.empty() ? ""
+                                                   : s.failure_labels[0].first);
   EXPECT_LE(run->connections_opened, 5u);  // keep-alive reuse over TLS
   EXPECT_GE(s.Percentile(Metric::kTtft, 50, true), 9'800);
   EXPECT_LE(s.Percentile(Metric::kTtft, 50, true), 35'000);
@@ -378,7 +400,8 @@ TEST(BenchIntegrationTest, MultiTurnSessionsCarryHistory) {
   EXPECT_EQ(count(truths[1].body), 3u);
   EXPECT_EQ(count(truths[2].body), 5u);
   EXPECT_EQ(count(truths[3].body), 1u);  // a new session
-  EXPECT_NE(truths[1].body.find(" w0 w1 w2"), std::string::npos);  // the assistant reply came back
+  EXPECT_NE(truths[1].body.find(" w0 w1 w2"),
+            std::string::npos);  // the assistant reply came back
   EXPECT_EQ(run->records[1].turn, 1);
   EXPECT_EQ(run->records[1].session, run->records[0].session);
 }

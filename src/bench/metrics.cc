@@ -9,16 +9,26 @@ namespace redline::bench {
 
 std::string_view MetricKey(Metric metric) {
   switch (metric) {
-    case Metric::kTtft: return "ttft";
-    case Metric::kTtfo: return "ttfo";
-    case Metric::kTtftSched: return "ttft_sched";
-    case Metric::kE2e: return "e2e";
-    case Metric::kE2eStream: return "e2e_stream";
-    case Metric::kE2eSched: return "e2e_sched";
-    case Metric::kTpot: return "tpot";
-    case Metric::kNtpot: return "ntpot";
-    case Metric::kItl: return "itl";
-    case Metric::kDispatchDelay: return "dispatch_delay";
+    case Metric::kTtft:
+      return "ttft";
+    case Metric::kTtfo:
+      return "ttfo";
+    case Metric::kTtftSched:
+      return "ttft_sched";
+    case Metric::kE2e:
+      return "e2e";
+    case Metric::kE2eStream:
+      return "e2e_stream";
+    case Metric::kE2eSched:
+      return "e2e_sched";
+    case Metric::kTpot:
+      return "tpot";
+    case Metric::kNtpot:
+      return "ntpot";
+    case Metric::kItl:
+      return "itl";
+    case Metric::kDispatchDelay:
+      return "dispatch_delay";
   }
   return "?";
 }
@@ -36,14 +46,16 @@ bool MetricIsErrorAdjusted(Metric metric) {
 
 RequestLatencies ComputeLatencies(const RequestRecord& r) {
   RequestLatencies lat;
-  if (r.sent() && r.t_sched_ns != 0) lat.dispatch_delay_us = NsToUs(r.t_send_ns - r.t_sched_ns);
+  if (r.sent() && r.t_sched_ns != 0)
+    lat.dispatch_delay_us = NsToUs(r.t_send_ns - r.t_sched_ns);
   if (!r.ok() || !r.sent()) return lat;
   const bool has_chunks = !r.chunk_ns.empty();
   if (r.streamed) {
     if (has_chunks) {
       lat.ttft_us = NsToUs(r.t_first_ns - r.t_send_ns);
       lat.ttft_sched_us = NsToUs(r.t_first_ns - r.t_sched_ns);
-      if (r.t_first_output_ns != 0) lat.ttfo_us = NsToUs(r.t_first_output_ns - r.t_send_ns);
+      if (r.t_first_output_ns != 0)
+        lat.ttfo_us = NsToUs(r.t_first_output_ns - r.t_send_ns);
     }
     // E2E stops at c_last; a stream without any output falls back to t_end.
     const int64_t last = has_chunks ? r.t_last_ns : r.t_end_ns;
@@ -57,24 +69,30 @@ RequestLatencies ComputeLatencies(const RequestRecord& r) {
     }
     if (n >= 1) lat.ntpot_us = NsToUs((last - r.t_send_ns) / n);
     if (r.chunk_ns.size() >= 2) {
-      lat.mean_itl_us = NsToUs((r.chunk_ns.back() - r.chunk_ns.front()) / static_cast<int64_t>(r.chunk_ns.size() - 1));
+      lat.mean_itl_us = NsToUs((r.chunk_ns.back() - r.chunk_ns.front()) /
+                               static_cast<int64_t>(r.chunk_ns.size() - 1));
     }
   } else {
     lat.e2e_us = NsToUs(r.t_end_ns - r.t_send_ns);
     lat.e2e_stream_us = lat.e2e_us;
     lat.e2e_sched_us = NsToUs(r.t_end_ns - r.t_sched_ns);
-    if (r.output_tokens >= 1) lat.ntpot_us = NsToUs((r.t_end_ns - r.t_send_ns) / r.output_tokens);
+    if (r.output_tokens >= 1)
+      lat.ntpot_us = NsToUs((r.t_end_ns - r.t_send_ns) / r.output_tokens);
   }
   return lat;
 }
 
-bool IsGood(const RequestRecord& r, const RequestLatencies& lat, const GoodputSlo& slo) {
+bool IsGood(const RequestRecord& r, const RequestLatencies& lat,
+            const GoodputSlo& slo) {
   if (!r.ok()) return false;
   if (slo.ttft_us && lat.ttft_us && *lat.ttft_us > slo.ttft_us) return false;
-  if (slo.ttft_us && !lat.ttft_us && r.streamed && !r.chunk_ns.empty()) return false;
-  if (slo.tpot_us && lat.tpot_us && *lat.tpot_us > slo.tpot_us) return false;  // N <= 1 passes
+  if (slo.ttft_us && !lat.ttft_us && r.streamed && !r.chunk_ns.empty())
+    return false;
+  if (slo.tpot_us && lat.tpot_us && *lat.tpot_us > slo.tpot_us)
+    return false;  // N <= 1 passes
   if (slo.e2e_us && lat.e2e_us && *lat.e2e_us > slo.e2e_us) return false;
-  if (slo.itl_us && lat.mean_itl_us && *lat.mean_itl_us > slo.itl_us) return false;
+  if (slo.itl_us && lat.mean_itl_us && *lat.mean_itl_us > slo.itl_us)
+    return false;
   return true;
 }
 
@@ -84,7 +102,8 @@ double PhaseStats::Percentile(Metric m, double q, bool adjusted) const {
 
 double PhaseStats::Mean(Metric m, bool adjusted) const {
   const Histogram& h = Hist(m);
-  if (adjusted && Infinite(m) > 0) return std::numeric_limits<double>::infinity();
+  if (adjusted && Infinite(m) > 0)
+    return std::numeric_limits<double>::infinity();
   if (h.empty()) return std::nan("");
   return h.mean();
 }
@@ -92,7 +111,8 @@ double PhaseStats::Mean(Metric m, bool adjusted) const {
 double PhaseStats::Min(Metric m, bool adjusted) const {
   const Histogram& h = Hist(m);
   if (h.empty()) {
-    if (adjusted && Infinite(m) > 0) return std::numeric_limits<double>::infinity();
+    if (adjusted && Infinite(m) > 0)
+      return std::numeric_limits<double>::infinity();
     return std::nan("");
   }
   return static_cast<double>(h.min());
@@ -100,7 +120,8 @@ double PhaseStats::Min(Metric m, bool adjusted) const {
 
 double PhaseStats::Max(Metric m, bool adjusted) const {
   const Histogram& h = Hist(m);
-  if (adjusted && Infinite(m) > 0) return std::numeric_limits<double>::infinity();
+  if (adjusted && Infinite(m) > 0)
+    return std::numeric_limits<double>::infinity();
   if (h.empty()) return std::nan("");
   return static_cast<double>(h.max());
 }
@@ -121,15 +142,19 @@ bool PhaseStats::MixedTokenSources() const {
   return kinds > 1;
 }
 
-PhaseStats ComputePhaseStats(std::span<const RequestRecord> records, Phase phase, const GoodputSlo& slo,
+PhaseStats ComputePhaseStats(std::span<const RequestRecord> records,
+                             Phase phase, const GoodputSlo& slo,
                              int64_t planned) {
   PhaseStats s;
   s.phase = phase;
   std::map<std::string, int64_t> labels;
-  int64_t first_send = 0, last_send = 0, last_end = 0, first_sched = 0, last_sched = 0;
+  int64_t first_send = 0, last_send = 0, last_end = 0, first_sched = 0,
+          last_sched = 0;
   double busy_ns = 0;
   int64_t good_tokens = 0;
-  auto hist = [&](Metric m) -> Histogram& { return s.hist[static_cast<int>(m)]; };
+  auto hist = [&](Metric m) -> Histogram& {
+    return s.hist[static_cast<int>(m)];
+  };
   auto rec = [&](Metric m, const std::optional<int64_t>& v) {
     if (v) hist(m).Record(*v);
   };
@@ -138,16 +163,20 @@ PhaseStats ComputePhaseStats(std::span<const RequestRecord> records, Phase phase
     if (r.phase != phase) continue;
     s.attempted++;
     if (r.t_sched_ns != 0) {
-      if (first_sched == 0 || r.t_sched_ns < first_sched) first_sched = r.t_sched_ns;
+      if (first_sched == 0 || r.t_sched_ns < first_sched)
+        first_sched = r.t_sched_ns;
       last_sched = std::max(last_sched, r.t_sched_ns);
     }
     if (r.sent()) {
       s.sent++;
       if (first_send == 0 || r.t_send_ns < first_send) first_send = r.t_send_ns;
       last_send = std::max(last_send, r.t_send_ns);
-      if (r.t_end_ns > r.t_send_ns) busy_ns += static_cast<double>(r.t_end_ns - r.t_send_ns);
+      if (r.t_end_ns > r.t_send_ns)
+        busy_ns += static_cast<double>(r.t_end_ns - r.t_send_ns);
     }
-    const int64_t end = r.ok() && !r.chunk_ns.empty() ? std::max(r.t_last_ns, r.t_end_ns) : r.t_end_ns;
+    const int64_t end = r.ok() && !r.chunk_ns.empty()
+                            ? std::max(r.t_last_ns, r.t_end_ns)
+                            : r.t_end_ns;
     last_end = std::max(last_end, end);
 
     RequestLatencies lat = ComputeLatencies(r);
@@ -156,7 +185,8 @@ PhaseStats ComputePhaseStats(std::span<const RequestRecord> records, Phase phase
       s.failed++;
       s.errors[static_cast<int>(r.error)]++;
       if (r.error == ErrorClass::kTimeout) {
-        (r.timeout == TimeoutKind::kIdle ? s.timeouts_idle : s.timeouts_total)++;
+        (r.timeout == TimeoutKind::kIdle ? s.timeouts_idle
+                                         : s.timeouts_total)++;
       }
       labels[r.FailureLabel()]++;
       continue;
@@ -170,7 +200,8 @@ PhaseStats ComputePhaseStats(std::span<const RequestRecord> records, Phase phase
     rec(Metric::kE2eSched, lat.e2e_sched_us);
     rec(Metric::kTpot, lat.tpot_us);
     rec(Metric::kNtpot, lat.ntpot_us);
-    for (size_t j = 1; j < r.chunk_ns.size(); ++j) hist(Metric::kItl).Record(NsToUs(r.chunk_ns[j] - r.chunk_ns[j - 1]));
+    for (size_t j = 1; j < r.chunk_ns.size(); ++j)
+      hist(Metric::kItl).Record(NsToUs(r.chunk_ns[j] - r.chunk_ns[j - 1]));
     if (r.output_tokens > 0) s.output_tokens += r.output_tokens;
     s.token_sources[static_cast<int>(r.token_source)]++;
     if (IsGood(r, lat, slo)) {
@@ -181,9 +212,15 @@ PhaseStats ComputePhaseStats(std::span<const RequestRecord> records, Phase phase
   s.planned = planned >= 0 ? planned : s.attempted;
   s.t_first_send_ns = first_send;
   s.t_last_end_ns = last_end;
-  s.window_s = first_send != 0 && last_end > first_send ? static_cast<double>(last_end - first_send) / 1e9 : 0;
-  s.send_window_s = last_send > first_send ? static_cast<double>(last_send - first_send) / 1e9 : 0;
-  s.sched_window_s = last_sched > first_sched ? static_cast<double>(last_sched - first_sched) / 1e9 : 0;
+  s.window_s = first_send != 0 && last_end > first_send
+                   ? static_cast<double>(last_end - first_send) / 1e9
+                   : 0;
+  s.send_window_s = last_send > first_send
+                        ? static_cast<double>(last_send - first_send) / 1e9
+                        : 0;
+  s.sched_window_s = last_sched > first_sched
+                         ? static_cast<double>(last_sched - first_sched) / 1e9
+                         : 0;
   if (s.window_s > 0) {
     s.offered_rps = static_cast<double>(s.planned) / s.window_s;
     s.completed_rps = static_cast<double>(s.ok) / s.window_s;
@@ -193,8 +230,11 @@ PhaseStats ComputePhaseStats(std::span<const RequestRecord> records, Phase phase
     s.mean_concurrency = busy_ns / (s.window_s * 1e9);
   }
   // (sends - 1) intervals over the send window: n sends span n-1 gaps.
-  if (s.send_window_s > 0 && s.sent > 1) s.achieved_send_rps = static_cast<double>(s.sent - 1) / s.send_window_s;
-  s.good_fraction = s.attempted ? static_cast<double>(s.good) / static_cast<double>(s.attempted) : 0;
+  if (s.send_window_s > 0 && s.sent > 1)
+    s.achieved_send_rps = static_cast<double>(s.sent - 1) / s.send_window_s;
+  s.good_fraction = s.attempted ? static_cast<double>(s.good) /
+                                      static_cast<double>(s.attempted)
+                                : 0;
 
   // Peak output throughput: tokens by 1 s bucket of chunk arrival; a
   // request's N tokens are spread evenly over its chunks.
@@ -203,13 +243,17 @@ PhaseStats ComputePhaseStats(std::span<const RequestRecord> records, Phase phase
     for (const RequestRecord& r : records) {
       if (r.phase != phase || !r.ok() || r.output_tokens <= 0) continue;
       if (r.chunk_ns.empty()) {
-        size_t b = static_cast<size_t>(std::max<int64_t>(0, r.t_end_ns - first_send) / 1'000'000'000);
-        if (b < buckets.size()) buckets[b] += static_cast<double>(r.output_tokens);
+        size_t b = static_cast<size_t>(
+            std::max<int64_t>(0, r.t_end_ns - first_send) / 1'000'000'000);
+        if (b < buckets.size())
+          buckets[b] += static_cast<double>(r.output_tokens);
         continue;
       }
-      const double per_chunk = static_cast<double>(r.output_tokens) / static_cast<double>(r.chunk_ns.size());
+      const double per_chunk = static_cast<double>(r.output_tokens) /
+                               static_cast<double>(r.chunk_ns.size());
       for (int64_t c : r.chunk_ns) {
-        size_t b = static_cast<size_t>(std::max<int64_t>(0, c - first_send) / 1'000'000'000);
+        size_t b = static_cast<size_t>(std::max<int64_t>(0, c - first_send) /
+                                       1'000'000'000);
         if (b < buckets.size()) buckets[b] += per_chunk;
       }
     }
@@ -219,13 +263,15 @@ PhaseStats ComputePhaseStats(std::span<const RequestRecord> records, Phase phase
     if (full == 0) {
       s.peak_output_tps = s.output_tps;
     } else {
-      for (size_t b = 0; b < full && b < buckets.size(); ++b) s.peak_output_tps = std::max(s.peak_output_tps, buckets[b]);
+      for (size_t b = 0; b < full && b < buckets.size(); ++b)
+        s.peak_output_tps = std::max(s.peak_output_tps, buckets[b]);
     }
   }
 
   s.failure_labels.assign(labels.begin(), labels.end());
-  std::stable_sort(s.failure_labels.begin(), s.failure_labels.end(),
-                   [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::stable_sort(
+      s.failure_labels.begin(), s.failure_labels.end(),
+      [](const auto& a, const auto& b) { return a.second > b.second; });
   return s;
 }
 

@@ -39,8 +39,10 @@ enum class Metric : uint8_t {
 };
 inline constexpr int kNumMetrics = 10;
 inline constexpr std::array<Metric, kNumMetrics> kAllMetrics = {
-    Metric::kTtft, Metric::kTtfo, Metric::kTtftSched, Metric::kE2e,   Metric::kE2eStream,
-    Metric::kE2eSched, Metric::kTpot, Metric::kNtpot, Metric::kItl, Metric::kDispatchDelay};
+    Metric::kTtft,         Metric::kTtfo,      Metric::kTtftSched,
+    Metric::kE2e,          Metric::kE2eStream, Metric::kE2eSched,
+    Metric::kTpot,         Metric::kNtpot,     Metric::kItl,
+    Metric::kDispatchDelay};
 
 // "ttft", "ttfo", "ttft_sched", "e2e", "e2e_stream", "e2e_sched", "tpot",
 // "ntpot", "itl", "dispatch_delay".
@@ -63,13 +65,15 @@ struct GoodputSlo {
 
 // Per-request derived latencies in microseconds (nullopt when undefined).
 struct RequestLatencies {
-  std::optional<int64_t> ttft_us, ttfo_us, ttft_sched_us, e2e_us, e2e_stream_us, e2e_sched_us;
+  std::optional<int64_t> ttft_us, ttfo_us, ttft_sched_us, e2e_us, e2e_stream_us,
+      e2e_sched_us;
   std::optional<int64_t> tpot_us, ntpot_us, dispatch_delay_us, mean_itl_us;
 };
 RequestLatencies ComputeLatencies(const RequestRecord& r);
 
 // True when the request succeeded and meets every SLO given.
-bool IsGood(const RequestRecord& r, const RequestLatencies& lat, const GoodputSlo& slo);
+bool IsGood(const RequestRecord& r, const RequestLatencies& lat,
+            const GoodputSlo& slo);
 
 struct PhaseStats {
   Phase phase = Phase::kMeasure;
@@ -80,11 +84,13 @@ struct PhaseStats {
   int64_t failed = 0;
   int64_t good = 0;
   std::array<int64_t, kNumErrorClasses> errors{};  // indexed by ErrorClass
-  std::vector<std::pair<std::string, int64_t>> failure_labels;  // most frequent first
+  std::vector<std::pair<std::string, int64_t>>
+      failure_labels;  // most frequent first
   int64_t timeouts_total = 0;
   int64_t timeouts_idle = 0;
 
-  std::array<Histogram, kNumMetrics> hist;  // success-only samples (dispatch: all sent)
+  std::array<Histogram, kNumMetrics>
+      hist;  // success-only samples (dispatch: all sent)
 
   // §4. Seconds and per-second rates; 0 when the window is empty.
   double window_s = 0;
@@ -100,7 +106,7 @@ struct PhaseStats {
   double token_goodput_tps = 0;
   double good_fraction = 0;  // good / attempted
 
-  int64_t output_tokens = 0;  // over ok requests
+  int64_t output_tokens = 0;               // over ok requests
   std::array<int64_t, 4> token_sources{};  // ok requests per TokenSource
   int64_t t_first_send_ns = 0;
   int64_t t_last_end_ns = 0;
@@ -110,7 +116,9 @@ struct PhaseStats {
 
   const Histogram& Hist(Metric m) const { return hist[static_cast<int>(m)]; }
   // Number of +inf samples the error-adjusted view of `m` adds.
-  int64_t Infinite(Metric m) const { return MetricIsErrorAdjusted(m) ? failed : 0; }
+  int64_t Infinite(Metric m) const {
+    return MetricIsErrorAdjusted(m) ? failed : 0;
+  }
   // Nearest-rank percentile in microseconds; error-adjusted when `adjusted`.
   double Percentile(Metric m, double q, bool adjusted) const;
   // Mean / min / max in microseconds; the adjusted mean and max are +inf
@@ -118,7 +126,9 @@ struct PhaseStats {
   double Mean(Metric m, bool adjusted) const;
   double Min(Metric m, bool adjusted) const;
   double Max(Metric m, bool adjusted) const;
-  int64_t SampleCount(Metric m, bool adjusted) const { return Hist(m).count() + (adjusted ? Infinite(m) : 0); }
+  int64_t SampleCount(Metric m, bool adjusted) const {
+    return Hist(m).count() + (adjusted ? Infinite(m) : 0);
+  }
   // count / attempted for one class; all failures for nullopt.
   double ErrorRate(std::optional<ErrorClass> cls) const;
   int64_t ErrorCount(std::optional<ErrorClass> cls) const;
@@ -129,7 +139,8 @@ struct PhaseStats {
 // Computes the statistics of the records of `phase`. `planned` is the
 // number of arrivals the plan scheduled in the phase (open loop); pass -1 to
 // use the number of attempted requests (closed loop).
-PhaseStats ComputePhaseStats(std::span<const RequestRecord> records, Phase phase, const GoodputSlo& slo,
+PhaseStats ComputePhaseStats(std::span<const RequestRecord> records,
+                             Phase phase, const GoodputSlo& slo,
                              int64_t planned = -1);
 
 // Nanoseconds to whole microseconds, rounded to nearest.

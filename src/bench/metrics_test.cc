@@ -16,7 +16,8 @@ constexpr int64_t kMs = 1'000'000;
 
 // A streamed ok request: scheduled at `sched`, sent `delay` later, first
 // chunk after `ttft`, then chunks every `gap`.
-RequestRecord Stream(int64_t sched, int64_t delay, int64_t ttft, int64_t gap, int chunks, int64_t tokens = -1) {
+RequestRecord Stream(int64_t sched, int64_t delay, int64_t ttft, int64_t gap,
+                     int chunks, int64_t tokens = -1) {
   RequestRecord r;
   r.streamed = true;
   r.t_sched_ns = sched;
@@ -47,7 +48,7 @@ TEST(MetricsTest, PerRequestDefinitions) {
   EXPECT_EQ(*lat.e2e_us, 300'000);         // c_last - t_send = 100 + 10*20 ms
   EXPECT_EQ(*lat.e2e_stream_us, 301'000);  // [DONE] 1 ms later
   EXPECT_EQ(*lat.e2e_sched_us, 302'000);
-  EXPECT_EQ(*lat.tpot_us, 20'000);         // (300 - 100) / (11 - 1)
+  EXPECT_EQ(*lat.tpot_us, 20'000);  // (300 - 100) / (11 - 1)
   EXPECT_EQ(*lat.ntpot_us, 27273);  // e2e / N (includes TTFT), rounded to us
   EXPECT_EQ(*lat.mean_itl_us, 20'000);
 }
@@ -96,7 +97,8 @@ TEST(MetricsTest, PhaseStatsItlPooledPerChunkAndRates) {
   EXPECT_EQ(s.attempted, 2);
   EXPECT_EQ(s.ok, 2);
   EXPECT_EQ(s.Hist(Metric::kItl).count(), 102);
-  EXPECT_NEAR(s.Hist(Metric::kItl).mean(), (2 * 10'000.0 + 100 * 30'000.0) / 102, 1);
+  EXPECT_NEAR(s.Hist(Metric::kItl).mean(),
+              (2 * 10'000.0 + 100 * 30'000.0) / 102, 1);
   EXPECT_EQ(s.Hist(Metric::kTpot).count(), 2);
   EXPECT_NEAR(s.Hist(Metric::kTpot).mean(), 20'000, 1);
   // Window: first t_send .. max(c_last, t_end) = 1000 + 100 + 3000 + 1 ms.
@@ -110,7 +112,8 @@ TEST(MetricsTest, PhaseStatsItlPooledPerChunkAndRates) {
 
 TEST(MetricsTest, FailuresGoToErrorAdjustedViewsOnly) {
   std::vector<RequestRecord> rs;
-  for (int i = 0; i < 97; ++i) rs.push_back(Stream(kMs * (i + 1), 0, 100 * kMs, 10 * kMs, 5));
+  for (int i = 0; i < 97; ++i)
+    rs.push_back(Stream(kMs * (i + 1), 0, 100 * kMs, 10 * kMs, 5));
   RequestRecord timeout;
   timeout.t_sched_ns = timeout.t_send_ns = 50 * kMs;
   timeout.t_end_ns = 5000 * kMs;
@@ -132,7 +135,8 @@ TEST(MetricsTest, FailuresGoToErrorAdjustedViewsOnly) {
   EXPECT_DOUBLE_EQ(s.ErrorRate(std::nullopt), 0.03);
   EXPECT_EQ(s.timeouts_idle, 1);
   // Success-only p99 is finite; error-adjusted p99 is +inf (3 % failed).
-  EXPECT_NEAR(s.Percentile(Metric::kTtft, 99, false), 100'000, 100);  // within 0.1 % quantization
+  EXPECT_NEAR(s.Percentile(Metric::kTtft, 99, false), 100'000,
+              100);  // within 0.1 % quantization
   EXPECT_TRUE(std::isinf(s.Percentile(Metric::kTtft, 99, true)));
   EXPECT_NEAR(s.Percentile(Metric::kTtft, 97, true), 100'000, 100);
   EXPECT_TRUE(std::isinf(s.Max(Metric::kE2e, true)));
@@ -146,9 +150,9 @@ TEST(MetricsTest, FailuresGoToErrorAdjustedViewsOnly) {
 
 TEST(MetricsTest, GoodputUsesEverySloAndCountsAttempted) {
   std::vector<RequestRecord> rs;
-  rs.push_back(Stream(kMs, 0, 100 * kMs, 10 * kMs, 5));   // ttft 100 ms, good
-  rs.push_back(Stream(kMs, 0, 300 * kMs, 10 * kMs, 5));   // ttft too slow
-  rs.push_back(Stream(kMs, 0, 100 * kMs, 90 * kMs, 5));   // tpot 90 ms too slow
+  rs.push_back(Stream(kMs, 0, 100 * kMs, 10 * kMs, 5));  // ttft 100 ms, good
+  rs.push_back(Stream(kMs, 0, 300 * kMs, 10 * kMs, 5));  // ttft too slow
+  rs.push_back(Stream(kMs, 0, 100 * kMs, 90 * kMs, 5));  // tpot 90 ms too slow
   RequestRecord failed;
   failed.t_sched_ns = failed.t_send_ns = kMs;
   failed.t_end_ns = 2 * kMs;

@@ -6,34 +6,50 @@ namespace redline::bench {
 
 std::string_view PhaseName(Phase phase) {
   switch (phase) {
-    case Phase::kCold: return "cold";
-    case Phase::kWarmup: return "warmup";
-    case Phase::kMeasure: return "measure";
-    case Phase::kCooldown: return "cooldown";
+    case Phase::kCold:
+      return "cold";
+    case Phase::kWarmup:
+      return "warmup";
+    case Phase::kMeasure:
+      return "measure";
+    case Phase::kCooldown:
+      return "cooldown";
   }
   return "?";
 }
 
 std::string_view ErrorClassKey(ErrorClass error) {
   switch (error) {
-    case ErrorClass::kNone: return "ok";
-    case ErrorClass::kConnect: return "connect";
-    case ErrorClass::kTimeout: return "timeout";
-    case ErrorClass::kHttp429: return "http_429";
-    case ErrorClass::kHttp4xx: return "http_4xx";
-    case ErrorClass::kHttp5xx: return "http_5xx";
-    case ErrorClass::kAbort: return "abort";
-    case ErrorClass::kParse: return "parse";
+    case ErrorClass::kNone:
+      return "ok";
+    case ErrorClass::kConnect:
+      return "connect";
+    case ErrorClass::kTimeout:
+      return "timeout";
+    case ErrorClass::kHttp429:
+      return "http_429";
+    case ErrorClass::kHttp4xx:
+      return "http_4xx";
+    case ErrorClass::kHttp5xx:
+      return "http_5xx";
+    case ErrorClass::kAbort:
+      return "abort";
+    case ErrorClass::kParse:
+      return "parse";
   }
   return "?";
 }
 
 std::string_view TokenSourceName(TokenSource source) {
   switch (source) {
-    case TokenSource::kNone: return "none";
-    case TokenSource::kUsage: return "usage";
-    case TokenSource::kTokenizer: return "tokenizer";
-    case TokenSource::kChunks: return "chunks";
+    case TokenSource::kNone:
+      return "none";
+    case TokenSource::kUsage:
+      return "usage";
+    case TokenSource::kTokenizer:
+      return "tokenizer";
+    case TokenSource::kChunks:
+      return "chunks";
   }
   return "?";
 }
@@ -54,7 +70,8 @@ ErrorClass Classify(const AttemptFacts& f) {
   if (f.closed_early || f.error_event) return ErrorClass::kAbort;
   if (f.streaming && !f.done_seen) return ErrorClass::kAbort;
   if (f.parse_error) return ErrorClass::kParse;
-  if (f.streaming && !f.finish_seen) return ErrorClass::kParse;  // [DONE] without finish_reason
+  if (f.streaming && !f.finish_seen)
+    return ErrorClass::kParse;  // [DONE] without finish_reason
   return ErrorClass::kNone;
 }
 
@@ -62,19 +79,32 @@ namespace {
 
 std::string_view StatusText(int status) {
   switch (status) {
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 408: return "Request Timeout";
-    case 413: return "Payload Too Large";
-    case 422: return "Unprocessable Entity";
-    case 429: return "Too Many Requests";
-    case 500: return "Internal Server Error";
-    case 502: return "Bad Gateway";
-    case 503: return "Service Unavailable";
-    case 504: return "Gateway Timeout";
-    default: return "";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "Not Found";
+    case 408:
+      return "Request Timeout";
+    case 413:
+      return "Payload Too Large";
+    case 422:
+      return "Unprocessable Entity";
+    case 429:
+      return "Too Many Requests";
+    case 500:
+      return "Internal Server Error";
+    case 502:
+      return "Bad Gateway";
+    case 503:
+      return "Service Unavailable";
+    case 504:
+      return "Gateway Timeout";
+    default:
+      return "";
   }
 }
 
@@ -85,7 +115,8 @@ std::string RequestRecord::FailureLabel() const {
   std::string reason;
   switch (error) {
     case ErrorClass::kTimeout:
-      reason = timeout == TimeoutKind::kIdle ? "stream idle timeout" : "total timeout";
+      reason = timeout == TimeoutKind::kIdle ? "stream idle timeout"
+                                             : "total timeout";
       break;
     case ErrorClass::kHttp429:
     case ErrorClass::kHttp4xx:
@@ -94,7 +125,8 @@ std::string RequestRecord::FailureLabel() const {
       if (reason.empty()) reason = "HTTP error";
       break;
     default:
-      reason = error_detail.empty() ? std::string(ErrorClassKey(error)) : error_detail;
+      reason = error_detail.empty() ? std::string(ErrorClassKey(error))
+                                    : error_detail;
       break;
   }
   if (reason.size() > 80) reason.resize(80);

@@ -23,7 +23,16 @@ inline constexpr int kNumPhases = 4;
 std::string_view PhaseName(Phase phase);
 
 // Error classes in first-match order (metrics.md §8). kNone means ok.
-enum class ErrorClass : uint8_t { kNone, kConnect, kTimeout, kHttp429, kHttp4xx, kHttp5xx, kAbort, kParse };
+enum class ErrorClass : uint8_t {
+  kNone,
+  kConnect,
+  kTimeout,
+  kHttp429,
+  kHttp4xx,
+  kHttp5xx,
+  kAbort,
+  kParse
+};
 inline constexpr int kNumErrorClasses = 8;
 // "connect", "timeout", "http_429", "http_4xx", "http_5xx", "abort", "parse"
 // ("ok" for kNone): the metric keys thresholds use.
@@ -43,11 +52,11 @@ struct AttemptFacts {
   TimeoutKind timeout = TimeoutKind::kNone;  // a client deadline expired
   int status = 0;                            // HTTP status, 0 when none arrived
   bool streaming = false;                    // the request asked for SSE
-  bool closed_early = false;                 // connection closed before the response completed
-  bool error_event = false;                  // an in-stream error object arrived
-  bool done_seen = false;                    // data: [DONE]
-  bool finish_seen = false;                  // a chunk carried finish_reason
-  bool parse_error = false;                  // bad JSON/SSE or missing required fields
+  bool closed_early = false;  // connection closed before the response completed
+  bool error_event = false;   // an in-stream error object arrived
+  bool done_seen = false;     // data: [DONE]
+  bool finish_seen = false;   // a chunk carried finish_reason
+  bool parse_error = false;   // bad JSON/SSE or missing required fields
 };
 
 // Applies the first-match order of metrics.md §8:
@@ -59,10 +68,10 @@ struct AttemptFacts {
 ErrorClass Classify(const AttemptFacts& facts);
 
 struct RequestRecord {
-  uint64_t id = 0;          // 0-based attempt number in the run
-  int32_t task = 0;         // index of the workload task
-  int32_t turn = 0;         // turn within a multi-turn session (0 = first)
-  int64_t session = -1;     // session id for multi-turn workloads
+  uint64_t id = 0;       // 0-based attempt number in the run
+  int32_t task = 0;      // index of the workload task
+  int32_t turn = 0;      // turn within a multi-turn session (0 = first)
+  int64_t session = -1;  // session id for multi-turn workloads
   Phase phase = Phase::kMeasure;
   bool streamed = true;
 
@@ -71,12 +80,14 @@ struct RequestRecord {
   int64_t t_first_ns = 0;         // c_first: first content or reasoning chunk
   int64_t t_first_output_ns = 0;  // first non-empty content/text chunk (TTFO)
   int64_t t_last_ns = 0;          // c_last: last content or reasoning chunk
-  int64_t t_end_ns = 0;           // [DONE], connection close, last body byte or error time
+  int64_t t_end_ns =
+      0;  // [DONE], connection close, last body byte or error time
 
   int http_status = 0;
   ErrorClass error = ErrorClass::kNone;
   TimeoutKind timeout = TimeoutKind::kNone;
-  std::string error_detail;  // transport/parser message or the server's error message
+  std::string
+      error_detail;  // transport/parser message or the server's error message
 
   int64_t output_tokens = -1;  // N, reasoning included; -1 unknown
   TokenSource token_source = TokenSource::kNone;

@@ -13,14 +13,18 @@ namespace redline::bench {
 
 std::string_view VerdictName(Verdict v) {
   switch (v) {
-    case Verdict::kPass: return "pass";
-    case Verdict::kFail: return "fail";
-    case Verdict::kInvalid: return "invalid";
+    case Verdict::kPass:
+      return "pass";
+    case Verdict::kFail:
+      return "fail";
+    case Verdict::kInvalid:
+      return "invalid";
   }
   return "?";
 }
 
-Validity CheckValidity(const RunResult& run, const PhaseStats& measure, const std::vector<Threshold>& thresholds,
+Validity CheckValidity(const RunResult& run, const PhaseStats& measure,
+                       const std::vector<Threshold>& thresholds,
                        const ValidityOptions& options) {
   Validity v;
   int64_t bound = options.dispatch_bound_us;
@@ -32,7 +36,10 @@ Validity CheckValidity(const RunResult& run, const PhaseStats& measure, const st
         if (tightest == 0 || t.value < tightest) tightest = t.value;
       }
     }
-    bound = tightest > 0 ? std::clamp<int64_t>(static_cast<int64_t>(tightest / 100), 1000, 10'000) : 10'000;
+    bound = tightest > 0
+                ? std::clamp<int64_t>(static_cast<int64_t>(tightest / 100),
+                                      1000, 10'000)
+                : 10'000;
   }
   v.dispatch_bound_us = bound;
   const Histogram& dd = measure.Hist(Metric::kDispatchDelay);
@@ -40,8 +47,10 @@ Validity CheckValidity(const RunResult& run, const PhaseStats& measure, const st
     v.dispatch_p99_us = dd.ValueAtPercentile(99);
     if (v.dispatch_p99_us > static_cast<double>(bound)) {
       v.valid = false;
-      v.reasons.push_back(fmt::format("dispatch delay p99 {} exceeds the bound {} (the client could not keep its schedule)",
-                                      FormatUs(v.dispatch_p99_us), FormatUs(static_cast<double>(bound))));
+      v.reasons.push_back(fmt::format(
+          "dispatch delay p99 {} exceeds the bound {} (the client could not "
+          "keep its schedule)",
+          FormatUs(v.dispatch_p99_us), FormatUs(static_cast<double>(bound))));
     }
   }
   if (run.open_loop) {
@@ -57,14 +66,18 @@ Validity CheckValidity(const RunResult& run, const PhaseStats& measure, const st
     }
     if (n >= 3 && p1 > p0 && s1 > s0) {
       v.send_rate_checked = true;
-      v.planned_send_rps = static_cast<double>(n - 1) / (static_cast<double>(p1 - p0) / 1e9);
-      v.achieved_send_rps = static_cast<double>(n - 1) / (static_cast<double>(s1 - s0) / 1e9);
+      v.planned_send_rps =
+          static_cast<double>(n - 1) / (static_cast<double>(p1 - p0) / 1e9);
+      v.achieved_send_rps =
+          static_cast<double>(n - 1) / (static_cast<double>(s1 - s0) / 1e9);
       v.send_shortfall = 1.0 - v.achieved_send_rps / v.planned_send_rps;
       if (v.send_shortfall > options.send_rate_tolerance) {
         v.valid = false;
-        v.reasons.push_back(fmt::format("achieved send rate {:.2f}/s is {:.1f}% below the planned {:.2f}/s (tolerance {:.1f}%)",
-                                        v.achieved_send_rps, v.send_shortfall * 100, v.planned_send_rps,
-                                        options.send_rate_tolerance * 100));
+        v.reasons.push_back(
+            fmt::format("achieved send rate {:.2f}/s is {:.1f}% below the "
+                        "planned {:.2f}/s (tolerance {:.1f}%)",
+                        v.achieved_send_rps, v.send_shortfall * 100,
+                        v.planned_send_rps, options.send_rate_tolerance * 100));
       }
     }
   }
@@ -83,7 +96,8 @@ TimeSeries BuildTimeSeries(const RunResult& run, int64_t warmup_ns) {
   const double span_s = static_cast<double>(t_end - t0) / 1e9;
   if (span_s <= 0) return ts;
   // At most ~120 buckets, at least 1 s each (sub-second runs: 10 buckets).
-  double bucket = span_s < 2 ? std::max(span_s / 10, 0.05) : std::max(1.0, std::ceil(span_s / 120.0));
+  double bucket = span_s < 2 ? std::max(span_s / 10, 0.05)
+                             : std::max(1.0, std::ceil(span_s / 120.0));
   ts.bucket_s = bucket;
   ts.warmup_end_s = static_cast<double>(warmup_ns) / 1e9;
   const size_t n = static_cast<size_t>(std::ceil(span_s / bucket)) + 1;
@@ -111,12 +125,15 @@ TimeSeries BuildTimeSeries(const RunResult& run, int64_t warmup_ns) {
       RequestLatencies lat = ComputeLatencies(r);
       if (lat.ttft_us) ttft[e].Record(*lat.ttft_us);
       if (lat.e2e_us) e2e[e].Record(*lat.e2e_us);
-      for (size_t j = 1; j < r.chunk_ns.size(); ++j) itl[index(r.chunk_ns[j])].Record(NsToUs(r.chunk_ns[j] - r.chunk_ns[j - 1]));
+      for (size_t j = 1; j < r.chunk_ns.size(); ++j)
+        itl[index(r.chunk_ns[j])].Record(
+            NsToUs(r.chunk_ns[j] - r.chunk_ns[j - 1]));
       if (r.output_tokens > 0) {
         if (r.chunk_ns.empty()) {
           ts.output_tps[e] += static_cast<double>(r.output_tokens);
         } else {
-          const double per = static_cast<double>(r.output_tokens) / static_cast<double>(r.chunk_ns.size());
+          const double per = static_cast<double>(r.output_tokens) /
+                             static_cast<double>(r.chunk_ns.size());
           for (int64_t c : r.chunk_ns) ts.output_tps[index(c)] += per;
         }
       }
@@ -125,14 +142,19 @@ TimeSeries BuildTimeSeries(const RunResult& run, int64_t warmup_ns) {
     if (r.sent() && r.t_end_ns > r.t_send_ns) {
       int64_t a = r.t_send_ns, b = r.t_end_ns;
       for (size_t i = index(a); i < n; ++i) {
-        const int64_t lo = t0 + static_cast<int64_t>(i) * bucket_ns, hi = lo + bucket_ns;
+        const int64_t lo = t0 + static_cast<int64_t>(i) * bucket_ns,
+                      hi = lo + bucket_ns;
         const int64_t overlap = std::min(b, hi) - std::max(a, lo);
-        if (overlap > 0) ts.in_flight[i] += static_cast<double>(overlap) / static_cast<double>(bucket_ns);
+        if (overlap > 0)
+          ts.in_flight[i] +=
+              static_cast<double>(overlap) / static_cast<double>(bucket_ns);
         if (hi >= b) break;
       }
     }
   }
-  auto pct = [](const Histogram& h, double q) { return h.empty() ? std::nan("") : h.ValueAtPercentile(q); };
+  auto pct = [](const Histogram& h, double q) {
+    return h.empty() ? std::nan("") : h.ValueAtPercentile(q);
+  };
   for (size_t i = 0; i < n; ++i) {
     ts.output_tps[i] /= bucket;
     ts.ttft_p50_us.push_back(pct(ttft[i], 50));
@@ -146,13 +168,16 @@ TimeSeries BuildTimeSeries(const RunResult& run, int64_t warmup_ns) {
   return ts;
 }
 
-std::vector<std::pair<double, double>> BuildCdf(const Histogram& h, size_t max_points) {
+std::vector<std::pair<double, double>> BuildCdf(const Histogram& h,
+                                                size_t max_points) {
   std::vector<std::pair<double, double>> pts;
   if (h.empty()) return pts;
   int64_t seen = 0;
   h.ForEachBucket([&](int64_t value, int64_t count) {
     seen += count;
-    pts.emplace_back(static_cast<double>(value), static_cast<double>(seen) / static_cast<double>(h.count()));
+    pts.emplace_back(
+        static_cast<double>(value),
+        static_cast<double>(seen) / static_cast<double>(h.count()));
   });
   if (pts.size() <= max_points) return pts;
   // Keep evenly spaced fractions plus the tail.
@@ -194,11 +219,14 @@ BenchReport BuildReport(const RunResult& run, const ReportInputs& in) {
     has_cold |= r.phase == Phase::kCold;
     has_warmup |= r.phase == Phase::kWarmup;
   }
-  if (has_cold) rep.cold = ComputePhaseStats(run.records, Phase::kCold, rep.goodput);
+  if (has_cold)
+    rep.cold = ComputePhaseStats(run.records, Phase::kCold, rep.goodput);
   if (has_warmup) {
-    rep.warmup = ComputePhaseStats(run.records, Phase::kWarmup, rep.goodput, run.open_loop ? run.planned_warmup : -1);
+    rep.warmup = ComputePhaseStats(run.records, Phase::kWarmup, rep.goodput,
+                                   run.open_loop ? run.planned_warmup : -1);
   }
-  rep.measure = ComputePhaseStats(run.records, Phase::kMeasure, rep.goodput, run.open_loop ? run.planned_measure : -1);
+  rep.measure = ComputePhaseStats(run.records, Phase::kMeasure, rep.goodput,
+                                  run.open_loop ? run.planned_measure : -1);
 
   PhaseStatsSet set;
   set.cold = rep.cold ? &*rep.cold : nullptr;
@@ -217,11 +245,14 @@ BenchReport BuildReport(const RunResult& run, const ReportInputs& in) {
     pc.expected_rps = *in.expected_rps;
     pc.target_rps = 1.2 * pc.expected_rps;
     const PhaseStats& m = *rep.measure;
-    const double span = m.sched_window_s + (pc.target_rps > 0 ? 1.0 / pc.target_rps : 0);
+    const double span =
+        m.sched_window_s + (pc.target_rps > 0 ? 1.0 / pc.target_rps : 0);
     pc.completed_rps = span > 0 ? static_cast<double>(m.ok) / span : 0;
     // Arrival sampling: Poisson/gamma counts vary by ~sqrt(N); allow 3 sigma.
     const double n = static_cast<double>(std::max<int64_t>(m.planned, 1));
-    pc.tolerance = in.arrival == ArrivalKind::kConstant ? 0.01 : std::max(0.01, 3.0 / std::sqrt(n));
+    pc.tolerance = in.arrival == ArrivalKind::kConstant
+                       ? 0.01
+                       : std::max(0.01, 3.0 / std::sqrt(n));
     pc.pass = pc.completed_rps >= pc.target_rps * (1.0 - pc.tolerance);
     rep.peak = pc;
   }
@@ -230,18 +261,28 @@ BenchReport BuildReport(const RunResult& run, const ReportInputs& in) {
   for (const std::string& n : run.notes) rep.warnings.push_back(n);
   const PhaseStats& m = *rep.measure;
   if (m.MixedTokenSources()) {
-    rep.warnings.push_back(fmt::format("token counts mix sources (usage {}, chunks {}): compare token rates with care",
-                                       m.token_sources[static_cast<int>(TokenSource::kUsage)],
-                                       m.token_sources[static_cast<int>(TokenSource::kChunks)]));
+    rep.warnings.push_back(
+        fmt::format("token counts mix sources (usage {}, chunks {}): compare "
+                    "token rates with care",
+                    m.token_sources[static_cast<int>(TokenSource::kUsage)],
+                    m.token_sources[static_cast<int>(TokenSource::kChunks)]));
   }
   if (run.wall_seconds > 1 && run.cpu_seconds / run.wall_seconds > 0.9) {
-    rep.warnings.push_back(fmt::format("bench used {:.0f}% of a CPU: the client may be the bottleneck (k6 advises 20% idle)",
-                                       100 * run.cpu_seconds / run.wall_seconds));
+    rep.warnings.push_back(
+        fmt::format("bench used {:.0f}% of a CPU: the client may be the "
+                    "bottleneck (k6 advises 20% idle)",
+                    100 * run.cpu_seconds / run.wall_seconds));
   }
-  if (m.Hist(Metric::kE2e).clamped() > 0) rep.warnings.push_back("some latencies exceeded the histogram range and were clamped");
-  if (m.attempted == 0) rep.warnings.push_back("no requests in the measurement phase");
-  if (m.ok > 0 && m.Hist(Metric::kTtft).empty() && m.Hist(Metric::kE2e).count() > 0) {
-    rep.warnings.push_back("no streamed output: TTFT, TPOT and ITL are not measured (non-streaming or empty responses)");
+  if (m.Hist(Metric::kE2e).clamped() > 0)
+    rep.warnings.push_back(
+        "some latencies exceeded the histogram range and were clamped");
+  if (m.attempted == 0)
+    rep.warnings.push_back("no requests in the measurement phase");
+  if (m.ok > 0 && m.Hist(Metric::kTtft).empty() &&
+      m.Hist(Metric::kE2e).count() > 0) {
+    rep.warnings.push_back(
+        "no streamed output: TTFT, TPOT and ITL are not measured "
+        "(non-streaming or empty responses)");
   }
   rep.series = BuildTimeSeries(run, in.warmup_ns);
   rep.cdf_ttft = BuildCdf(m.Hist(Metric::kTtft));
@@ -259,7 +300,9 @@ void DecideVerdict(BenchReport& rep) {
   }
   if (!rep.validity.valid) {
     rep.verdict = Verdict::kInvalid;
-    rep.verdict_reason = rep.validity.reasons.empty() ? "invalid run" : rep.validity.reasons.front();
+    rep.verdict_reason = rep.validity.reasons.empty()
+                             ? "invalid run"
+                             : rep.validity.reasons.front();
     rep.exit_code = kExitInvalidRun;
     return;
   }
@@ -267,7 +310,8 @@ void DecideVerdict(BenchReport& rep) {
     // k6 exits with ThresholdsHaveFailed after abortOnFail: the verdict is
     // known, the run just did not spend its remaining time proving it again.
     rep.verdict = Verdict::kFail;
-    rep.verdict_reason = fmt::format("aborted early at {:.1f} s: {}", rep.abort->at_s, rep.abort->reason);
+    rep.verdict_reason = fmt::format("aborted early at {:.1f} s: {}",
+                                     rep.abort->at_s, rep.abort->reason);
     rep.exit_code = kExitSloFailed;
     return;
   }
@@ -276,20 +320,26 @@ void DecideVerdict(BenchReport& rep) {
     if (!t.pass) failed.push_back(t.threshold.source);
   }
   if (rep.peak && !rep.peak->pass) {
-    failed.push_back(fmt::format("peak rate: completed {:.2f}/s < 1.2 x expected = {:.2f}/s", rep.peak->completed_rps,
-                                 rep.peak->target_rps));
+    failed.push_back(
+        fmt::format("peak rate: completed {:.2f}/s < 1.2 x expected = {:.2f}/s",
+                    rep.peak->completed_rps, rep.peak->target_rps));
   }
-  if (rep.capacity && rep.capacity->expected_rps > 0 && rep.capacity->headroom < 1.2) {
-    failed.push_back(fmt::format("capacity {:.2f}/s is below 1.2 x expected", rep.capacity->capacity_rps));
+  if (rep.capacity && rep.capacity->expected_rps > 0 &&
+      rep.capacity->headroom < 1.2) {
+    failed.push_back(fmt::format("capacity {:.2f}/s is below 1.2 x expected",
+                                 rep.capacity->capacity_rps));
   }
   if (!failed.empty()) {
     rep.verdict = Verdict::kFail;
-    rep.verdict_reason = fmt::format("{} threshold(s) failed: {}", failed.size(), failed.front());
+    rep.verdict_reason = fmt::format("{} threshold(s) failed: {}",
+                                     failed.size(), failed.front());
     rep.exit_code = kExitSloFailed;
     return;
   }
   rep.verdict = Verdict::kPass;
-  rep.verdict_reason = rep.thresholds.empty() && !rep.peak ? "valid run (no thresholds given)" : "every threshold holds";
+  rep.verdict_reason = rep.thresholds.empty() && !rep.peak
+                           ? "valid run (no thresholds given)"
+                           : "every threshold holds";
   rep.exit_code = kExitPass;
 }
 

@@ -53,22 +53,27 @@ struct Validity {
 };
 
 // Checks metrics.md §3 on the measurement phase.
-Validity CheckValidity(const RunResult& run, const PhaseStats& measure, const std::vector<Threshold>& thresholds,
+Validity CheckValidity(const RunResult& run, const PhaseStats& measure,
+                       const std::vector<Threshold>& thresholds,
                        const ValidityOptions& options);
 
 struct TimeSeries {
   double bucket_s = 1;
-  double warmup_end_s = 0;  // where the measurement phase starts on the time axis
-  std::vector<double> t_s;  // bucket starts, seconds from the load timeline start
+  double warmup_end_s =
+      0;  // where the measurement phase starts on the time axis
+  std::vector<double>
+      t_s;  // bucket starts, seconds from the load timeline start
   std::vector<int64_t> sent, ok, failed;
   std::vector<double> output_tps;
-  std::vector<double> ttft_p50_us, ttft_p99_us, e2e_p50_us, e2e_p90_us, e2e_p99_us, itl_p50_us, itl_p99_us;
+  std::vector<double> ttft_p50_us, ttft_p99_us, e2e_p50_us, e2e_p90_us,
+      e2e_p99_us, itl_p50_us, itl_p99_us;
   std::vector<double> in_flight;  // mean requests in flight over the bucket
 };
 TimeSeries BuildTimeSeries(const RunResult& run, int64_t warmup_ns);
 
 // (value_us, cumulative fraction) points of a success-only distribution.
-std::vector<std::pair<double, double>> BuildCdf(const Histogram& h, size_t max_points = 200);
+std::vector<std::pair<double, double>> BuildCdf(const Histogram& h,
+                                                size_t max_points = 200);
 
 struct ColdStartInfo {
   std::string command;
@@ -81,7 +86,8 @@ struct ColdStartInfo {
 struct CapacityPoint {
   double offered_rps = 0;
   double completed_rps = 0;
-  double ttft_p50_us = 0, ttft_p99_us = 0, e2e_p50_us = 0, e2e_p99_us = 0;  // error-adjusted
+  double ttft_p50_us = 0, ttft_p99_us = 0, e2e_p50_us = 0,
+         e2e_p99_us = 0;  // error-adjusted
   double error_rate = 0;
   double dispatch_p99_us = 0;
   bool valid = true;
@@ -98,15 +104,16 @@ struct CapacityResult {
 
 struct PeakCheck {
   double expected_rps = 0;
-  double target_rps = 0;       // 1.2 x expected
-  double completed_rps = 0;    // ok / (schedule span + one mean gap)
-  double tolerance = 0;        // allowed shortfall for arrival sampling
+  double target_rps = 0;     // 1.2 x expected
+  double completed_rps = 0;  // ok / (schedule span + one mean gap)
+  double tolerance = 0;      // allowed shortfall for arrival sampling
   bool pass = false;
 };
 
 struct BenchReport {
-  std::vector<std::pair<std::string, std::string>> config;  // echo, in display order
-  std::string started_at;                                  // wall clock, ISO 8601 (for humans)
+  std::vector<std::pair<std::string, std::string>>
+      config;              // echo, in display order
+  std::string started_at;  // wall clock, ISO 8601 (for humans)
   std::optional<PhaseStats> cold, warmup, measure;
   std::vector<ThresholdResult> thresholds;
   Validity validity;
@@ -118,7 +125,8 @@ struct BenchReport {
   double cpu_seconds = 0, wall_seconds = 0;
   uint64_t connections_opened = 0;
   bool interrupted = false;
-  std::optional<AbortInfo> abort;  // an abort-on-fail threshold stopped the run early
+  std::optional<AbortInfo>
+      abort;  // an abort-on-fail threshold stopped the run early
   TimeSeries series;
   std::vector<std::pair<double, double>> cdf_ttft, cdf_e2e;
   std::string scrape_url;
@@ -155,14 +163,16 @@ std::string RenderJson(const BenchReport& report);
 std::string RenderHtml(const BenchReport& report);
 // One JSON line per request with every timestamp (ns relative to the load
 // timeline start) for offline recomputation.
-std::string RenderRequestsJsonl(const RunResult& run, const std::vector<std::string>& task_names);
+std::string RenderRequestsJsonl(const RunResult& run,
+                                const std::vector<std::string>& task_names);
 
 // ---- compare ----
 struct CompareOptions {
-  double latency_tolerance = 0.10;     // relative increase flagged as a regression
-  double latency_floor_us = 1000;      // ... only when it is also at least this large (noise)
-  double throughput_tolerance = 0.10;  // relative decrease flagged
-  double error_rate_tolerance = 0.001; // absolute increase flagged
+  double latency_tolerance = 0.10;  // relative increase flagged as a regression
+  double latency_floor_us =
+      1000;  // ... only when it is also at least this large (noise)
+  double throughput_tolerance = 0.10;   // relative decrease flagged
+  double error_rate_tolerance = 0.001;  // absolute increase flagged
 };
 struct CompareRow {
   std::string metric;
@@ -177,8 +187,11 @@ struct CompareResult {
   std::string verdict_a, verdict_b;
 };
 // Compares two JSON results (the text of the files).
-Result<CompareResult> CompareResults(std::string_view json_a, std::string_view json_b, const CompareOptions& options);
-std::string RenderCompare(const CompareResult& result, std::string_view name_a, std::string_view name_b);
+Result<CompareResult> CompareResults(std::string_view json_a,
+                                     std::string_view json_b,
+                                     const CompareOptions& options);
+std::string RenderCompare(const CompareResult& result, std::string_view name_a,
+                          std::string_view name_b);
 
 }  // namespace redline::bench
 

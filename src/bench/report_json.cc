@@ -2,7 +2,6 @@
 #include <fmt/format.h>
 
 #include <boost/json.hpp>
-
 #include <cmath>
 
 #include "bench/report.h"
@@ -40,17 +39,23 @@ json::object Distribution(const PhaseStats& s, Metric m, bool adjusted) {
 
 json::object PhaseJson(const PhaseStats& s) {
   json::object o;
-  o["requests"] = json::object{{"planned", s.planned}, {"attempted", s.attempted}, {"sent", s.sent},
-                               {"ok", s.ok},           {"failed", s.failed},       {"good", s.good}};
+  o["requests"] = json::object{
+      {"planned", s.planned}, {"attempted", s.attempted}, {"sent", s.sent},
+      {"ok", s.ok},           {"failed", s.failed},       {"good", s.good}};
   json::object errors;
   for (int c = 1; c < kNumErrorClasses; ++c) {
     const auto cls = static_cast<ErrorClass>(c);
-    errors[ErrorClassKey(cls)] = json::object{{"count", s.errors[static_cast<size_t>(c)]}, {"rate", s.ErrorRate(cls)}};
+    errors[ErrorClassKey(cls)] =
+        json::object{{"count", s.errors[static_cast<size_t>(c)]},
+                     {"rate", s.ErrorRate(cls)}};
   }
-  errors["all"] = json::object{{"count", s.failed}, {"rate", s.ErrorRate(std::nullopt)}};
-  errors["timeouts_by_reason"] = json::object{{"total", s.timeouts_total}, {"idle", s.timeouts_idle}};
+  errors["all"] =
+      json::object{{"count", s.failed}, {"rate", s.ErrorRate(std::nullopt)}};
+  errors["timeouts_by_reason"] =
+      json::object{{"total", s.timeouts_total}, {"idle", s.timeouts_idle}};
   json::array labels;
-  for (const auto& [label, count] : s.failure_labels) labels.push_back(json::object{{"label", label}, {"count", count}});
+  for (const auto& [label, count] : s.failure_labels)
+    labels.push_back(json::object{{"label", label}, {"count", count}});
   errors["by_label"] = std::move(labels);
   o["errors"] = std::move(errors);
   o["rates"] = json::object{{"window_s", s.window_s},
@@ -64,8 +69,12 @@ json::object PhaseJson(const PhaseStats& s) {
                             {"token_goodput_tps", s.token_goodput_tps},
                             {"good_fraction", s.good_fraction}};
   json::object sources;
-  for (int i = 0; i < 4; ++i) sources[TokenSourceName(static_cast<TokenSource>(i))] = s.token_sources[static_cast<size_t>(i)];
-  o["tokens"] = json::object{{"output_total", s.output_tokens}, {"sources", std::move(sources)}, {"mixed", s.MixedTokenSources()}};
+  for (int i = 0; i < 4; ++i)
+    sources[TokenSourceName(static_cast<TokenSource>(i))] =
+        s.token_sources[static_cast<size_t>(i)];
+  o["tokens"] = json::object{{"output_total", s.output_tokens},
+                             {"sources", std::move(sources)},
+                             {"mixed", s.MixedTokenSources()}};
   json::object lat;
   for (Metric m : kAllMetrics) {
     json::object d;
@@ -111,16 +120,24 @@ std::string RenderJson(const BenchReport& r) {
   o["config"] = std::move(config);
   o["method"] = json::object{
       {"time_unit", "us"},
-      {"percentiles", "nearest rank on HDR histograms (>= 3 significant digits); value = highest equivalent of the bucket"},
-      {"itl", "per chunk (one sample per chunk gap, pooled over successful requests)"},
-      {"verdict_view", "error-adjusted (one +inf per failed request) for ttft, ttfo, ttft_sched, e2e, e2e_stream, e2e_sched, tpot, ntpot"},
+      {"percentiles",
+       "nearest rank on HDR histograms (>= 3 significant digits); value = "
+       "highest equivalent of the bucket"},
+      {"itl",
+       "per chunk (one sample per chunk gap, pooled over successful requests)"},
+      {"verdict_view",
+       "error-adjusted (one +inf per failed request) for ttft, ttfo, "
+       "ttft_sched, e2e, e2e_stream, e2e_sched, tpot, ntpot"},
       {"clock", "steady_clock (monotonic)"}};
   json::object phases;
   if (r.cold) phases["cold"] = PhaseJson(*r.cold);
   if (r.warmup) phases["warmup"] = PhaseJson(*r.warmup);
   if (r.measure) phases["measure"] = PhaseJson(*r.measure);
   o["phases"] = std::move(phases);
-  o["goodput_slo_us"] = json::object{{"ttft", r.goodput.ttft_us}, {"tpot", r.goodput.tpot_us}, {"e2e", r.goodput.e2e_us}, {"itl", r.goodput.itl_us}};
+  o["goodput_slo_us"] = json::object{{"ttft", r.goodput.ttft_us},
+                                     {"tpot", r.goodput.tpot_us},
+                                     {"e2e", r.goodput.e2e_us},
+                                     {"itl", r.goodput.itl_us}};
   json::array th;
   for (const ThresholdResult& t : r.thresholds) {
     json::object x;
@@ -130,7 +147,8 @@ std::string RenderJson(const BenchReport& r) {
     x["limit"] = t.threshold.value;
     x["op"] = CompareOpText(t.threshold.op);
     x["observed"] = Num(t.observed);
-    x["success_only"] = t.success_only ? Num(*t.success_only) : json::value(nullptr);
+    x["success_only"] =
+        t.success_only ? Num(*t.success_only) : json::value(nullptr);
     x["pass"] = t.pass;
     x["display"] = FormatThresholdValue(t.threshold, t.observed);
     if (!t.note.empty()) x["note"] = t.note;
@@ -143,69 +161,98 @@ std::string RenderJson(const BenchReport& r) {
                         {"dispatch_delay_p99_us", Num(v.dispatch_p99_us)},
                         {"dispatch_delay_bound_us", v.dispatch_bound_us}};
   if (v.send_rate_checked) {
-    validity["send_rate"] = json::object{{"planned_rps", v.planned_send_rps}, {"achieved_rps", v.achieved_send_rps},
+    validity["send_rate"] = json::object{{"planned_rps", v.planned_send_rps},
+                                         {"achieved_rps", v.achieved_send_rps},
                                          {"shortfall", v.send_shortfall}};
   }
   o["validity"] = std::move(validity);
   if (r.peak) {
-    o["peak_check"] = json::object{{"expected_rps", r.peak->expected_rps}, {"target_rps", r.peak->target_rps},
-                                   {"completed_rps", r.peak->completed_rps}, {"tolerance", r.peak->tolerance},
+    o["peak_check"] = json::object{{"expected_rps", r.peak->expected_rps},
+                                   {"target_rps", r.peak->target_rps},
+                                   {"completed_rps", r.peak->completed_rps},
+                                   {"tolerance", r.peak->tolerance},
                                    {"pass", r.peak->pass}};
   }
   o["verdict"] = VerdictName(r.verdict);
   o["verdict_reason"] = r.verdict_reason;
   if (r.abort) {
-    o["abort"] = json::object{{"threshold", r.abort->threshold}, {"reason", r.abort->reason},
-                              {"certain", r.abort->certain},     {"at_s", r.abort->at_s},
+    o["abort"] = json::object{{"threshold", r.abort->threshold},
+                              {"reason", r.abort->reason},
+                              {"certain", r.abort->certain},
+                              {"at_s", r.abort->at_s},
                               {"cancelled", r.abort->cancelled}};
   } else {
     o["abort"] = nullptr;
   }
   o["exit_code"] = r.exit_code;
   o["warnings"] = Arr(r.warnings);
-  o["client"] = json::object{{"cpu_seconds", r.cpu_seconds},
-                             {"wall_seconds", r.wall_seconds},
-                             {"cpu_utilization", r.wall_seconds > 0 ? r.cpu_seconds / r.wall_seconds : 0.0},
-                             {"connections_opened", r.connections_opened},
-                             {"interrupted", r.interrupted}};
+  o["client"] =
+      json::object{{"cpu_seconds", r.cpu_seconds},
+                   {"wall_seconds", r.wall_seconds},
+                   {"cpu_utilization",
+                    r.wall_seconds > 0 ? r.cpu_seconds / r.wall_seconds : 0.0},
+                   {"connections_opened", r.connections_opened},
+                   {"interrupted", r.interrupted}};
   const TimeSeries& ts = r.series;
-  o["timeseries"] = json::object{{"bucket_s", ts.bucket_s},       {"warmup_end_s", ts.warmup_end_s},
-                                 {"t_s", Arr(ts.t_s)},            {"sent", Arr(ts.sent)},
-                                 {"ok", Arr(ts.ok)},              {"failed", Arr(ts.failed)},
-                                 {"output_tps", Arr(ts.output_tps)}, {"in_flight", Arr(ts.in_flight)},
-                                 {"ttft_p50_us", Arr(ts.ttft_p50_us)}, {"ttft_p99_us", Arr(ts.ttft_p99_us)},
-                                 {"e2e_p50_us", Arr(ts.e2e_p50_us)}, {"e2e_p90_us", Arr(ts.e2e_p90_us)},
-                                 {"e2e_p99_us", Arr(ts.e2e_p99_us)}, {"itl_p50_us", Arr(ts.itl_p50_us)},
+  o["timeseries"] = json::object{{"bucket_s", ts.bucket_s},
+                                 {"warmup_end_s", ts.warmup_end_s},
+                                 {"t_s", Arr(ts.t_s)},
+                                 {"sent", Arr(ts.sent)},
+                                 {"ok", Arr(ts.ok)},
+                                 {"failed", Arr(ts.failed)},
+                                 {"output_tps", Arr(ts.output_tps)},
+                                 {"in_flight", Arr(ts.in_flight)},
+                                 {"ttft_p50_us", Arr(ts.ttft_p50_us)},
+                                 {"ttft_p99_us", Arr(ts.ttft_p99_us)},
+                                 {"e2e_p50_us", Arr(ts.e2e_p50_us)},
+                                 {"e2e_p90_us", Arr(ts.e2e_p90_us)},
+                                 {"e2e_p99_us", Arr(ts.e2e_p99_us)},
+                                 {"itl_p50_us", Arr(ts.itl_p50_us)},
                                  {"itl_p99_us", Arr(ts.itl_p99_us)}};
-  o["cdf"] = json::object{{"ttft", Points(r.cdf_ttft)}, {"e2e", Points(r.cdf_e2e)}};
+  o["cdf"] =
+      json::object{{"ttft", Points(r.cdf_ttft)}, {"e2e", Points(r.cdf_e2e)}};
   if (r.cold_start) {
-    o["cold_start"] = json::object{{"command", r.cold_start->command}, {"ready_url", r.cold_start->ready_url},
-                                   {"ready", r.cold_start->ready}, {"time_to_ready_s", r.cold_start->time_to_ready_s},
-                                   {"note", r.cold_start->note}};
+    o["cold_start"] =
+        json::object{{"command", r.cold_start->command},
+                     {"ready_url", r.cold_start->ready_url},
+                     {"ready", r.cold_start->ready},
+                     {"time_to_ready_s", r.cold_start->time_to_ready_s},
+                     {"note", r.cold_start->note}};
   } else {
     o["cold_start"] = nullptr;
   }
   if (!r.scrape_url.empty()) {
     json::array series;
     for (const ScrapeSeries& s : r.scrape) {
-      series.push_back(json::object{{"name", s.name}, {"labels", s.labels}, {"counter", s.counter},
-                                    {"t_s", Arr(s.t_s)}, {"value", Arr(s.value)}});
+      series.push_back(json::object{{"name", s.name},
+                                    {"labels", s.labels},
+                                    {"counter", s.counter},
+                                    {"t_s", Arr(s.t_s)},
+                                    {"value", Arr(s.value)}});
     }
-    o["scrape"] = json::object{{"url", r.scrape_url}, {"series", std::move(series)}};
+    o["scrape"] =
+        json::object{{"url", r.scrape_url}, {"series", std::move(series)}};
   } else {
     o["scrape"] = nullptr;
   }
   if (r.capacity) {
     json::array curve;
     for (const CapacityPoint& p : r.capacity->curve) {
-      curve.push_back(json::object{{"offered_rps", p.offered_rps}, {"completed_rps", p.completed_rps},
-                                   {"ttft_p50_us", Num(p.ttft_p50_us)}, {"ttft_p99_us", Num(p.ttft_p99_us)},
-                                   {"e2e_p50_us", Num(p.e2e_p50_us)}, {"e2e_p99_us", Num(p.e2e_p99_us)},
-                                   {"error_rate", p.error_rate}, {"dispatch_p99_us", Num(p.dispatch_p99_us)},
-                                   {"valid", p.valid}, {"pass", p.pass}});
+      curve.push_back(json::object{{"offered_rps", p.offered_rps},
+                                   {"completed_rps", p.completed_rps},
+                                   {"ttft_p50_us", Num(p.ttft_p50_us)},
+                                   {"ttft_p99_us", Num(p.ttft_p99_us)},
+                                   {"e2e_p50_us", Num(p.e2e_p50_us)},
+                                   {"e2e_p99_us", Num(p.e2e_p99_us)},
+                                   {"error_rate", p.error_rate},
+                                   {"dispatch_p99_us", Num(p.dispatch_p99_us)},
+                                   {"valid", p.valid},
+                                   {"pass", p.pass}});
     }
-    o["capacity"] = json::object{{"ceiling_rps", r.capacity->ceiling_rps}, {"capacity_rps", r.capacity->capacity_rps},
-                                 {"expected_rps", r.capacity->expected_rps}, {"headroom", r.capacity->headroom},
+    o["capacity"] = json::object{{"ceiling_rps", r.capacity->ceiling_rps},
+                                 {"capacity_rps", r.capacity->capacity_rps},
+                                 {"expected_rps", r.capacity->expected_rps},
+                                 {"headroom", r.capacity->headroom},
                                  {"curve", std::move(curve)}};
   } else {
     o["capacity"] = nullptr;
@@ -214,7 +261,8 @@ std::string RenderJson(const BenchReport& r) {
   return json::serialize(o) + "\n";
 }
 
-std::string RenderRequestsJsonl(const RunResult& run, const std::vector<std::string>& task_names) {
+std::string RenderRequestsJsonl(const RunResult& run,
+                                const std::vector<std::string>& task_names) {
   std::string out;
   const int64_t t0 = run.start_ns;
   auto rel = [&](int64_t t) -> json::value {
@@ -225,8 +273,9 @@ std::string RenderRequestsJsonl(const RunResult& run, const std::vector<std::str
     json::object o;
     o["id"] = r.id;
     o["phase"] = PhaseName(r.phase);
-    o["task"] = static_cast<size_t>(r.task) < task_names.size() ? json::value(task_names[static_cast<size_t>(r.task)])
-                                                                : json::value(r.task);
+    o["task"] = static_cast<size_t>(r.task) < task_names.size()
+                    ? json::value(task_names[static_cast<size_t>(r.task)])
+                    : json::value(r.task);
     if (r.session >= 0) {
       o["session"] = r.session;
       o["turn"] = r.turn;
@@ -248,7 +297,8 @@ std::string RenderRequestsJsonl(const RunResult& run, const std::vector<std::str
     o["token_source"] = TokenSourceName(r.token_source);
     o["prompt_tokens"] = r.prompt_tokens;
     if (r.cached_tokens >= 0) o["cached_tokens"] = r.cached_tokens;
-    if (r.input_tokens_planned >= 0) o["input_tokens_planned"] = r.input_tokens_planned;
+    if (r.input_tokens_planned >= 0)
+      o["input_tokens_planned"] = r.input_tokens_planned;
     o["done"] = r.done_seen;
     o["finish"] = r.finish_seen;
     json::array chunks;
@@ -264,7 +314,8 @@ std::string RenderRequestsJsonl(const RunResult& run, const std::vector<std::str
 namespace {
 
 // Reads phases.measure.<path...> as a number (inf -> +inf, null -> NaN).
-double Get(const json::value& root, std::initializer_list<std::string_view> path) {
+double Get(const json::value& root,
+           std::initializer_list<std::string_view> path) {
   const json::value* v = &root;
   for (std::string_view key : path) {
     if (!v->is_object()) return std::nan("");
@@ -280,37 +331,47 @@ double Get(const json::value& root, std::initializer_list<std::string_view> path
 
 }  // namespace
 
-Result<CompareResult> CompareResults(std::string_view text_a, std::string_view text_b, const CompareOptions& opt) {
+Result<CompareResult> CompareResults(std::string_view text_a,
+                                     std::string_view text_b,
+                                     const CompareOptions& opt) {
   json::error_code ec;
   json::value a = json::parse(text_a, ec);
-  if (ec || !a.is_object()) return Status::InvalidArgument("first file is not a bench JSON result");
+  if (ec || !a.is_object())
+    return Status::InvalidArgument("first file is not a bench JSON result");
   json::value b = json::parse(text_b, ec);
-  if (ec || !b.is_object()) return Status::InvalidArgument("second file is not a bench JSON result");
+  if (ec || !b.is_object())
+    return Status::InvalidArgument("second file is not a bench JSON result");
   for (const json::value* v : {&a, &b}) {
     const json::value* s = v->get_object().if_contains("schema");
-    if (s == nullptr || !s->is_string() || std::string_view(s->get_string()).substr(0, 21) != "redline.bench.result/") {
+    if (s == nullptr || !s->is_string() ||
+        std::string_view(s->get_string()).substr(0, 21) !=
+            "redline.bench.result/") {
       return Status::InvalidArgument("not a redline.bench.result JSON file");
     }
   }
   CompareResult res;
   auto verdict = [](const json::value& v) {
     const json::value* x = v.get_object().if_contains("verdict");
-    return x && x->is_string() ? std::string(x->get_string()) : std::string("?");
+    return x && x->is_string() ? std::string(x->get_string())
+                               : std::string("?");
   };
   res.verdict_a = verdict(a);
   res.verdict_b = verdict(b);
   auto add_latency = [&](std::string_view metric, std::string_view pct) {
     CompareRow row;
     row.metric = fmt::format("{} {} (adjusted)", metric, pct);
-    row.a = Get(a, {"phases", "measure", "latency_us", metric, "adjusted", pct});
-    row.b = Get(b, {"phases", "measure", "latency_us", metric, "adjusted", pct});
+    row.a =
+        Get(a, {"phases", "measure", "latency_us", metric, "adjusted", pct});
+    row.b =
+        Get(b, {"phases", "measure", "latency_us", metric, "adjusted", pct});
     if (std::isnan(row.a) && std::isnan(row.b)) return;
     if (std::isinf(row.b) && !std::isinf(row.a)) {
       row.change = INFINITY;
       row.regression = true;
     } else if (row.a > 0 && std::isfinite(row.a) && std::isfinite(row.b)) {
       row.change = row.b / row.a - 1;
-      row.regression = row.change > opt.latency_tolerance && row.b - row.a >= opt.latency_floor_us;
+      row.regression = row.change > opt.latency_tolerance &&
+                       row.b - row.a >= opt.latency_floor_us;
     }
     res.rows.push_back(row);
   };
@@ -319,12 +380,15 @@ Result<CompareResult> CompareResults(std::string_view text_a, std::string_view t
       if (m == "itl") {
         CompareRow row;
         row.metric = fmt::format("itl {}", p);
-        row.a = Get(a, {"phases", "measure", "latency_us", "itl", "success", p});
-        row.b = Get(b, {"phases", "measure", "latency_us", "itl", "success", p});
+        row.a =
+            Get(a, {"phases", "measure", "latency_us", "itl", "success", p});
+        row.b =
+            Get(b, {"phases", "measure", "latency_us", "itl", "success", p});
         if (std::isnan(row.a) && std::isnan(row.b)) continue;
         if (row.a > 0 && std::isfinite(row.b)) {
           row.change = row.b / row.a - 1;
-          row.regression = row.change > opt.latency_tolerance && row.b - row.a >= opt.latency_floor_us;
+          row.regression = row.change > opt.latency_tolerance &&
+                           row.b - row.a >= opt.latency_floor_us;
         }
         res.rows.push_back(row);
       } else {
@@ -355,13 +419,17 @@ Result<CompareResult> CompareResults(std::string_view text_a, std::string_view t
     res.rows.push_back(row);
   }
   for (const CompareRow& r : res.rows) res.any_regression |= r.regression;
-  if (res.verdict_a == "pass" && res.verdict_b != "pass") res.any_regression = true;
+  if (res.verdict_a == "pass" && res.verdict_b != "pass")
+    res.any_regression = true;
   return res;
 }
 
-std::string RenderCompare(const CompareResult& res, std::string_view name_a, std::string_view name_b) {
-  std::string out = fmt::format("A = {} (verdict {})\nB = {} (verdict {})\n\n", name_a, res.verdict_a, name_b, res.verdict_b);
-  out += fmt::format("  {:<26}{:>14}{:>14}{:>11}\n", "metric", "A", "B", "change");
+std::string RenderCompare(const CompareResult& res, std::string_view name_a,
+                          std::string_view name_b) {
+  std::string out = fmt::format("A = {} (verdict {})\nB = {} (verdict {})\n\n",
+                                name_a, res.verdict_a, name_b, res.verdict_b);
+  out +=
+      fmt::format("  {:<26}{:>14}{:>14}{:>11}\n", "metric", "A", "B", "change");
   for (const CompareRow& r : res.rows) {
     const bool is_rate = r.metric.rfind("error rate", 0) == 0;
     const bool is_latency = !r.higher_is_better && !is_rate;
@@ -378,10 +446,11 @@ std::string RenderCompare(const CompareResult& res, std::string_view name_a, std
     } else {
       change = fmt::format("{:+.1f}%", r.change * 100);
     }
-    out += fmt::format("  {:<26}{:>14}{:>14}{:>11}{}\n", r.metric, cell(r.a), cell(r.b), change,
-                       r.regression ? "  REGRESSION" : "");
+    out += fmt::format("  {:<26}{:>14}{:>14}{:>11}{}\n", r.metric, cell(r.a),
+                       cell(r.b), change, r.regression ? "  REGRESSION" : "");
   }
-  out += res.any_regression ? "\nregressions found (exit 99)\n" : "\nno regression\n";
+  out += res.any_regression ? "\nregressions found (exit 99)\n"
+                            : "\nno regression\n";
   return out;
 }
 

@@ -10,39 +10,54 @@ namespace redline::bench {
 
 namespace {
 
-const Metric kTableMetrics[] = {Metric::kTtft,  Metric::kTtfo,      Metric::kE2e,     Metric::kE2eSched, Metric::kTpot,
-                                Metric::kNtpot, Metric::kItl,       Metric::kTtftSched, Metric::kE2eStream,
-                                Metric::kDispatchDelay};
+const Metric kTableMetrics[] = {
+    Metric::kTtft,      Metric::kTtfo,         Metric::kE2e, Metric::kE2eSched,
+    Metric::kTpot,      Metric::kNtpot,        Metric::kItl, Metric::kTtftSched,
+    Metric::kE2eStream, Metric::kDispatchDelay};
 
-void PhaseSummary(std::string& out, const PhaseStats& s, std::string_view title) {
-  out += fmt::format("{}: {} requests ({} ok, {} failed) in {:.2f} s\n", title, s.attempted, s.ok, s.failed, s.window_s);
-  out += fmt::format("  rates: offered {:.2f}/s · sent {:.2f}/s · completed {:.2f}/s · output {:.1f} tok/s (peak {:.1f}) · "
-                     "concurrency {:.1f}\n",
-                     s.offered_rps, s.achieved_send_rps, s.completed_rps, s.output_tps, s.peak_output_tps,
-                     s.mean_concurrency);
-  out += fmt::format("  goodput {:.2f}/s ({:.1f} tok/s) · good fraction {:.2f}% · output tokens {} (usage {}, chunks {})\n",
-                     s.goodput_rps, s.token_goodput_tps, s.good_fraction * 100, s.output_tokens,
-                     s.token_sources[static_cast<int>(TokenSource::kUsage)],
-                     s.token_sources[static_cast<int>(TokenSource::kChunks)]);
+void PhaseSummary(std::string& out, const PhaseStats& s,
+                  std::string_view title) {
+  out += fmt::format("{}: {} requests ({} ok, {} failed) in {:.2f} s\n", title,
+                     s.attempted, s.ok, s.failed, s.window_s);
+  out += fmt::format(
+      "  rates: offered {:.2f}/s · sent {:.2f}/s · completed {:.2f}/s · output "
+      "{:.1f} tok/s (peak {:.1f}) · "
+      "concurrency {:.1f}\n",
+      s.offered_rps, s.achieved_send_rps, s.completed_rps, s.output_tps,
+      s.peak_output_tps, s.mean_concurrency);
+  out += fmt::format(
+      "  goodput {:.2f}/s ({:.1f} tok/s) · good fraction {:.2f}% · output "
+      "tokens {} (usage {}, chunks {})\n",
+      s.goodput_rps, s.token_goodput_tps, s.good_fraction * 100,
+      s.output_tokens, s.token_sources[static_cast<int>(TokenSource::kUsage)],
+      s.token_sources[static_cast<int>(TokenSource::kChunks)]);
 }
 
 void LatencyTable(std::string& out, const PhaseStats& s) {
-  out += fmt::format("  {:<15}{:<10}{:>11}{:>11}{:>11}{:>11}{:>11}{:>11}{:>11}{:>8}\n", "metric", "view", "mean", "p50",
-                     "p90", "p95", "p99", "p99.9", "max", "n");
+  out += fmt::format(
+      "  {:<15}{:<10}{:>11}{:>11}{:>11}{:>11}{:>11}{:>11}{:>11}{:>8}\n",
+      "metric", "view", "mean", "p50", "p90", "p95", "p99", "p99.9", "max",
+      "n");
   for (Metric m : kTableMetrics) {
     if (s.Hist(m).empty() && s.Infinite(m) == 0) continue;
-    if (s.Hist(m).empty() && (m == Metric::kTtft || m == Metric::kTtfo || m == Metric::kTpot)) continue;
-    for (int v = 0; v < (MetricIsErrorAdjusted(m) && s.failed > 0 ? 2 : 1); ++v) {
+    if (s.Hist(m).empty() &&
+        (m == Metric::kTtft || m == Metric::kTtfo || m == Metric::kTpot))
+      continue;
+    for (int v = 0; v < (MetricIsErrorAdjusted(m) && s.failed > 0 ? 2 : 1);
+         ++v) {
       const bool adj = v == 1;
       auto cell = [&](double us) {
         if (std::isinf(us)) return std::string("∞");
         return FormatUs(us);
       };
-      out += fmt::format("  {:<15}{:<10}{:>11}{:>11}{:>11}{:>11}{:>11}{:>11}{:>11}{:>8}\n", v == 0 ? MetricKey(m) : "",
-                         MetricIsErrorAdjusted(m) ? (adj ? "adjusted" : "success") : "all", cell(s.Mean(m, adj)),
-                         cell(s.Percentile(m, 50, adj)), cell(s.Percentile(m, 90, adj)), cell(s.Percentile(m, 95, adj)),
-                         cell(s.Percentile(m, 99, adj)), cell(s.Percentile(m, 99.9, adj)), cell(s.Max(m, adj)),
-                         s.SampleCount(m, adj));
+      out += fmt::format(
+          "  {:<15}{:<10}{:>11}{:>11}{:>11}{:>11}{:>11}{:>11}{:>11}{:>8}\n",
+          v == 0 ? MetricKey(m) : "",
+          MetricIsErrorAdjusted(m) ? (adj ? "adjusted" : "success") : "all",
+          cell(s.Mean(m, adj)), cell(s.Percentile(m, 50, adj)),
+          cell(s.Percentile(m, 90, adj)), cell(s.Percentile(m, 95, adj)),
+          cell(s.Percentile(m, 99, adj)), cell(s.Percentile(m, 99.9, adj)),
+          cell(s.Max(m, adj)), s.SampleCount(m, adj));
     }
   }
   if (s.failed > 0) {
@@ -50,7 +65,9 @@ void LatencyTable(std::string& out, const PhaseStats& s) {
     for (int c = 1; c < kNumErrorClasses; ++c) {
       if (s.errors[static_cast<size_t>(c)] == 0) continue;
       if (!classes.empty()) classes += ", ";
-      classes += fmt::format("{} {} ({:.2f}%)", ErrorClassKey(static_cast<ErrorClass>(c)), s.errors[static_cast<size_t>(c)],
+      classes += fmt::format("{} {} ({:.2f}%)",
+                             ErrorClassKey(static_cast<ErrorClass>(c)),
+                             s.errors[static_cast<size_t>(c)],
                              100.0 * s.ErrorRate(static_cast<ErrorClass>(c)));
     }
     out += "  errors: " + classes + "\n";
@@ -76,77 +93,113 @@ std::string RenderText(const BenchReport& r) {
     if (k == "timeouts") timeouts = v;
   }
   out += "timeouts: " + timeouts +
-         " · percentiles: nearest rank on HDR histograms (>= 3 significant digits) · ITL per chunk · "
+         " · percentiles: nearest rank on HDR histograms (>= 3 significant "
+         "digits) · ITL per chunk · "
          "verdicts on error-adjusted distributions (failed = ∞)\n\n";
   if (r.cold && r.cold->attempted > 0) {
     const PhaseStats& c = *r.cold;
     out += fmt::format("cold (first request{}): ", c.attempted > 1 ? "s" : "");
     if (c.ok > 0) {
-      out += fmt::format("ttft {} · e2e {}", FormatUs(c.Percentile(Metric::kTtft, 100, false)),
+      out += fmt::format("ttft {} · e2e {}",
+                         FormatUs(c.Percentile(Metric::kTtft, 100, false)),
                          FormatUs(c.Percentile(Metric::kE2e, 100, false)));
     }
-    if (c.failed > 0) out += fmt::format(" · {} failed ({})", c.failed, c.failure_labels.empty() ? "" : c.failure_labels[0].first);
+    if (c.failed > 0)
+      out += fmt::format(
+          " · {} failed ({})", c.failed,
+          c.failure_labels.empty() ? "" : c.failure_labels[0].first);
     out += "\n";
   }
   if (r.cold_start) {
     const ColdStartInfo& cs = *r.cold_start;
-    out += fmt::format("cold start: {} · time to ready {:.2f} s ({})\n", cs.command, cs.time_to_ready_s,
+    out += fmt::format("cold start: {} · time to ready {:.2f} s ({})\n",
+                       cs.command, cs.time_to_ready_s,
                        cs.ready ? "ready" : "NOT ready: " + cs.note);
   }
-  if (r.warmup) out += fmt::format("warm-up: {} requests excluded from statistics\n", r.warmup->attempted);
+  if (r.warmup)
+    out += fmt::format("warm-up: {} requests excluded from statistics\n",
+                       r.warmup->attempted);
   if (r.measure) {
     PhaseSummary(out, *r.measure, "measurement");
     LatencyTable(out, *r.measure);
   }
   if (r.peak) {
     const PeakCheck& p = *r.peak;
-    out += fmt::format("\npeak check: expected {:.2f}/s → target 1.2× = {:.2f}/s · completed {:.2f}/s (tolerance {:.1f}%) {}\n",
-                       p.expected_rps, p.target_rps, p.completed_rps, p.tolerance * 100, p.pass ? "✓" : "✗");
+    out += fmt::format(
+        "\npeak check: expected {:.2f}/s → target 1.2× = {:.2f}/s · completed "
+        "{:.2f}/s (tolerance {:.1f}%) {}\n",
+        p.expected_rps, p.target_rps, p.completed_rps, p.tolerance * 100,
+        p.pass ? "✓" : "✗");
   }
   if (r.capacity) {
     const CapacityResult& c = *r.capacity;
-    out += fmt::format("\ncapacity search: ceiling {:.2f}/s (closed loop) · capacity {:.2f}/s", c.ceiling_rps, c.capacity_rps);
-    if (c.expected_rps > 0) out += fmt::format(" · headroom {:.2f}× expected", c.headroom);
+    out += fmt::format(
+        "\ncapacity search: ceiling {:.2f}/s (closed loop) · capacity {:.2f}/s",
+        c.ceiling_rps, c.capacity_rps);
+    if (c.expected_rps > 0)
+      out += fmt::format(" · headroom {:.2f}× expected", c.headroom);
     out += "\n";
-    out += fmt::format("  {:>10}{:>12}{:>11}{:>11}{:>11}{:>11}{:>9}{:>11}  {}\n", "offered/s", "completed/s", "ttft p50",
-                       "ttft p99", "e2e p50", "e2e p99", "errors", "dispatch", "verdict");
+    out +=
+        fmt::format("  {:>10}{:>12}{:>11}{:>11}{:>11}{:>11}{:>9}{:>11}  {}\n",
+                    "offered/s", "completed/s", "ttft p50", "ttft p99",
+                    "e2e p50", "e2e p99", "errors", "dispatch", "verdict");
     for (const CapacityPoint& p : c.curve) {
-      out += fmt::format("  {:>10.2f}{:>12.2f}{:>11}{:>11}{:>11}{:>11}{:>8.2f}%{:>11}  {}\n", p.offered_rps, p.completed_rps,
-                         FormatUs(p.ttft_p50_us), FormatUs(p.ttft_p99_us), FormatUs(p.e2e_p50_us), FormatUs(p.e2e_p99_us),
-                         p.error_rate * 100, FormatUs(p.dispatch_p99_us), !p.valid ? "invalid" : p.pass ? "pass" : "fail");
+      out += fmt::format(
+          "  {:>10.2f}{:>12.2f}{:>11}{:>11}{:>11}{:>11}{:>8.2f}%{:>11}  {}\n",
+          p.offered_rps, p.completed_rps, FormatUs(p.ttft_p50_us),
+          FormatUs(p.ttft_p99_us), FormatUs(p.e2e_p50_us),
+          FormatUs(p.e2e_p99_us), p.error_rate * 100,
+          FormatUs(p.dispatch_p99_us),
+          !p.valid ? "invalid"
+          : p.pass ? "pass"
+                   : "fail");
     }
   }
   if (!r.thresholds.empty()) {
     out += "\nthresholds:\n";
     for (const ThresholdResult& t : r.thresholds) {
-      out += fmt::format("  {} {:<36} {}", t.pass ? "✓" : "✗", t.threshold.source,
-                         FormatThresholdValue(t.threshold, t.observed));
-      if (t.success_only && (std::isinf(t.observed) || *t.success_only != t.observed)) {
-        out += fmt::format("  (success-only {})", FormatThresholdValue(t.threshold, *t.success_only));
+      out +=
+          fmt::format("  {} {:<36} {}", t.pass ? "✓" : "✗", t.threshold.source,
+                      FormatThresholdValue(t.threshold, t.observed));
+      if (t.success_only &&
+          (std::isinf(t.observed) || *t.success_only != t.observed)) {
+        out += fmt::format("  (success-only {})",
+                           FormatThresholdValue(t.threshold, *t.success_only));
       }
       if (!t.note.empty()) out += "  [" + t.note + "]";
       out += "\n";
     }
   }
   const Validity& v = r.validity;
-  out += fmt::format("\nvalidity: dispatch delay p99 {} (bound {}) {}", FormatUs(v.dispatch_p99_us),
-                     FormatUs(static_cast<double>(v.dispatch_bound_us)),
-                     v.dispatch_p99_us <= static_cast<double>(v.dispatch_bound_us) ? "✓" : "✗");
+  out += fmt::format(
+      "\nvalidity: dispatch delay p99 {} (bound {}) {}",
+      FormatUs(v.dispatch_p99_us),
+      FormatUs(static_cast<double>(v.dispatch_bound_us)),
+      v.dispatch_p99_us <= static_cast<double>(v.dispatch_bound_us) ? "✓"
+                                                                    : "✗");
   if (v.send_rate_checked) {
-    out += fmt::format(" · send rate {:.2f}/s of {:.2f}/s planned {}", v.achieved_send_rps, v.planned_send_rps,
+    out += fmt::format(" · send rate {:.2f}/s of {:.2f}/s planned {}",
+                       v.achieved_send_rps, v.planned_send_rps,
                        v.send_shortfall <= 0.05 ? "✓" : "✗");
   }
-  out += fmt::format(" · client CPU {:.0f}% · {} connections\n",
-                     r.wall_seconds > 0 ? 100 * r.cpu_seconds / r.wall_seconds : 0.0, r.connections_opened);
+  out += fmt::format(
+      " · client CPU {:.0f}% · {} connections\n",
+      r.wall_seconds > 0 ? 100 * r.cpu_seconds / r.wall_seconds : 0.0,
+      r.connections_opened);
   for (const std::string& w : r.warnings) out += "warning: " + w + "\n";
   if (r.abort) {
-    out += fmt::format("aborted early at {:.1f} s by '{}' ({}); {} request(s) in flight cancelled, excluded as cooldown\n",
-                       r.abort->at_s, r.abort->threshold, r.abort->certain ? "failed for good" : "failing after its delay",
-                       r.abort->cancelled);
+    out += fmt::format(
+        "aborted early at {:.1f} s by '{}' ({}); {} request(s) in flight "
+        "cancelled, excluded as cooldown\n",
+        r.abort->at_s, r.abort->threshold,
+        r.abort->certain ? "failed for good" : "failing after its delay",
+        r.abort->cancelled);
   }
   std::string verdict(VerdictName(r.verdict));
-  for (char& ch : verdict) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
-  out += fmt::format("\nverdict: {} (exit {}) — {}\n", verdict, r.exit_code, r.verdict_reason);
+  for (char& ch : verdict)
+    ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  out += fmt::format("\nverdict: {} (exit {}) — {}\n", verdict, r.exit_code,
+                     r.verdict_reason);
   return out;
 }
 

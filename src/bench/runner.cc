@@ -82,7 +82,9 @@ constexpr uint64_t kLoopSliceNs = 100'000;
 class ShortSlice {
  public:
   ShortSlice() {
-    if (syscall(SYS_sched_getattr, 0, &old_, sizeof(old_), 0) != 0 || old_.sched_policy != SCHED_OTHER) return;
+    if (syscall(SYS_sched_getattr, 0, &old_, sizeof(old_), 0) != 0 ||
+        old_.sched_policy != SCHED_OTHER)
+      return;
     SchedAttr attr = old_;
     attr.size = sizeof(attr);
     attr.sched_runtime = kLoopSliceNs;
@@ -123,7 +125,8 @@ class Exchange final : public http::ResponseHandler {
  public:
   explicit Exchange(Runner* runner) : runner_(runner) {}
 
-  void Reset(size_t record_index, UserState* user, bool stream, bool keep_text) {
+  void Reset(size_t record_index, UserState* user, bool stream,
+             bool keep_text) {
     record_ = record_index;
     user_ = user;
     stream_ = stream;
@@ -181,7 +184,8 @@ class Runner {
   Runner(const RunConfig& config, Workload& workload)
       : cfg_(config),
         workload_(workload),
-        client_(std::make_unique<http::Client>(loop_, ClientOptionsFrom(config))),
+        client_(
+            std::make_unique<http::Client>(loop_, ClientOptionsFrom(config))),
         tick_timer_(loop_),
         arrival_timer_(loop_) {}
 
@@ -234,19 +238,23 @@ class Runner {
 
   std::vector<std::unique_ptr<Exchange>> exchanges_;
   std::vector<Exchange*> free_exchanges_;
-  std::vector<std::unique_ptr<UserState>> users_;   // closed loop users / open loop sessions
-  std::vector<UserState*> idle_sessions_;           // open loop: sessions not in flight
-  std::vector<std::unique_ptr<http::Timer>> user_timers_;  // closed loop, one per user
+  std::vector<std::unique_ptr<UserState>>
+      users_;  // closed loop users / open loop sessions
+  std::vector<UserState*> idle_sessions_;  // open loop: sessions not in flight
+  std::vector<std::unique_ptr<http::Timer>>
+      user_timers_;  // closed loop, one per user
   std::unique_ptr<ArrivalPlan> plan_;
   std::optional<int64_t> next_offset_;
-  int64_t last_arrival_ns_ = 0;                     // t_sched of the previous arrival
-  int64_t involuntary_switches_ = 0;                // of the loop thread, at the last check
-  int64_t poll_allowed_after_ns_ = 0;               // early wake + polling back off until then
-  bool arrival_polling_ = false;                    // a PollArrival task is queued
-  std::deque<int64_t> waiting_;                     // open loop arrivals behind the cap
+  int64_t last_arrival_ns_ = 0;       // t_sched of the previous arrival
+  int64_t involuntary_switches_ = 0;  // of the loop thread, at the last check
+  int64_t poll_allowed_after_ns_ =
+      0;                          // early wake + polling back off until then
+  bool arrival_polling_ = false;  // a PollArrival task is queued
+  std::deque<int64_t> waiting_;   // open loop arrivals behind the cap
 
   int64_t start_ns_ = 0;
-  int64_t load_end_ns_ = 0;       // no new requests scheduled at or after this (0: none)
+  int64_t load_end_ns_ =
+      0;  // no new requests scheduled at or after this (0: none)
   int64_t hard_deadline_ns_ = 0;
   int64_t in_flight_ = 0;
   int64_t sent_ = 0;
@@ -259,8 +267,9 @@ class Runner {
   bool shutting_down_ = false;
   int64_t last_tick_ns_ = 0, last_tick_sent_ = 0, last_tick_done_ = 0;
   Histogram live_ttft_, live_e2e_;
-  std::unique_ptr<AbortMonitor> abort_;  // null without abort-on-fail thresholds
-  int64_t measure_start_ns_ = 0;         // t_sched of the first measured request
+  std::unique_ptr<AbortMonitor>
+      abort_;                     // null without abort-on-fail thresholds
+  int64_t measure_start_ns_ = 0;  // t_sched of the first measured request
   int64_t next_abort_check_ns_ = 0;
   int64_t finished_since_abort_check_ = 0;
   friend class Exchange;
@@ -277,12 +286,15 @@ void Exchange::OnSent(int64_t t_ns) {
 void Exchange::OnHeaders(const http::ResponseHead& head, int64_t) {
   status_ = head.status;
   is_2xx_ = status_ >= 200 && status_ <= 299;
-  if (stream_ && is_2xx_ && head.content_type.find("text/event-stream") == std::string::npos) sse_ok_ = false;
+  if (stream_ && is_2xx_ &&
+      head.content_type.find("text/event-stream") == std::string::npos)
+    sse_ok_ = false;
 }
 
 void Exchange::OnBody(std::string_view data, int64_t t_ns) {
   if (!is_2xx_) {
-    if (body_.size() < kErrorBodyLimit) body_.append(data.substr(0, kErrorBodyLimit - body_.size()));
+    if (body_.size() < kErrorBodyLimit)
+      body_.append(data.substr(0, kErrorBodyLimit - body_.size()));
     return;
   }
   if (stream_ && sse_ok_) {
@@ -293,7 +305,8 @@ void Exchange::OnBody(std::string_view data, int64_t t_ns) {
 }
 
 void Exchange::OnEvent(const http::SseEvent& e, int64_t t_ns) {
-  if (e.kind == http::SseEvent::Kind::kComment || done_) return;  // pings; anything after [DONE]
+  if (e.kind == http::SseEvent::Kind::kComment || done_)
+    return;  // pings; anything after [DONE]
   RequestRecord& r = Rec();
   if (e.data == "[DONE]") {
     done_ = true;
@@ -302,7 +315,8 @@ void Exchange::OnEvent(const http::SseEvent& e, int64_t t_ns) {
   }
   if (e.event_type == "error") {
     error_event_ = true;
-    if (error_detail_.empty()) error_detail_ = "error event: " + std::string(e.data.substr(0, 200));
+    if (error_detail_.empty())
+      error_detail_ = "error event: " + std::string(e.data.substr(0, 200));
     return;
   }
   Status st = api::ParseStreamChunk(e.data, &chunk_);
@@ -313,7 +327,8 @@ void Exchange::OnEvent(const http::SseEvent& e, int64_t t_ns) {
   }
   if (chunk_.error) {
     error_event_ = true;
-    if (error_detail_.empty()) error_detail_ = "in-stream error: " + chunk_.error->message;
+    if (error_detail_.empty())
+      error_detail_ = "in-stream error: " + chunk_.error->message;
   }
   const bool has_content = !chunk_.content.empty();
   if (has_content || !chunk_.reasoning.empty()) {
@@ -342,7 +357,8 @@ void Exchange::OnComplete(const http::TransportResult& result, int64_t t_ns) {
   f.streaming = stream_;
   f.status = status_;
   switch (result.error) {
-    case http::TransportError::kNone: break;
+    case http::TransportError::kNone:
+      break;
     case http::TransportError::kConnect:
     case http::TransportError::kWrite:
       f.connect_failed = true;
@@ -356,7 +372,9 @@ void Exchange::OnComplete(const http::TransportResult& result, int64_t t_ns) {
     case http::TransportError::kProtocol:
       f.parse_error = true;
       f.closed_early = false;
-      if (status_ == 0) f.status = 200;  // unparseable status line: a parse failure, not an abort
+      if (status_ == 0)
+        f.status =
+            200;  // unparseable status line: a parse failure, not an abort
       break;
     case http::TransportError::kClosedBeforeResponse:
     case http::TransportError::kClosedMidResponse:
@@ -374,7 +392,8 @@ void Exchange::OnComplete(const http::TransportResult& result, int64_t t_ns) {
   f.parse_error = f.parse_error || parse_error_;
   if (is_2xx_ && stream_ && !sse_ok_) {
     f.parse_error = true;
-    f.done_seen = true;  // not an SSE stream at all: a parse failure, not an abort
+    f.done_seen =
+        true;  // not an SSE stream at all: a parse failure, not an abort
     f.finish_seen = true;
     error_detail_ = "expected text/event-stream";
   }
@@ -420,12 +439,15 @@ void Exchange::OnComplete(const http::TransportResult& result, int64_t t_ns) {
 }
 
 Phase Runner::PhaseFor(int64_t t_sched) {
-  if (cfg_.warmup_ns > 0 && t_sched < start_ns_ + cfg_.warmup_ns) return Phase::kWarmup;
-  if (cfg_.warmup_requests > 0 && warmup_dispatched_ < cfg_.warmup_requests) return Phase::kWarmup;
+  if (cfg_.warmup_ns > 0 && t_sched < start_ns_ + cfg_.warmup_ns)
+    return Phase::kWarmup;
+  if (cfg_.warmup_requests > 0 && warmup_dispatched_ < cfg_.warmup_requests)
+    return Phase::kWarmup;
   return Phase::kMeasure;
 }
 
-void Runner::Dispatch(int64_t t_sched, Phase phase, UserState* user, bool from_pool) {
+void Runner::Dispatch(int64_t t_sched, Phase phase, UserState* user,
+                      bool from_pool) {
   (void)from_pool;
   if (phase == Phase::kMeasure) {
     measure_dispatched_++;
@@ -464,7 +486,9 @@ void Runner::Finished(Exchange* ex, size_t record_index) {
   RequestRecord& r = records_[record_index];
   if (shutting_down_ && result_.abort) {
     // Cancelled by the abort: no outcome, so out of the statistics.
-    if (result_.open_loop) (r.phase == Phase::kMeasure ? result_.planned_measure : result_.planned_warmup)--;
+    if (result_.open_loop)
+      (r.phase == Phase::kMeasure ? result_.planned_measure
+                                  : result_.planned_warmup)--;
     r.phase = Phase::kCooldown;
     result_.abort->cancelled++;
   }
@@ -483,7 +507,9 @@ void Runner::Finished(Exchange* ex, size_t record_index) {
   result_.end_ns = std::max(result_.end_ns, now);
   if (abort_ && r.phase == Phase::kMeasure) {
     abort_->Add(r);
-    if (++finished_since_abort_check_ >= kAbortCheckRequests || now >= next_abort_check_ns_) CheckAbort(now);
+    if (++finished_since_abort_check_ >= kAbortCheckRequests ||
+        now >= next_abort_check_ns_)
+      CheckAbort(now);
   }
 
   if (cold_running_) {
@@ -493,7 +519,8 @@ void Runner::Finished(Exchange* ex, size_t record_index) {
   if (shutting_down_) return;
   if (cfg_.mode == RunConfig::Mode::kOpen) {
     idle_sessions_.push_back(user);
-    if (!waiting_.empty() && (cfg_.max_in_flight == 0 || in_flight_ < cfg_.max_in_flight)) {
+    if (!waiting_.empty() &&
+        (cfg_.max_in_flight == 0 || in_flight_ < cfg_.max_in_flight)) {
       const int64_t t_sched = waiting_.front();
       waiting_.pop_front();
       UserState* s = idle_sessions_.back();
@@ -513,7 +540,9 @@ void Runner::StartUser(size_t u, int64_t t_ready) {
   if (finished_ || (cfg_.stop_flag && cfg_.stop_flag->load())) return;
   if (load_end_ns_ != 0 && t_ready >= load_end_ns_) return;
   const Phase phase = PhaseFor(t_ready);
-  if (phase == Phase::kMeasure && cfg_.max_requests >= 0 && measure_dispatched_ >= cfg_.max_requests) return;
+  if (phase == Phase::kMeasure && cfg_.max_requests >= 0 &&
+      measure_dispatched_ >= cfg_.max_requests)
+    return;
   const int64_t now = http::NowNs();
   if (t_ready <= now) {
     Dispatch(t_ready, phase, user, false);
@@ -528,7 +557,8 @@ void Runner::StartUser(size_t u, int64_t t_ready) {
       return;
     }
     const Phase ph = PhaseFor(t_ready);
-    if (ph == Phase::kMeasure && cfg_.max_requests >= 0 && measure_dispatched_ >= cfg_.max_requests) {
+    if (ph == Phase::kMeasure && cfg_.max_requests >= 0 &&
+        measure_dispatched_ >= cfg_.max_requests) {
       MaybeFinish();
       return;
     }
@@ -559,12 +589,15 @@ void Runner::ScheduleArrivals() {
   }
   const int64_t due = start_ns_ + *next_offset_;
   const int64_t now = http::NowNs();
-  if (const int64_t switches = InvoluntarySwitches(); switches != involuntary_switches_) {
+  if (const int64_t switches = InvoluntarySwitches();
+      switches != involuntary_switches_) {
     involuntary_switches_ = switches;
     poll_allowed_after_ns_ = now + kPollBackoffNs;
   }
-  const int64_t early =
-      now < poll_allowed_after_ns_ ? 0 : std::clamp<int64_t>((due - last_arrival_ns_) / 4, 0, kMaxEarlyWakeNs);
+  const int64_t early = now < poll_allowed_after_ns_
+                            ? 0
+                            : std::clamp<int64_t>((due - last_arrival_ns_) / 4,
+                                                  0, kMaxEarlyWakeNs);
   if (due - now <= early) {
     PollArrival();
     return;
@@ -577,7 +610,8 @@ void Runner::PollArrival() {
   arrival_polling_ = true;
   loop_.Post([this] {
     arrival_polling_ = false;
-    if (finished_ || !next_offset_) return;  // stopped meanwhile (Tick cleared the plan)
+    if (finished_ || !next_offset_)
+      return;  // stopped meanwhile (Tick cleared the plan)
     if (start_ns_ + *next_offset_ <= http::NowNs()) {
       OnArrivalTimer();
     } else {
@@ -589,7 +623,8 @@ void Runner::PollArrival() {
 void Runner::Arrive(int64_t t_sched) {
   const Phase phase = PhaseFor(t_sched);
   if (phase == Phase::kMeasure) {
-    if (cfg_.max_requests >= 0 && result_.planned_measure >= cfg_.max_requests) {
+    if (cfg_.max_requests >= 0 &&
+        result_.planned_measure >= cfg_.max_requests) {
       arrivals_over_ = true;
       return;
     }
@@ -621,9 +656,10 @@ void Runner::MaybeFinish() {
     load_over = arrivals_over_ && waiting_.empty();
   } else {
     const int64_t now = http::NowNs();
-    load_over = (load_end_ns_ != 0 && now >= load_end_ns_) ||
-                (cfg_.max_requests >= 0 && measure_dispatched_ >= cfg_.max_requests) ||
-                (cfg_.stop_flag && cfg_.stop_flag->load());
+    load_over =
+        (load_end_ns_ != 0 && now >= load_end_ns_) ||
+        (cfg_.max_requests >= 0 && measure_dispatched_ >= cfg_.max_requests) ||
+        (cfg_.stop_flag && cfg_.stop_flag->load());
   }
   if (load_over && in_flight_ == 0) {
     finished_ = true;
@@ -677,7 +713,8 @@ void Runner::CheckAbort(int64_t now) {
   result_.abort = std::move(info);
   // Arrivals still queued behind the cap were planned but never attempted.
   for (const int64_t t_sched : waiting_) {
-    (PhaseFor(t_sched) == Phase::kMeasure ? result_.planned_measure : result_.planned_warmup)--;
+    (PhaseFor(t_sched) == Phase::kMeasure ? result_.planned_measure
+                                          : result_.planned_warmup)--;
   }
   waiting_.clear();
   arrivals_over_ = true;
@@ -705,19 +742,23 @@ void Runner::Tick() {
     next_offset_.reset();
     arrival_timer_.Cancel();
     // Give in-flight requests a short grace, then stop.
-    if (hard_deadline_ns_ == 0 || hard_deadline_ns_ > now + 2 * kNsPerSec) hard_deadline_ns_ = now + 2 * kNsPerSec;
+    if (hard_deadline_ns_ == 0 || hard_deadline_ns_ > now + 2 * kNsPerSec)
+      hard_deadline_ns_ = now + 2 * kNsPerSec;
   }
   if (hard_deadline_ns_ != 0 && now >= hard_deadline_ns_) {
     if (!result_.interrupted) {
       result_.interrupted = true;
-      result_.stop_reason = "hard deadline (requests still in flight past the run end plus the request timeout)";
+      result_.stop_reason =
+          "hard deadline (requests still in flight past the run end plus the "
+          "request timeout)";
     }
     finished_ = true;
     loop_.Stop();
     return;
   }
   MaybeFinish();
-  if (!finished_) tick_timer_.ExpireAt(now + cfg_.progress_interval_ns, [this] { Tick(); });
+  if (!finished_)
+    tick_timer_.ExpireAt(now + cfg_.progress_interval_ns, [this] { Tick(); });
 }
 
 Status Runner::RunCold() {
@@ -736,7 +777,8 @@ Status Runner::RunCold() {
   }
   cold_running_ = false;
   if (connect_failures == cfg_.cold_requests) {
-    return Status::Unavailable("target unreachable: " + records_.back().error_detail);
+    return Status::Unavailable("target unreachable: " +
+                               records_.back().error_detail);
   }
   return Status::Ok();
 }
@@ -747,14 +789,17 @@ void Runner::StartLoad() {
   result_.start_ns = start_ns_;
   abort_ = std::make_unique<AbortMonitor>(cfg_.thresholds, cfg_.max_requests);
   if (abort_->empty()) abort_.reset();
-  const int64_t timeline = cfg_.duration_ns > 0 ? cfg_.warmup_ns + cfg_.duration_ns : 0;
+  const int64_t timeline =
+      cfg_.duration_ns > 0 ? cfg_.warmup_ns + cfg_.duration_ns : 0;
   if (cfg_.mode == RunConfig::Mode::kOpen) {
     std::vector<Stage> stages = cfg_.stages;
-    if (stages.empty()) stages.push_back({timeline, cfg_.rate_rps, cfg_.rate_rps});
+    if (stages.empty())
+      stages.push_back({timeline, cfg_.rate_rps, cfg_.rate_rps});
     int64_t total = 0;
     for (const Stage& s : stages) total += s.duration_ns;
     load_end_ns_ = total > 0 ? start_ns_ + total : 0;
-    plan_ = std::make_unique<ArrivalPlan>(cfg_.arrival, cfg_.burstiness, std::move(stages), cfg_.seed);
+    plan_ = std::make_unique<ArrivalPlan>(cfg_.arrival, cfg_.burstiness,
+                                          std::move(stages), cfg_.seed);
     next_offset_ = plan_->Next();
     last_arrival_ns_ = start_ns_;
     involuntary_switches_ = InvoluntarySwitches();
@@ -769,25 +814,32 @@ void Runner::StartLoad() {
       user_timers_.push_back(std::make_unique<http::Timer>(loop_));
     }
     for (int u = 0; u < cfg_.users; ++u) {
-      const int64_t offset = cfg_.users > 1 ? cfg_.ramp_up_ns * u / cfg_.users : 0;
+      const int64_t offset =
+          cfg_.users > 1 ? cfg_.ramp_up_ns * u / cfg_.users : 0;
       StartUser(static_cast<size_t>(u), start_ns_ + offset);
     }
   }
   if (load_end_ns_ != 0) {
-    const int64_t grace = cfg_.request_timeout_ms > 0 ? cfg_.request_timeout_ms * 1'000'000 : 600 * kNsPerSec;
+    const int64_t grace = cfg_.request_timeout_ms > 0
+                              ? cfg_.request_timeout_ms * 1'000'000
+                              : 600 * kNsPerSec;
     hard_deadline_ns_ = load_end_ns_ + grace + 5 * kNsPerSec;
   }
-  tick_timer_.ExpireAt(start_ns_ + cfg_.progress_interval_ns, [this] { Tick(); });
+  tick_timer_.ExpireAt(start_ns_ + cfg_.progress_interval_ns,
+                       [this] { Tick(); });
 }
 
 Result<RunResult> Runner::Run() {
   auto url = http::ParseUrl(cfg_.base_url);
   if (!url.ok()) return url.status();
   origin_ = url->origin;
-  if (!cfg_.api_key.empty()) common_headers_.push_back({"Authorization", "Bearer " + cfg_.api_key});
+  if (!cfg_.api_key.empty())
+    common_headers_.push_back({"Authorization", "Bearer " + cfg_.api_key});
   for (const auto& h : cfg_.headers) common_headers_.push_back(h);
-  if (cfg_.mode == RunConfig::Mode::kClosed && cfg_.users < 1) return Status::InvalidArgument("users must be >= 1");
-  if (cfg_.mode == RunConfig::Mode::kOpen && cfg_.stages.empty() && cfg_.rate_rps <= 0) {
+  if (cfg_.mode == RunConfig::Mode::kClosed && cfg_.users < 1)
+    return Status::InvalidArgument("users must be >= 1");
+  if (cfg_.mode == RunConfig::Mode::kOpen && cfg_.stages.empty() &&
+      cfg_.rate_rps <= 0) {
     return Status::InvalidArgument("rate must be > 0");
   }
   if (cfg_.duration_ns <= 0 && cfg_.max_requests < 0 && cfg_.stages.empty()) {
@@ -815,13 +867,16 @@ Result<RunResult> Runner::Run() {
     }
   } restore_policy;
   if (cfg_.realtime) {
-    pthread_getschedparam(pthread_self(), &restore_policy.policy, &restore_policy.param);
+    pthread_getschedparam(pthread_self(), &restore_policy.policy,
+                          &restore_policy.param);
     sched_param rt{};
     rt.sched_priority = 1;
     if (pthread_setschedparam(pthread_self(), SCHED_FIFO, &rt) == 0) {
       restore_policy.active = true;
     } else {
-      result_.notes.push_back("--realtime: SCHED_FIFO not permitted (needs CAP_SYS_NICE); running at normal priority");
+      result_.notes.push_back(
+          "--realtime: SCHED_FIFO not permitted (needs CAP_SYS_NICE); running "
+          "at normal priority");
     }
   }
   std::optional<ShortSlice> short_slice;
@@ -849,7 +904,8 @@ Result<RunResult> Runner::Run() {
   result_.wall_seconds = static_cast<double>(http::NowNs() - wall0) / 1e9;
   result_.connections_opened = client_->stats().connections_opened;
   shutting_down_ = true;
-  client_.reset();  // cancels what is still in flight (interrupted or aborted runs only)
+  client_.reset();  // cancels what is still in flight (interrupted or aborted
+                    // runs only)
   result_.records.reserve(records_.size());
   for (RequestRecord& r : records_) result_.records.push_back(std::move(r));
   records_.clear();

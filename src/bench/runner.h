@@ -47,25 +47,25 @@ struct RunConfig {
   int64_t connect_timeout_ms = 10'000;
   bool tls_verify = true;
   std::string tls_ca_file;
-  int max_connections = 0;              // 0: one connection per in-flight request
+  int max_connections = 0;  // 0: one connection per in-flight request
 
   // Load model.
   enum class Mode { kClosed, kOpen };
   Mode mode = Mode::kClosed;
-  int users = 1;                  // closed loop
-  ThinkTime think;                // closed loop
-  int64_t ramp_up_ns = 0;         // closed loop: users start spread over this
-  double rate_rps = 1;            // open loop, when `stages` is empty
+  int users = 1;           // closed loop
+  ThinkTime think;         // closed loop
+  int64_t ramp_up_ns = 0;  // closed loop: users start spread over this
+  double rate_rps = 1;     // open loop, when `stages` is empty
   ArrivalKind arrival = ArrivalKind::kPoisson;
-  double burstiness = 1;          // gamma shape
-  std::vector<Stage> stages;      // open loop; overrides rate and duration
-  int64_t max_in_flight = 0;      // open loop cap; 0 = none
+  double burstiness = 1;      // gamma shape
+  std::vector<Stage> stages;  // open loop; overrides rate and duration
+  int64_t max_in_flight = 0;  // open loop cap; 0 = none
 
-  int64_t duration_ns = 0;        // measurement length (0: use max_requests)
-  int64_t max_requests = -1;      // measured requests (-1: use duration)
-  int64_t warmup_ns = 0;          // excluded from statistics
-  int64_t warmup_requests = 0;    // closed loop: first N requests are warm-up
-  int cold_requests = 1;          // sent alone first, reported as cold
+  int64_t duration_ns = 0;      // measurement length (0: use max_requests)
+  int64_t max_requests = -1;    // measured requests (-1: use duration)
+  int64_t warmup_ns = 0;        // excluded from statistics
+  int64_t warmup_requests = 0;  // closed loop: first N requests are warm-up
+  int cold_requests = 1;        // sent alone first, reported as cold
   uint64_t seed = 1;
   // Run the loop thread under SCHED_FIFO (needs CAP_SYS_NICE). On a busy
   // machine, wake-ups of an ordinary thread can lag by milliseconds, which
@@ -95,8 +95,8 @@ struct RunConfig {
 struct AbortInfo {
   std::string threshold;  // the assertion as written
   std::string reason;     // one line for the report
-  bool certain = false;   // failed for good, rather than failing after its delay
-  double at_s = 0;        // seconds from the load timeline start
+  bool certain = false;  // failed for good, rather than failing after its delay
+  double at_s = 0;       // seconds from the load timeline start
   // Requests in flight at that moment: cancelled, and reported in the
   // cooldown phase (excluded from the statistics) since they have no outcome.
   int64_t cancelled = 0;
@@ -110,10 +110,11 @@ struct Progress {
   int64_t ok = 0;
   int64_t failed = 0;
   int64_t in_flight = 0;
-  int64_t waiting = 0;        // open loop: arrivals queued behind the cap
-  double send_rps = 0;        // over the last interval
+  int64_t waiting = 0;  // open loop: arrivals queued behind the cap
+  double send_rps = 0;  // over the last interval
   double done_rps = 0;
-  double ttft_p50_us = 0, ttft_p99_us = 0;  // measurement phase so far (success only)
+  double ttft_p50_us = 0,
+         ttft_p99_us = 0;  // measurement phase so far (success only)
   double e2e_p50_us = 0, e2e_p99_us = 0;
   bool final = false;
 };
@@ -121,11 +122,11 @@ struct Progress {
 struct RunResult {
   std::vector<RequestRecord> records;
   bool open_loop = false;
-  int64_t start_ns = 0;            // load timeline start (after the cold phase)
-  int64_t end_ns = 0;              // last request finished
-  int64_t planned_warmup = 0;      // open loop arrivals per phase
+  int64_t start_ns = 0;        // load timeline start (after the cold phase)
+  int64_t end_ns = 0;          // last request finished
+  int64_t planned_warmup = 0;  // open loop arrivals per phase
   int64_t planned_measure = 0;
-  bool interrupted = false;        // stop_flag or the hard deadline ended the run
+  bool interrupted = false;  // stop_flag or the hard deadline ended the run
   std::string stop_reason;
   std::optional<AbortInfo> abort;  // an abort-on-fail threshold ended the run
   double cpu_seconds = 0;          // process CPU time during the run

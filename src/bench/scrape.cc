@@ -7,13 +7,15 @@
 
 namespace redline::bench {
 
-std::vector<PromSample> ParsePrometheusText(std::string_view text, int* malformed) {
+std::vector<PromSample> ParsePrometheusText(std::string_view text,
+                                            int* malformed) {
   std::vector<PromSample> out;
   int bad = 0;
   while (!text.empty()) {
     size_t nl = text.find('\n');
     std::string_view line = Trim(text.substr(0, nl));
-    text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
+    text =
+        nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
     if (line.empty() || line[0] == '#') continue;
     PromSample s;
     size_t name_end = line.find_first_of("{ \t");
@@ -44,7 +46,8 @@ std::vector<PromSample> ParsePrometheusText(std::string_view text, int* malforme
     }
     rest = Trim(rest);
     size_t sp = rest.find_first_of(" \t");
-    std::string_view value = sp == std::string_view::npos ? rest : rest.substr(0, sp);
+    std::string_view value =
+        sp == std::string_view::npos ? rest : rest.substr(0, sp);
     if (value == "NaN") {
       s.value = std::nan("");
     } else if (value == "+Inf") {
@@ -72,7 +75,9 @@ class Scraper::Handler final : public http::ResponseHandler {
     body_.clear();
     status_ = 0;
   }
-  void OnHeaders(const http::ResponseHead& head, int64_t) override { status_ = head.status; }
+  void OnHeaders(const http::ResponseHead& head, int64_t) override {
+    status_ = head.status;
+  }
   void OnBody(std::string_view data, int64_t) override {
     if (body_.size() < (8u << 20)) body_.append(data);
   }
@@ -91,10 +96,14 @@ class Scraper::Handler final : public http::ResponseHandler {
   int status_ = 0;
 };
 
-Scraper::Scraper(std::string url, std::vector<std::string> filter, size_t max_series)
-    : url_(std::move(url)), filter_(std::move(filter)), max_series_(max_series) {
+Scraper::Scraper(std::string url, std::vector<std::string> filter,
+                 size_t max_series)
+    : url_(std::move(url)),
+      filter_(std::move(filter)),
+      max_series_(max_series) {
   if (filter_.empty()) {
-    filter_ = {"cpu", "memory", "resident", "queue", "waiting", "running", "kv", "cache", "batch", "tokens", "requests"};
+    filter_ = {"cpu", "memory", "resident", "queue",  "waiting", "running",
+               "kv",  "cache",  "batch",    "tokens", "requests"};
   }
   auto parsed = http::ParseUrl(url_);
   if (parsed.ok()) {
@@ -109,7 +118,8 @@ Scraper::~Scraper() = default;
 
 bool Scraper::Keep(std::string_view name) const {
   // Histogram buckets would flood the report; their _sum/_count stay.
-  if (name.size() > 7 && name.substr(name.size() - 7) == "_bucket") return false;
+  if (name.size() > 7 && name.substr(name.size() - 7) == "_bucket")
+    return false;
   for (const auto& f : filter_) {
     if (name.find(f) != std::string_view::npos) return true;
   }
@@ -131,7 +141,8 @@ void Scraper::Sample(http::Client& client, int64_t now_ns) {
 
 void Scraper::Ingest(std::string_view body, int64_t t_ns) {
   samples_++;
-  const double t = static_cast<double>(t_ns) / 1e9;  // absolute; made relative in Series()
+  const double t =
+      static_cast<double>(t_ns) / 1e9;  // absolute; made relative in Series()
   for (PromSample& s : ParsePrometheusText(body)) {
     if (!Keep(s.name)) continue;
     std::string key = s.name + "{" + s.labels + "}";
@@ -142,7 +153,9 @@ void Scraper::Ingest(std::string_view body, int64_t t_ns) {
       ser.name = s.name;
       ser.labels = s.labels;
       auto ends = [&](std::string_view suffix) {
-        return ser.name.size() >= suffix.size() && ser.name.compare(ser.name.size() - suffix.size(), suffix.size(), suffix) == 0;
+        return ser.name.size() >= suffix.size() &&
+               ser.name.compare(ser.name.size() - suffix.size(), suffix.size(),
+                                suffix) == 0;
       };
       ser.counter = ends("_total") || ends("_count") || ends("_sum");
       it = series_.emplace(key, std::move(ser)).first;

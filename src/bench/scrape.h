@@ -26,13 +26,15 @@ struct PromSample {
 
 // Parses the Prometheus text exposition format (comments and TYPE lines
 // skipped; timestamps ignored). Malformed lines are skipped and counted.
-std::vector<PromSample> ParsePrometheusText(std::string_view text, int* malformed = nullptr);
+std::vector<PromSample> ParsePrometheusText(std::string_view text,
+                                            int* malformed = nullptr);
 
 struct ScrapeSeries {
   std::string name;
   std::string labels;
-  bool counter = false;      // name ends in _total / _count / _sum / _seconds_total
-  std::vector<double> t_s;   // seconds since the load timeline start (see Scraper::Series)
+  bool counter = false;  // name ends in _total / _count / _sum / _seconds_total
+  std::vector<double>
+      t_s;  // seconds since the load timeline start (see Scraper::Series)
   std::vector<double> value;
 };
 
@@ -41,7 +43,8 @@ class Scraper {
   // `filter`: substrings a series name must contain to be kept; empty means
   // the default set (cpu, memory, resident, queue, waiting, running, kv,
   // cache, batch, tokens, requests). At most `max_series` series.
-  Scraper(std::string url, std::vector<std::string> filter = {}, size_t max_series = 64);
+  Scraper(std::string url, std::vector<std::string> filter = {},
+          size_t max_series = 64);
   ~Scraper();
 
   // Starts one scrape (skipped while the previous one is still running).

@@ -19,19 +19,32 @@ struct KeyInfo {
 };
 
 constexpr KeyInfo kKeys[] = {
-    {"ttft", Category::kTrend},          {"ttfo", Category::kTrend},
-    {"ttft_sched", Category::kTrend},    {"e2e", Category::kTrend},
-    {"e2e_stream", Category::kTrend},    {"e2e_sched", Category::kTrend},
-    {"tpot", Category::kTrend},          {"ntpot", Category::kTrend},
-    {"itl", Category::kTrend},           {"dispatch_delay", Category::kTrend},
-    {"errors", Category::kError},        {"connect", Category::kError},
-    {"timeout", Category::kError},       {"http_429", Category::kError},
-    {"http_4xx", Category::kError},      {"http_5xx", Category::kError},
-    {"abort", Category::kError},         {"parse", Category::kError},
-    {"goodput", Category::kScalar},      {"good_fraction", Category::kScalar},
-    {"completed_rps", Category::kScalar}, {"output_tps", Category::kScalar},
-    {"offered_rps", Category::kScalar},  {"achieved_send_rps", Category::kScalar},
-    {"peak_output_tps", Category::kScalar}, {"token_goodput", Category::kScalar},
+    {"ttft", Category::kTrend},
+    {"ttfo", Category::kTrend},
+    {"ttft_sched", Category::kTrend},
+    {"e2e", Category::kTrend},
+    {"e2e_stream", Category::kTrend},
+    {"e2e_sched", Category::kTrend},
+    {"tpot", Category::kTrend},
+    {"ntpot", Category::kTrend},
+    {"itl", Category::kTrend},
+    {"dispatch_delay", Category::kTrend},
+    {"errors", Category::kError},
+    {"connect", Category::kError},
+    {"timeout", Category::kError},
+    {"http_429", Category::kError},
+    {"http_4xx", Category::kError},
+    {"http_5xx", Category::kError},
+    {"abort", Category::kError},
+    {"parse", Category::kError},
+    {"goodput", Category::kScalar},
+    {"good_fraction", Category::kScalar},
+    {"completed_rps", Category::kScalar},
+    {"output_tps", Category::kScalar},
+    {"offered_rps", Category::kScalar},
+    {"achieved_send_rps", Category::kScalar},
+    {"peak_output_tps", Category::kScalar},
+    {"token_goodput", Category::kScalar},
     {"concurrency", Category::kScalar},
 };
 
@@ -53,7 +66,8 @@ Category CategoryOf(std::string_view key) { return LookupKey(key)->category; }
 
 std::optional<ErrorClass> ClassOfKey(std::string_view key) {
   for (int i = 1; i < kNumErrorClasses; ++i) {
-    if (ErrorClassKey(static_cast<ErrorClass>(i)) == key) return static_cast<ErrorClass>(i);
+    if (ErrorClassKey(static_cast<ErrorClass>(i)) == key)
+      return static_cast<ErrorClass>(i);
   }
   return std::nullopt;  // "errors"
 }
@@ -66,17 +80,24 @@ Status Bad(std::string_view expr, std::string_view why) {
 
 bool CanAbortOnFail(const Threshold& threshold) {
   auto info = LookupKey(threshold.metric_key);
-  return info && info->category != Category::kScalar && threshold.phase == Phase::kMeasure;
+  return info && info->category != Category::kScalar &&
+         threshold.phase == Phase::kMeasure;
 }
 
 std::string_view CompareOpText(CompareOp op) {
   switch (op) {
-    case CompareOp::kLt: return "<";
-    case CompareOp::kLe: return "<=";
-    case CompareOp::kGt: return ">";
-    case CompareOp::kGe: return ">=";
-    case CompareOp::kEq: return "==";
-    case CompareOp::kNe: return "!=";
+    case CompareOp::kLt:
+      return "<";
+    case CompareOp::kLe:
+      return "<=";
+    case CompareOp::kGt:
+      return ">";
+    case CompareOp::kGe:
+      return ">=";
+    case CompareOp::kEq:
+      return "==";
+    case CompareOp::kNe:
+      return "!=";
   }
   return "?";
 }
@@ -94,7 +115,8 @@ Result<std::vector<Threshold>> ParseThresholds(std::string_view expression) {
       break;
     }
   }
-  if (colon == std::string_view::npos) return Bad(expression, "expected '<metric>: <assertion>'");
+  if (colon == std::string_view::npos)
+    return Bad(expression, "expected '<metric>: <assertion>'");
   std::string_view metric_part = Trim(expr.substr(0, colon));
   std::string_view rest = Trim(expr.substr(colon + 1));
 
@@ -103,15 +125,21 @@ Result<std::vector<Threshold>> ParseThresholds(std::string_view expression) {
   if (size_t brace = metric_part.find('{'); brace != std::string_view::npos) {
     if (metric_part.back() != '}') return Bad(expression, "unclosed tag '{'");
     key = Trim(metric_part.substr(0, brace));
-    std::string_view tags = metric_part.substr(brace + 1, metric_part.size() - brace - 2);
+    std::string_view tags =
+        metric_part.substr(brace + 1, metric_part.size() - brace - 2);
     while (!tags.empty()) {
       size_t comma = tags.find(',');
       std::string_view tag = Trim(tags.substr(0, comma));
-      tags = comma == std::string_view::npos ? std::string_view() : tags.substr(comma + 1);
+      tags = comma == std::string_view::npos ? std::string_view()
+                                             : tags.substr(comma + 1);
       size_t c = tag.find(':');
-      if (c == std::string_view::npos) return Bad(expression, "tags look like {phase:cold}");
-      std::string_view name = Trim(tag.substr(0, c)), value = Trim(tag.substr(c + 1));
-      if (name != "phase") return Bad(expression, "unknown tag '" + std::string(name) + "' (only phase)");
+      if (c == std::string_view::npos)
+        return Bad(expression, "tags look like {phase:cold}");
+      std::string_view name = Trim(tag.substr(0, c)),
+                       value = Trim(tag.substr(c + 1));
+      if (name != "phase")
+        return Bad(expression,
+                   "unknown tag '" + std::string(name) + "' (only phase)");
       if (value == "cold") {
         phase = Phase::kCold;
       } else if (value == "warmup") {
@@ -124,7 +152,8 @@ Result<std::vector<Threshold>> ParseThresholds(std::string_view expression) {
     }
   }
   auto info = LookupKey(key);
-  if (!info) return Bad(expression, "unknown metric '" + std::string(key) + "'");
+  if (!info)
+    return Bad(expression, "unknown metric '" + std::string(key) + "'");
 
   std::vector<Threshold> out;
   while (!rest.empty()) {
@@ -147,24 +176,30 @@ Result<std::vector<Threshold>> ParseThresholds(std::string_view expression) {
     // Trailing "abort" / "abort(<delay>)", separated from the value by
     // whitespace ("abort" alone is also a metric key, so the word must follow
     // the assertion, not start it).
-    if (size_t pos = a.rfind("abort"); pos != std::string_view::npos && pos > 0 &&
-                                       (a[pos - 1] == ' ' || a[pos - 1] == '\t')) {
+    if (size_t pos = a.rfind("abort");
+        pos != std::string_view::npos && pos > 0 &&
+        (a[pos - 1] == ' ' || a[pos - 1] == '\t')) {
       std::string_view suffix = a.substr(pos + 5);
       t.abort_delay_ns = kDefaultAbortDelayNs;
       if (!suffix.empty()) {
-        if (suffix.front() != '(' || suffix.back() != ')') return Bad(expression, "abort takes an optional delay: abort(10s)");
+        if (suffix.front() != '(' || suffix.back() != ')')
+          return Bad(expression, "abort takes an optional delay: abort(10s)");
         auto delay = ParseDurationNs(Trim(suffix.substr(1, suffix.size() - 2)));
-        if (!delay.ok() || *delay < 0) return Bad(expression, "abort delay needs a unit: abort(10s)");
+        if (!delay.ok() || *delay < 0)
+          return Bad(expression, "abort delay needs a unit: abort(10s)");
         t.abort_delay_ns = *delay;
       }
       t.abort_on_fail = true;
       a = Trim(a.substr(0, pos));
       if (!CanAbortOnFail(t)) {
-        return Bad(expression, "abort applies to latency and error thresholds of the measurement phase");
+        return Bad(expression,
+                   "abort applies to latency and error thresholds of the "
+                   "measurement phase");
       }
     }
     size_t op_pos = a.find_first_of("<>=!");
-    if (op_pos == std::string_view::npos) return Bad(expression, "missing operator in '" + std::string(a) + "'");
+    if (op_pos == std::string_view::npos)
+      return Bad(expression, "missing operator in '" + std::string(a) + "'");
     std::string_view agg = Trim(a.substr(0, op_pos));
     std::string_view op_and_value = a.substr(op_pos);
     if (op_and_value.substr(0, 2) == "<=") {
@@ -182,7 +217,8 @@ Result<std::vector<Threshold>> ParseThresholds(std::string_view expression) {
     } else {
       return Bad(expression, "bad operator in '" + std::string(a) + "'");
     }
-    std::string_view value = Trim(op_and_value.substr(CompareOpText(t.op).size()));
+    std::string_view value =
+        Trim(op_and_value.substr(CompareOpText(t.op).size()));
 
     if (agg == "avg" || agg == "mean") {
       t.aggregation = Aggregation::kAvg;
@@ -195,7 +231,8 @@ Result<std::vector<Threshold>> ParseThresholds(std::string_view expression) {
     } else if (agg.substr(0, 2) == "p(" && agg.back() == ')') {
       t.aggregation = Aggregation::kPercentile;
       auto q = ParseNumber(agg.substr(2, agg.size() - 3));
-      if (!q.ok() || *q < 0 || *q > 100) return Bad(expression, "percentile must be p(0..100)");
+      if (!q.ok() || *q < 0 || *q > 100)
+        return Bad(expression, "percentile must be p(0..100)");
       t.percentile = *q;
     } else if (agg == "rate") {
       t.aggregation = Aggregation::kRate;
@@ -209,19 +246,24 @@ Result<std::vector<Threshold>> ParseThresholds(std::string_view expression) {
 
     switch (info->category) {
       case Category::kTrend: {
-        if (t.aggregation == Aggregation::kRate || t.aggregation == Aggregation::kCount ||
+        if (t.aggregation == Aggregation::kRate ||
+            t.aggregation == Aggregation::kCount ||
             t.aggregation == Aggregation::kValue) {
-          return Bad(expression, "latency metrics take avg, min, max, med or p(N)");
+          return Bad(expression,
+                     "latency metrics take avg, min, max, med or p(N)");
         }
         auto ns = ParseDurationNs(value);
-        if (!ns.ok()) return Bad(expression, "times need a unit (us, ms, s): '" + std::string(value) + "'");
+        if (!ns.ok())
+          return Bad(expression, "times need a unit (us, ms, s): '" +
+                                     std::string(value) + "'");
         t.value = static_cast<double>(*ns) / 1e3;
         break;
       }
       case Category::kError: {
         if (t.aggregation == Aggregation::kRate) {
           auto f = ParsePercentOrFraction(value);
-          if (!f.ok()) return Bad(expression, "rates take a percentage or a fraction");
+          if (!f.ok())
+            return Bad(expression, "rates take a percentage or a fraction");
           t.value = *f;
         } else if (t.aggregation == Aggregation::kCount) {
           auto n = ParseNumber(value);
@@ -233,9 +275,12 @@ Result<std::vector<Threshold>> ParseThresholds(std::string_view expression) {
         break;
       }
       case Category::kScalar: {
-        if (t.aggregation != Aggregation::kValue) return Bad(expression, "scalar metrics take value");
-        auto f = t.metric_key == "good_fraction" ? ParsePercentOrFraction(value) : ParseNumber(value);
-        if (!f.ok()) return Bad(expression, "bad value '" + std::string(value) + "'");
+        if (t.aggregation != Aggregation::kValue)
+          return Bad(expression, "scalar metrics take value");
+        auto f = t.metric_key == "good_fraction" ? ParsePercentOrFraction(value)
+                                                 : ParseNumber(value);
+        if (!f.ok())
+          return Bad(expression, "bad value '" + std::string(value) + "'");
         t.value = *f;
         break;
       }
@@ -249,21 +294,27 @@ Result<std::vector<Threshold>> ParseThresholds(std::string_view expression) {
 Result<std::vector<Threshold>> ProfileThresholds(std::string_view profile) {
   if (profile == "three-second") {
     std::vector<Threshold> all;
-    for (std::string_view e : {"e2e: p(50)<1s, p(95)<2s, p(99)<3s", "http_5xx: rate<0.1%", "timeout: rate<1%"}) {
+    for (std::string_view e : {"e2e: p(50)<1s, p(95)<2s, p(99)<3s",
+                               "http_5xx: rate<0.1%", "timeout: rate<1%"}) {
       RL_ASSIGN_OR_RETURN(auto ts, ParseThresholds(e));
       all.insert(all.end(), ts.begin(), ts.end());
     }
     return all;
   }
-  return Status::InvalidArgument("unknown profile '" + std::string(profile) + "' (known: three-second)");
+  return Status::InvalidArgument("unknown profile '" + std::string(profile) +
+                                 "' (known: three-second)");
 }
 
 const PhaseStats* PhaseStatsSet::Get(Phase p) const {
   switch (p) {
-    case Phase::kCold: return cold;
-    case Phase::kWarmup: return warmup;
-    case Phase::kMeasure: return measure;
-    case Phase::kCooldown: return nullptr;
+    case Phase::kCold:
+      return cold;
+    case Phase::kWarmup:
+      return warmup;
+    case Phase::kMeasure:
+      return measure;
+    case Phase::kCooldown:
+      return nullptr;
   }
   return nullptr;
 }
@@ -273,24 +324,37 @@ namespace {
 bool Compare(double observed, CompareOp op, double limit) {
   if (std::isnan(observed)) return false;
   switch (op) {
-    case CompareOp::kLt: return observed < limit;
-    case CompareOp::kLe: return observed <= limit;
-    case CompareOp::kGt: return observed > limit;
-    case CompareOp::kGe: return observed >= limit;
-    case CompareOp::kEq: return observed == limit;
-    case CompareOp::kNe: return observed != limit;
+    case CompareOp::kLt:
+      return observed < limit;
+    case CompareOp::kLe:
+      return observed <= limit;
+    case CompareOp::kGt:
+      return observed > limit;
+    case CompareOp::kGe:
+      return observed >= limit;
+    case CompareOp::kEq:
+      return observed == limit;
+    case CompareOp::kNe:
+      return observed != limit;
   }
   return false;
 }
 
-double TrendValue(const PhaseStats& s, Metric m, const Threshold& t, bool adjusted) {
+double TrendValue(const PhaseStats& s, Metric m, const Threshold& t,
+                  bool adjusted) {
   switch (t.aggregation) {
-    case Aggregation::kAvg: return s.Mean(m, adjusted);
-    case Aggregation::kMin: return s.Min(m, adjusted);
-    case Aggregation::kMax: return s.Max(m, adjusted);
-    case Aggregation::kMed: return s.Percentile(m, 50, adjusted);
-    case Aggregation::kPercentile: return s.Percentile(m, t.percentile, adjusted);
-    default: return std::nan("");
+    case Aggregation::kAvg:
+      return s.Mean(m, adjusted);
+    case Aggregation::kMin:
+      return s.Min(m, adjusted);
+    case Aggregation::kMax:
+      return s.Max(m, adjusted);
+    case Aggregation::kMed:
+      return s.Percentile(m, 50, adjusted);
+    case Aggregation::kPercentile:
+      return s.Percentile(m, t.percentile, adjusted);
+    default:
+      return std::nan("");
   }
 }
 
@@ -309,7 +373,8 @@ double ScalarValue(const PhaseStats& s, std::string_view key) {
 
 }  // namespace
 
-std::vector<ThresholdResult> EvaluateThresholds(const std::vector<Threshold>& thresholds, const PhaseStatsSet& stats) {
+std::vector<ThresholdResult> EvaluateThresholds(
+    const std::vector<Threshold>& thresholds, const PhaseStatsSet& stats) {
   std::vector<ThresholdResult> results;
   for (const Threshold& t : thresholds) {
     ThresholdResult r;
@@ -332,8 +397,9 @@ std::vector<ThresholdResult> EvaluateThresholds(const std::vector<Threshold>& th
       }
       case Category::kError: {
         std::optional<ErrorClass> cls = ClassOfKey(t.metric_key);
-        r.observed = t.aggregation == Aggregation::kRate ? s->ErrorRate(cls)
-                                                         : static_cast<double>(s->ErrorCount(cls));
+        r.observed = t.aggregation == Aggregation::kRate
+                         ? s->ErrorRate(cls)
+                         : static_cast<double>(s->ErrorCount(cls));
         break;
       }
       case Category::kScalar:
@@ -357,8 +423,10 @@ GoodputSlo GoodputFromThresholds(const std::vector<Threshold>& thresholds) {
   for (const Threshold& t : thresholds) {
     if (t.phase != Phase::kMeasure) continue;
     if (t.op != CompareOp::kLt && t.op != CompareOp::kLe) continue;
-    if (t.aggregation == Aggregation::kRate || t.aggregation == Aggregation::kCount ||
-        t.aggregation == Aggregation::kValue || t.aggregation == Aggregation::kMin) {
+    if (t.aggregation == Aggregation::kRate ||
+        t.aggregation == Aggregation::kCount ||
+        t.aggregation == Aggregation::kValue ||
+        t.aggregation == Aggregation::kMin) {
       continue;
     }
     if (t.metric_key == "ttft") tighten(slo.ttft_us, t.value);
@@ -371,12 +439,15 @@ GoodputSlo GoodputFromThresholds(const std::vector<Threshold>& thresholds) {
 
 std::string FormatThresholdValue(const Threshold& t, double v) {
   switch (CategoryOf(t.metric_key)) {
-    case Category::kTrend: return FormatUs(v);
+    case Category::kTrend:
+      return FormatUs(v);
     case Category::kError:
-      if (t.aggregation == Aggregation::kRate) return std::isnan(v) ? "-" : fmt::format("{:.3g}%", v * 100);
+      if (t.aggregation == Aggregation::kRate)
+        return std::isnan(v) ? "-" : fmt::format("{:.3g}%", v * 100);
       return fmt::format("{:.0f}", v);
     case Category::kScalar:
-      if (t.metric_key == "good_fraction") return std::isnan(v) ? "-" : fmt::format("{:.3g}%", v * 100);
+      if (t.metric_key == "good_fraction")
+        return std::isnan(v) ? "-" : fmt::format("{:.3g}%", v * 100);
       return fmt::format("{:.4g}", v);
   }
   return "?";

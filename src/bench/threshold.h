@@ -43,18 +43,30 @@
 namespace redline::bench {
 
 enum class CompareOp { kLt, kLe, kGt, kGe, kEq, kNe };
-enum class Aggregation { kAvg, kMin, kMax, kMed, kPercentile, kRate, kCount, kValue };
+enum class Aggregation {
+  kAvg,
+  kMin,
+  kMax,
+  kMed,
+  kPercentile,
+  kRate,
+  kCount,
+  kValue
+};
 
 struct Threshold {
-  std::string source;       // the assertion as written, e.g. "e2e: p(99)<3s"
-  std::string metric_key;   // canonical key, e.g. "e2e", "timeout", "good_fraction"
+  std::string source;  // the assertion as written, e.g. "e2e: p(99)<3s"
+  std::string
+      metric_key;  // canonical key, e.g. "e2e", "timeout", "good_fraction"
   Phase phase = Phase::kMeasure;
   Aggregation aggregation = Aggregation::kValue;
-  double percentile = 0;    // for kPercentile
+  double percentile = 0;  // for kPercentile
   CompareOp op = CompareOp::kLt;
-  double value = 0;         // microseconds for trends; fraction for rates; plain otherwise
+  double value =
+      0;  // microseconds for trends; fraction for rates; plain otherwise
   bool abort_on_fail = false;
-  int64_t abort_delay_ns = 0;  // of the measurement phase, before a failing value aborts
+  int64_t abort_delay_ns =
+      0;  // of the measurement phase, before a failing value aborts
 };
 
 inline constexpr int64_t kDefaultAbortDelayNs = 10'000'000'000;
@@ -80,12 +92,13 @@ struct PhaseStatsSet {
 struct ThresholdResult {
   Threshold threshold;
   bool pass = false;
-  double observed = 0;               // the value judged (error-adjusted where it applies)
+  double observed = 0;  // the value judged (error-adjusted where it applies)
   std::optional<double> success_only;  // success-only value for adjusted trends
-  std::string note;                  // e.g. "no samples"
+  std::string note;                    // e.g. "no samples"
 };
 
-std::vector<ThresholdResult> EvaluateThresholds(const std::vector<Threshold>& thresholds, const PhaseStatsSet& stats);
+std::vector<ThresholdResult> EvaluateThresholds(
+    const std::vector<Threshold>& thresholds, const PhaseStatsSet& stats);
 
 // Per-request goodput SLO implied by the measure-phase thresholds: for each
 // of ttft, tpot, e2e and itl, the loosest upper bound given with avg, med,

@@ -95,9 +95,10 @@ TEST(ThresholdParseTest, ParsesK6StyleExpressions) {
 }
 
 TEST(ThresholdParseTest, RejectsBadSyntax) {
-  for (const char* bad : {"e2e p(99)<3s", "e2e: p(99)<3", "nope: p(99)<3s", "e2e: rate<1%", "errors: p(99)<1s",
-                          "e2e: p(101)<1s", "e2e: q(9)<1s", "e2e: p(99)~1s", "ttft{region:eu}: max<1s",
-                          "goodput: p(50)<1", "e2e:"}) {
+  for (const char* bad :
+       {"e2e p(99)<3s", "e2e: p(99)<3", "nope: p(99)<3s", "e2e: rate<1%",
+        "errors: p(99)<1s", "e2e: p(101)<1s", "e2e: q(9)<1s", "e2e: p(99)~1s",
+        "ttft{region:eu}: max<1s", "goodput: p(50)<1", "e2e:"}) {
     EXPECT_FALSE(ParseThresholds(bad).ok()) << bad;
   }
 }
@@ -153,7 +154,8 @@ TEST(ThresholdEvalTest, ErrorAdjustedVerdictCannotPassByDroppingRequests) {
   auto ok_rate = EvaluateThresholds(*ParseThresholds("timeout: rate<1%"), set);
   EXPECT_TRUE(ok_rate[0].pass);
   // No cold phase: a cold threshold fails with a note instead of passing.
-  auto cold = EvaluateThresholds(*ParseThresholds("e2e{phase:cold}: max<5s"), set);
+  auto cold =
+      EvaluateThresholds(*ParseThresholds("e2e{phase:cold}: max<5s"), set);
   EXPECT_FALSE(cold[0].pass);
   EXPECT_FALSE(cold[0].note.empty());
 }

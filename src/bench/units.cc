@@ -8,8 +8,12 @@
 namespace redline::bench {
 
 std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\n' || s.front() == '\r')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\n' || s.back() == '\r')) s.remove_suffix(1);
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' ||
+                        s.front() == '\n' || s.front() == '\r'))
+    s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' ||
+                        s.back() == '\n' || s.back() == '\r'))
+    s.remove_suffix(1);
   return s;
 }
 
@@ -18,7 +22,8 @@ Result<double> ParseNumber(std::string_view text) {
   if (text.empty()) return Status::InvalidArgument("empty number");
   double v = 0;
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || ptr != text.data() + text.size() || !std::isfinite(v)) {
+  if (ec != std::errc() || ptr != text.data() + text.size() ||
+      !std::isfinite(v)) {
     return Status::InvalidArgument("not a number: '" + std::string(text) + "'");
   }
   return v;
@@ -30,10 +35,15 @@ namespace {
 bool SplitNumber(std::string_view text, double* value, std::string_view* unit) {
   text = Trim(text);
   size_t i = 0;
-  while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.' || text[i] == '-' ||
-                             text[i] == '+' || text[i] == 'e' || text[i] == 'E')) {
+  while (i < text.size() &&
+         (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.' ||
+          text[i] == '-' || text[i] == '+' || text[i] == 'e' ||
+          text[i] == 'E')) {
     // An 'e' directly followed by a letter is not an exponent.
-    if ((text[i] == 'e' || text[i] == 'E') && (i + 1 >= text.size() || !std::isdigit(static_cast<unsigned char>(text[i + 1])))) break;
+    if ((text[i] == 'e' || text[i] == 'E') &&
+        (i + 1 >= text.size() ||
+         !std::isdigit(static_cast<unsigned char>(text[i + 1]))))
+      break;
     ++i;
   }
   if (i == 0) return false;
@@ -45,11 +55,13 @@ bool SplitNumber(std::string_view text, double* value, std::string_view* unit) {
 
 }  // namespace
 
-Result<int64_t> ParseDurationNs(std::string_view text, int64_t default_unit_ns) {
+Result<int64_t> ParseDurationNs(std::string_view text,
+                                int64_t default_unit_ns) {
   double v = 0;
   std::string_view unit;
   if (!SplitNumber(text, &v, &unit) || v < 0) {
-    return Status::InvalidArgument("bad duration '" + std::string(text) + "' (e.g. 500ms, 2s, 1m)");
+    return Status::InvalidArgument("bad duration '" + std::string(text) +
+                                   "' (e.g. 500ms, 2s, 1m)");
   }
   double scale = 0;
   if (unit == "ns") {
@@ -67,7 +79,8 @@ Result<int64_t> ParseDurationNs(std::string_view text, int64_t default_unit_ns) 
   } else if (unit.empty() && default_unit_ns > 0) {
     scale = static_cast<double>(default_unit_ns);
   } else {
-    return Status::InvalidArgument("duration '" + std::string(text) + "' needs a unit: us, ms, s, m or h");
+    return Status::InvalidArgument("duration '" + std::string(text) +
+                                   "' needs a unit: us, ms, s, m or h");
   }
   return static_cast<int64_t>(std::llround(v * scale));
 }
@@ -75,10 +88,12 @@ Result<int64_t> ParseDurationNs(std::string_view text, int64_t default_unit_ns) 
 Result<double> ParseRate(std::string_view text) {
   double v = 0;
   std::string_view unit;
-  if (!SplitNumber(text, &v, &unit) || v < 0) return Status::InvalidArgument("bad rate '" + std::string(text) + "'");
+  if (!SplitNumber(text, &v, &unit) || v < 0)
+    return Status::InvalidArgument("bad rate '" + std::string(text) + "'");
   if (unit.empty() || unit == "rps" || unit == "/s" || unit == "qps") return v;
   if (unit == "/m" || unit == "rpm") return v / 60.0;
-  return Status::InvalidArgument("bad rate unit in '" + std::string(text) + "' (use rps, /s or /m)");
+  return Status::InvalidArgument("bad rate unit in '" + std::string(text) +
+                                 "' (use rps, /s or /m)");
 }
 
 Result<double> ParsePercentOrFraction(std::string_view text) {

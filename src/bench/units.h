@@ -13,7 +13,8 @@ namespace redline::bench {
 
 // "250us", "20ms", "1.5s", "2m", "1h" -> nanoseconds. A bare number is an
 // error unless `default_unit_ns` is non-zero (then it is in that unit).
-Result<int64_t> ParseDurationNs(std::string_view text, int64_t default_unit_ns = 0);
+Result<int64_t> ParseDurationNs(std::string_view text,
+                                int64_t default_unit_ns = 0);
 
 // "5rps", "5/s", "300/m", "5" -> requests per second.
 Result<double> ParseRate(std::string_view text);

@@ -53,26 +53,30 @@ struct TaskSpec {
   std::string name = "default";
   double weight = 1;
   api::ApiKind api = api::ApiKind::kChat;
-  std::string endpoint;  // path relative to the base URL; empty: the API's default
+  std::string
+      endpoint;  // path relative to the base URL; empty: the API's default
   bool stream = true;
   bool include_usage = true;
-  std::string model;     // empty: the run's --model
+  std::string model;  // empty: the run's --model
 
   enum class Source { kFixed, kSynthetic, kJsonl, kShareGpt };
   Source source = Source::kFixed;
-  std::vector<api::ChatMessage> messages;  // fixed chat messages (may hold {{prompt}})
-  std::string prompt;                      // fixed completions prompt (may hold {{prompt}})
-  std::string system_prompt;               // prepended for synthetic/jsonl/sharegpt chat
-  std::string file;                        // jsonl / sharegpt path
-  LengthDist input_tokens;                 // synthetic prompt length
-  std::optional<LengthDist> output_tokens; // sets max_tokens per request when given
-  bool pin_output_length = false;          // also send ignore_eos + min_tokens = max_tokens
+  std::vector<api::ChatMessage>
+      messages;               // fixed chat messages (may hold {{prompt}})
+  std::string prompt;         // fixed completions prompt (may hold {{prompt}})
+  std::string system_prompt;  // prepended for synthetic/jsonl/sharegpt chat
+  std::string file;           // jsonl / sharegpt path
+  LengthDist input_tokens;    // synthetic prompt length
+  std::optional<LengthDist>
+      output_tokens;  // sets max_tokens per request when given
+  bool pin_output_length =
+      false;  // also send ignore_eos + min_tokens = max_tokens
 
   api::SamplingParams sampling;
-  std::string extra_json;                  // extra top-level request fields
-  std::vector<http::Header> headers;       // extra HTTP headers
+  std::string extra_json;             // extra top-level request fields
+  std::vector<http::Header> headers;  // extra HTTP headers
 
-  int turns = 1;                           // > 1: multi-turn session
+  int turns = 1;  // > 1: multi-turn session
   int64_t shared_prefix_tokens = 0;
   int prefix_groups = 1;
 };
@@ -81,29 +85,33 @@ struct TaskSpec {
 struct UserState {
   int64_t user = 0;
   std::mt19937_64 rng;
-  int task = -1;         // task of the session in progress, -1 none
+  int task = -1;  // task of the session in progress, -1 none
   int64_t session = -1;
   int turn = 0;
   int turns = 0;
-  std::vector<api::ChatMessage> history;   // multi-turn chat history
-  std::vector<std::string> script;         // remaining user turns (ShareGPT)
+  std::vector<api::ChatMessage> history;  // multi-turn chat history
+  std::vector<std::string> script;        // remaining user turns (ShareGPT)
 };
 
 struct PreparedRequest {
-  http::ClientRequest http;  // target and body set; common headers added by the runner
+  http::ClientRequest
+      http;  // target and body set; common headers added by the runner
   int32_t task = 0;
   int32_t turn = 0;
   int64_t session = -1;
   bool stream = true;
   int64_t input_tokens_planned = -1;
-  bool keep_text = false;  // the runner must pass the response text back (multi-turn)
+  bool keep_text =
+      false;  // the runner must pass the response text back (multi-turn)
 };
 
 class Workload {
  public:
   // `base_path` is the URL path of the API root ("/v1"). Loads files.
-  static Result<std::unique_ptr<Workload>> Create(std::vector<TaskSpec> tasks, std::string default_model,
-                                                  std::string base_path, uint64_t seed);
+  static Result<std::unique_ptr<Workload>> Create(std::vector<TaskSpec> tasks,
+                                                  std::string default_model,
+                                                  std::string base_path,
+                                                  uint64_t seed);
 
   // Reads a scenario YAML file (docs/BENCH_SCENARIO.md) into task specs.
   static Result<std::vector<TaskSpec>> LoadScenario(const std::string& path);

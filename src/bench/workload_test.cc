@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
-
 #include <filesystem>
 #include <fstream>
 
@@ -17,7 +16,8 @@ namespace json = boost::json;
 class WorkloadTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = ::testing::TempDir() + "/redline_workload_" + std::to_string(::getpid());
+    dir_ = ::testing::TempDir() + "/redline_workload_" +
+           std::to_string(::getpid());
     std::filesystem::create_directories(dir_);
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
@@ -30,7 +30,9 @@ class WorkloadTest : public ::testing::Test {
 };
 
 TEST_F(WorkloadTest, ScenarioYamlWithWeightedTasks) {
-  Write("p.jsonl", "{\"prompt\": \"alpha\", \"max_tokens\": 7}\n{\"messages\": [{\"role\": \"user\", \"content\": \"beta\"}]}\n");
+  Write("p.jsonl",
+        "{\"prompt\": \"alpha\", \"max_tokens\": 7}\n{\"messages\": "
+        "[{\"role\": \"user\", \"content\": \"beta\"}]}\n");
   std::string path = Write("s.yaml", R"(
 tasks:
   - name: chat-short
@@ -68,14 +70,16 @@ tasks:
     if (p.task == 0) {
       chat++;
       EXPECT_EQ(p.http.target, "/v1/chat/completions");
-      const std::string user = std::string(body.at("messages").as_array()[1].at("content").as_string());
+      const std::string user = std::string(
+          body.at("messages").as_array()[1].at("content").as_string());
       EXPECT_EQ(user.rfind("Summarize: ", 0), 0u);
       EXPECT_EQ(user.find("{{prompt}}"), std::string::npos);
       EXPECT_EQ(body.at("max_tokens").as_int64(), 32);
       EXPECT_EQ(body.at("logprobs").as_bool(), false);
       EXPECT_TRUE(body.at("stream_options").at("include_usage").as_bool());
       bool tenant = false;
-      for (const auto& h : p.http.headers) tenant |= h.name == "X-Tenant" && h.value == "a";
+      for (const auto& h : p.http.headers)
+        tenant |= h.name == "X-Tenant" && h.value == "a";
       EXPECT_TRUE(tenant);
     } else {
       docs++;
@@ -84,14 +88,18 @@ tasks:
     }
     (*w)->OnResponse(u, true, "ok");
   }
-  EXPECT_NEAR(static_cast<double>(chat) / 400, 0.75, 0.07);  // @task(3) vs @task(1)
+  EXPECT_NEAR(static_cast<double>(chat) / 400, 0.75,
+              0.07);  // @task(3) vs @task(1)
   EXPECT_GT(docs, 0);
 }
 
 TEST_F(WorkloadTest, ScenarioErrorsAreReported) {
   EXPECT_FALSE(Workload::LoadScenario(Write("a.yaml", "tasks: []\n")).ok());
-  EXPECT_FALSE(Workload::LoadScenario(Write("b.yaml", "tasks:\n  - source: jsonl\n")).ok());
-  EXPECT_FALSE(Workload::LoadScenario(Write("c.yaml", "tasks:\n  - api: grpc\n")).ok());
+  EXPECT_FALSE(
+      Workload::LoadScenario(Write("b.yaml", "tasks:\n  - source: jsonl\n"))
+          .ok());
+  EXPECT_FALSE(
+      Workload::LoadScenario(Write("c.yaml", "tasks:\n  - api: grpc\n")).ok());
   EXPECT_FALSE(Workload::LoadScenario(dir_ + "/missing.yaml").ok());
 }
 
@@ -114,8 +122,10 @@ TEST_F(WorkloadTest, ShareGptTurnsBecomeSessions) {
   PreparedRequest c = (*w)->Prepare(u);
   json::value bb = json::parse(b.http.body);
   ASSERT_EQ(bb.at("messages").as_array().size(), 3u);
-  EXPECT_EQ(bb.at("messages").as_array()[1].at("content").as_string(), "reply one");
-  EXPECT_EQ(bb.at("messages").as_array()[2].at("content").as_string(), "how are you");
+  EXPECT_EQ(bb.at("messages").as_array()[1].at("content").as_string(),
+            "reply one");
+  EXPECT_EQ(bb.at("messages").as_array()[2].at("content").as_string(),
+            "how are you");
   EXPECT_EQ(a.session, b.session);
   EXPECT_EQ(b.turn, 1);
   json::value cb = json::parse(c.http.body);
@@ -139,7 +149,9 @@ TEST_F(WorkloadTest, SyntheticLengthsAndSharedPrefixes) {
   }
   EXPECT_FALSE(LengthDist::Parse("20..10").ok());
   EXPECT_EQ(Workload::SyntheticText(5, rng).size() > 5, true);
-  auto words = [](const std::string& s) { return static_cast<int64_t>(std::count(s.begin(), s.end(), ' ') + 1); };
+  auto words = [](const std::string& s) {
+    return static_cast<int64_t>(std::count(s.begin(), s.end(), ' ') + 1);
+  };
   EXPECT_EQ(words(Workload::SyntheticText(37, rng)), 37);
 
   TaskSpec t;
@@ -156,7 +168,8 @@ TEST_F(WorkloadTest, SyntheticLengthsAndSharedPrefixes) {
   for (int i = 0; i < 40; ++i) {
     PreparedRequest p = (*w)->Prepare(us);
     json::value b = json::parse(p.http.body);
-    const std::string content(b.at("messages").as_array()[0].at("content").as_string());
+    const std::string content(
+        b.at("messages").as_array()[0].at("content").as_string());
     prefixes.insert(content.substr(0, content.find("\n\n")));
     EXPECT_EQ(b.at("max_tokens").as_int64(), 8);
     EXPECT_EQ(b.at("min_tokens").as_int64(), 8);
@@ -169,7 +182,8 @@ TEST_F(WorkloadTest, SyntheticLengthsAndSharedPrefixes) {
 TEST(ScrapeTest, ParsesPrometheusText) {
   int bad = 0;
   auto samples = ParsePrometheusText(
-      "# HELP x help\n# TYPE x gauge\nx 1.5\nqueue_depth{model=\"a,b}\",gpu=\"0\"} 3 1700000000\n"
+      "# HELP x help\n# TYPE x gauge\nx "
+      "1.5\nqueue_depth{model=\"a,b}\",gpu=\"0\"} 3 1700000000\n"
       "process_cpu_seconds_total 12.25\nbroken{ 1\nnan_metric NaN\n",
       &bad);
   ASSERT_EQ(samples.size(), 4u);

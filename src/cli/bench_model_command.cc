@@ -67,22 +67,35 @@ int RunBenchModel(const BenchModelFlags& f) {
 void Setup(CLI::App& sub, int* exit_code) {
   auto f = std::make_shared<BenchModelFlags>();
   sub.add_option("-m,--model", f->model, "GGUF model file")->required();
-  sub.add_option("-t,--threads", f->threads, "Threads (default: physical cores)");
-  sub.add_option("--kv-type", f->kv_type, "KV cache element type: f16 or f32")->capture_default_str();
-  sub.add_option("-p,--prefill", f->prefill, "Prompt lengths to measure prefill at")->capture_default_str();
-  sub.add_option("-n,--decode", f->decode, "Tokens to decode for the decode test")->capture_default_str();
-  sub.add_option("-r,--repeats", f->repeats, "Repeats per test; the median is reported")->capture_default_str();
-  sub.add_option("-o,--output", f->output, "Output on stdout: md (table) or json")
+  sub.add_option("-t,--threads", f->threads,
+                 "Threads (default: physical cores)");
+  sub.add_option("--kv-type", f->kv_type, "KV cache element type: f16 or f32")
+      ->capture_default_str();
+  sub.add_option("-p,--prefill", f->prefill,
+                 "Prompt lengths to measure prefill at")
+      ->capture_default_str();
+  sub.add_option("-n,--decode", f->decode,
+                 "Tokens to decode for the decode test")
+      ->capture_default_str();
+  sub.add_option("-r,--repeats", f->repeats,
+                 "Repeats per test; the median is reported")
+      ->capture_default_str();
+  sub.add_option("-o,--output", f->output,
+                 "Output on stdout: md (table) or json")
       ->check(CLI::IsMember({"md", "json"}))
       ->capture_default_str();
-  sub.add_option("--json", f->json_file, "Also write the JSON result to this file");
-  sub.add_flag("--no-bandwidth", f->no_bandwidth, "Skip the memory bandwidth measurement (no roofline share)");
+  sub.add_option("--json", f->json_file,
+                 "Also write the JSON result to this file");
+  sub.add_flag("--no-bandwidth", f->no_bandwidth,
+               "Skip the memory bandwidth measurement (no roofline share)");
   sub.callback([f, exit_code] { *exit_code = RunBenchModel(*f); });
 }
 
 }  // namespace
 
-RL_REGISTER_COMMAND_NAMED(bench_model, "bench-model",
-                          "Measure prefill and decode tok/s and the decode roofline share of a model", Setup);
+RL_REGISTER_COMMAND_NAMED(
+    bench_model, "bench-model",
+    "Measure prefill and decode tok/s and the decode roofline share of a model",
+    Setup);
 
 }  // namespace redline::cli

@@ -11,7 +11,8 @@ std::vector<CommandEntry>& CommandRegistry() {
 
 CommandRegistrar::CommandRegistrar(std::string name, std::string description,
                                    CommandSetup setup) {
-  CommandRegistry().push_back({std::move(name), std::move(description), std::move(setup)});
+  CommandRegistry().push_back(
+      {std::move(name), std::move(description), std::move(setup)});
 }
 
 }  // namespace redline::cli

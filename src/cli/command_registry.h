@@ -9,7 +9,6 @@
 #define REDLINE_CLI_COMMAND_REGISTRY_H_
 
 #include <CLI/CLI.hpp>
-
 #include <functional>
 #include <string>
 #include <vector>
@@ -27,16 +26,19 @@ struct CommandEntry {
 std::vector<CommandEntry>& CommandRegistry();
 
 struct CommandRegistrar {
-  CommandRegistrar(std::string name, std::string description, CommandSetup setup);
+  CommandRegistrar(std::string name, std::string description,
+                   CommandSetup setup);
 };
 
 }  // namespace redline::cli
 
-#define RL_REGISTER_COMMAND(name, description, setup) \
-  static ::redline::cli::CommandRegistrar rl_command_registrar_##name(#name, description, setup)
+#define RL_REGISTER_COMMAND(name, description, setup)                  \
+  static ::redline::cli::CommandRegistrar rl_command_registrar_##name( \
+      #name, description, setup)
 
 // For command names that are not identifiers ("make-model").
-#define RL_REGISTER_COMMAND_NAMED(ident, name, description, setup) \
-  static ::redline::cli::CommandRegistrar rl_command_registrar_##ident(name, description, setup)
+#define RL_REGISTER_COMMAND_NAMED(ident, name, description, setup)      \
+  static ::redline::cli::CommandRegistrar rl_command_registrar_##ident( \
+      name, description, setup)
 
 #endif  // REDLINE_CLI_COMMAND_REGISTRY_H_

@@ -1,7 +1,6 @@
 // redline: one executable, one subcommand per job (run, make-model,
 // bench-model, tokenize, chat-template, serve, bench, ...).
 #include <CLI/CLI.hpp>
-
 #include <algorithm>
 #include <string>
 #include <vector>

@@ -37,28 +37,40 @@ int RunMakeModel(const MakeModelFlags& f) {
     fmt::print(stderr, "make-model: {}\n", s.ToString());
     return 1;
   }
-  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   std::error_code ec;
   const auto bytes = std::filesystem::file_size(f.output, ec);
-  fmt::print(stderr, "make-model: wrote {} ({} {}, seed {}, {:.1f} MiB) in {:.1f} s\n", f.output, f.preset, f.type,
-             f.seed, ec ? 0.0 : bytes / 1048576.0, secs);
+  fmt::print(
+      stderr, "make-model: wrote {} ({} {}, seed {}, {:.1f} MiB) in {:.1f} s\n",
+      f.output, f.preset, f.type, f.seed, ec ? 0.0 : bytes / 1048576.0, secs);
   return 0;
 }
 
 void Setup(CLI::App& sub, int* exit_code) {
   auto f = std::make_shared<MakeModelFlags>();
   std::string presets;
-  for (const auto& p : model::SyntheticPresetNames()) presets += (presets.empty() ? "" : ", ") + p;
-  sub.add_option("--preset", f->preset, "Model shape: " + presets)->capture_default_str();
-  sub.add_option("--type", f->type, "Weight type of the matrices: f32, f16, bf16, q8_0, q4_0")->capture_default_str();
+  for (const auto& p : model::SyntheticPresetNames())
+    presets += (presets.empty() ? "" : ", ") + p;
+  sub.add_option("--preset", f->preset, "Model shape: " + presets)
+      ->capture_default_str();
+  sub.add_option("--type", f->type,
+                 "Weight type of the matrices: f32, f16, bf16, q8_0, q4_0")
+      ->capture_default_str();
   sub.add_option("-o,--output", f->output, "GGUF file to write")->required();
-  sub.add_option("--seed", f->seed, "Seed of the random weights (same seed, same bytes)")->capture_default_str();
-  sub.add_option("-t,--threads", f->threads, "Threads (default: physical cores)");
+  sub.add_option("--seed", f->seed,
+                 "Seed of the random weights (same seed, same bytes)")
+      ->capture_default_str();
+  sub.add_option("-t,--threads", f->threads,
+                 "Threads (default: physical cores)");
   sub.callback([f, exit_code] { *exit_code = RunMakeModel(*f); });
 }
 
 }  // namespace
 
-RL_REGISTER_COMMAND_NAMED(make_model, "make-model", "Write a synthetic GGUF model with the shapes of a real one", Setup);
+RL_REGISTER_COMMAND_NAMED(
+    make_model, "make-model",
+    "Write a synthetic GGUF model with the shapes of a real one", Setup);
 
 }  // namespace redline::cli

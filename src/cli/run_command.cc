@@ -2,21 +2,19 @@
 // text, then print timings (load, prefill, TTFT, decode).
 #include <fmt/format.h>
 
+#include <boost/json.hpp>
 #include <chrono>
 #include <cstdio>
-#include <sstream>
-
-#include <boost/json.hpp>
-
 #include <fstream>
 #include <iterator>
+#include <sstream>
 
 #include "base/thread_pool.h"
-#include "model/chat/chat_template.h"
-#include "server/chat_prompt.h"
 #include "cli/command_registry.h"
 #include "engine/generator.h"
+#include "model/chat/chat_template.h"
 #include "model/tokenizer/tokenizer.h"
+#include "server/chat_prompt.h"
 
 namespace redline::cli {
 namespace {
@@ -49,27 +47,44 @@ Result<boost::json::array> ChatMessages(const RunFlags& f) {
   if (!f.messages_file.empty()) {
     std::ifstream in(f.messages_file, std::ios::binary);
     if (!in) return Status::NotFound("cannot read " + f.messages_file);
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::string text((std::istreambuf_iterator<char>(in)),
+                     std::istreambuf_iterator<char>());
     boost::system::error_code ec;
     boost::json::value v = boost::json::parse(text, ec);
-    if (ec) return Status::InvalidArgument(f.messages_file + ": invalid JSON: " + ec.message());
-    if (v.is_object() && v.as_object().contains("messages")) v = v.as_object().at("messages");
-    if (!v.is_array()) return Status::InvalidArgument(f.messages_file + ": expected a list of messages");
+    if (ec)
+      return Status::InvalidArgument(f.messages_file +
+                                     ": invalid JSON: " + ec.message());
+    if (v.is_object() && v.as_object().contains("messages"))
+      v = v.as_object().at("messages");
+    if (!v.is_array())
+      return Status::InvalidArgument(f.messages_file +
+                                     ": expected a list of messages");
     messages = v.as_array();
   }
-  if (!f.system.empty()) messages.insert(messages.begin(), boost::json::object{{"role", "system"}, {"content", f.system}});
-  if (!f.prompt.empty()) messages.push_back(boost::json::object{{"role", "user"}, {"content", f.prompt}});
-  if (messages.empty()) return Status::InvalidArgument("the chat has no messages");
+  if (!f.system.empty())
+    messages.insert(
+        messages.begin(),
+        boost::json::object{{"role", "system"}, {"content", f.system}});
+  if (!f.prompt.empty())
+    messages.push_back(
+        boost::json::object{{"role", "user"}, {"content", f.prompt}});
+  if (messages.empty())
+    return Status::InvalidArgument("the chat has no messages");
   return messages;
 }
 
 // --chat-template: a built-in name or a Jinja file; empty = the model's own.
 Result<std::string> ChatTemplateSource(const std::string& spec) {
   if (spec.empty()) return std::string();
-  if (auto builtin = model::chat::BuiltinChatTemplate(spec); builtin.ok()) return *builtin;
+  if (auto builtin = model::chat::BuiltinChatTemplate(spec); builtin.ok())
+    return *builtin;
   std::ifstream in(spec, std::ios::binary);
-  if (!in) return Status::NotFound("--chat-template: '" + spec + "' is neither a built-in template nor a readable file");
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (!in)
+    return Status::NotFound(
+        "--chat-template: '" + spec +
+        "' is neither a built-in template nor a readable file");
+  return std::string((std::istreambuf_iterator<char>(in)),
+                     std::istreambuf_iterator<char>());
 }
 
 Result<std::vector<int32_t>> ParseIds(const std::string& text) {
@@ -85,7 +100,8 @@ Result<std::vector<int32_t>> ParseIds(const std::string& text) {
       used = 0;
     }
     if (used == 0 || used != item.size() || v < 0 || v > INT32_MAX) {
-      return Status::InvalidArgument("--prompt-ids: '" + item + "' is not a token id");
+      return Status::InvalidArgument("--prompt-ids: '" + item +
+                                     "' is not a token id");
     }
     ids.push_back(static_cast<int32_t>(v));
   }
@@ -103,8 +119,9 @@ int RunRun(RunFlags f) {
     return 1;
   }
   const model::Model& m = **loaded;
-  const double load_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - load_start).count();
+  const double load_ms = std::chrono::duration<double, std::milli>(
+                             std::chrono::steady_clock::now() - load_start)
+                             .count();
 
   std::vector<int32_t> prompt;
   if (!f.prompt_ids.empty()) {
@@ -116,12 +133,14 @@ int RunRun(RunFlags f) {
     prompt = *ids;
   } else if (f.chat || !f.system.empty() || !f.messages_file.empty()) {
     auto messages = ChatMessages(f);
-    auto source = messages.ok() ? ChatTemplateSource(f.chat_template) : Result<std::string>(messages.status());
+    auto source = messages.ok() ? ChatTemplateSource(f.chat_template)
+                                : Result<std::string>(messages.status());
     if (!source.ok()) {
       fmt::print(stderr, "run: {}\n", source.status().message());
       return 2;
     }
-    auto chat = server::ChatPrompt::Create(m, *source, f.chat_template.empty() ? "model" : f.chat_template);
+    auto chat = server::ChatPrompt::Create(
+        m, *source, f.chat_template.empty() ? "model" : f.chat_template);
     if (!chat.ok()) {
       fmt::print(stderr, "run: {}\n", chat.status().message());
       return 1;
@@ -134,11 +153,14 @@ int RunRun(RunFlags f) {
     prompt = *ids;
   } else {
     if (m.tokenizer() == nullptr) {
-      fmt::print(stderr, "run: this model has no usable tokenizer ({}); use --prompt-ids\n",
-                 m.tokenizer_status().ToString());
+      fmt::print(
+          stderr,
+          "run: this model has no usable tokenizer ({}); use --prompt-ids\n",
+          m.tokenizer_status().ToString());
       return 1;
     }
-    prompt = m.tokenizer()->Encode(f.prompt, /*add_special=*/!f.no_bos, /*parse_special=*/false);
+    prompt = m.tokenizer()->Encode(f.prompt, /*add_special=*/!f.no_bos,
+                                   /*parse_special=*/false);
     if (prompt.empty()) {
       fmt::print(stderr, "run: the prompt encodes to no tokens\n");
       return 2;
@@ -164,7 +186,8 @@ int RunRun(RunFlags f) {
   std::fputc('\n', stdout);
   if (f.print_ids) {
     std::string ids;
-    for (int32_t id : r->tokens) ids += fmt::format("{}{}", ids.empty() ? "" : " ", id);
+    for (int32_t id : r->tokens)
+      ids += fmt::format("{}{}", ids.empty() ? "" : " ", id);
     fmt::print("{}\n", ids);
   }
   std::fflush(stdout);
@@ -175,8 +198,9 @@ int RunRun(RunFlags f) {
              "prefill           {:9.1f} tok/s ({:.1f} ms)\n"
              "time to 1st token {:9.1f} ms\n"
              "decode            {:9.1f} tok/s ({} tokens in {:.1f} ms)\n",
-             m.config().name.empty() ? f.model : m.config().name, pool.num_threads(),
-             model::FinishReasonName(r->finish), load_ms, r->prompt_tokens, r->prefill_tok_per_s(), r->prefill_ms,
+             m.config().name.empty() ? f.model : m.config().name,
+             pool.num_threads(), model::FinishReasonName(r->finish), load_ms,
+             r->prompt_tokens, r->prefill_tok_per_s(), r->prefill_ms,
              r->ttft_ms, r->decode_tok_per_s(), r->tokens.size(), r->decode_ms);
   return 0;
 }
@@ -185,40 +209,70 @@ void Setup(CLI::App& sub, int* exit_code) {
   auto f = std::make_shared<RunFlags>();
   sub.add_option("-m,--model", f->model, "GGUF model file")->required();
   auto* p = sub.add_option("-p,--prompt", f->prompt, "Prompt text");
-  auto* ids = sub.add_option("--prompt-ids", f->prompt_ids, "Prompt as comma-separated token ids (exact input)");
+  auto* ids =
+      sub.add_option("--prompt-ids", f->prompt_ids,
+                     "Prompt as comma-separated token ids (exact input)");
   p->excludes(ids);
-  sub.add_flag("--print-ids", f->print_ids, "Print the generated token ids on one line at the end");
-  sub.add_option("-n,--max-tokens", f->max_tokens, "Tokens to generate at most (-1: until the context is full)")
+  sub.add_flag("--print-ids", f->print_ids,
+               "Print the generated token ids on one line at the end");
+  sub.add_option("-n,--max-tokens", f->max_tokens,
+                 "Tokens to generate at most (-1: until the context is full)")
       ->capture_default_str();
-  sub.add_option("-c,--ctx", f->ctx, "Context length in tokens (KV cache size)")->capture_default_str();
-  sub.add_option("-b,--batch", f->batch, "Prefill batch size in tokens")->capture_default_str();
+  sub.add_option("-c,--ctx", f->ctx, "Context length in tokens (KV cache size)")
+      ->capture_default_str();
+  sub.add_option("-b,--batch", f->batch, "Prefill batch size in tokens")
+      ->capture_default_str();
   sub.add_option("--kv-type", f->kv_type,
-                 "KV cache element type: f16 (half the memory, llama.cpp's default arithmetic) or f32 (exact)")
+                 "KV cache element type: f16 (half the memory, llama.cpp's "
+                 "default arithmetic) or f32 (exact)")
       ->capture_default_str();
-  sub.add_option("-t,--threads", f->threads, "Threads (default: physical cores)");
-  sub.add_option("--temp,--temperature", f->sampling.temperature, "Temperature; 0 = greedy")->capture_default_str();
-  sub.add_option("--top-k", f->sampling.top_k, "Keep the k most likely tokens (0 = off)")->capture_default_str();
-  sub.add_option("--top-p", f->sampling.top_p, "Nucleus sampling mass")->capture_default_str();
-  sub.add_option("--min-p", f->sampling.min_p, "Drop tokens below min_p x the top probability")->capture_default_str();
-  sub.add_option("--repeat-penalty", f->sampling.repetition_penalty, "Repetition penalty (1 = off)")
+  sub.add_option("-t,--threads", f->threads,
+                 "Threads (default: physical cores)");
+  sub.add_option("--temp,--temperature", f->sampling.temperature,
+                 "Temperature; 0 = greedy")
       ->capture_default_str();
-  sub.add_option("--repeat-last-n", f->sampling.penalty_last_n, "Tokens the repetition penalty looks back over")
+  sub.add_option("--top-k", f->sampling.top_k,
+                 "Keep the k most likely tokens (0 = off)")
       ->capture_default_str();
-  sub.add_option("--presence-penalty", f->sampling.presence_penalty, "Presence penalty")->capture_default_str();
-  sub.add_option("--frequency-penalty", f->sampling.frequency_penalty, "Frequency penalty")->capture_default_str();
-  sub.add_option("-s,--seed", f->sampling.seed, "Sampling seed (same seed + same input = same output)");
-  sub.add_option("--stop", f->sampling.stop, "Stop string (repeatable); not included in the output");
-  sub.add_flag("--ignore-eos", f->sampling.ignore_eos, "Keep generating after end-of-generation tokens");
-  sub.add_flag("--no-bos", f->no_bos, "Do not add the BOS token to a text prompt");
+  sub.add_option("--top-p", f->sampling.top_p, "Nucleus sampling mass")
+      ->capture_default_str();
+  sub.add_option("--min-p", f->sampling.min_p,
+                 "Drop tokens below min_p x the top probability")
+      ->capture_default_str();
+  sub.add_option("--repeat-penalty", f->sampling.repetition_penalty,
+                 "Repetition penalty (1 = off)")
+      ->capture_default_str();
+  sub.add_option("--repeat-last-n", f->sampling.penalty_last_n,
+                 "Tokens the repetition penalty looks back over")
+      ->capture_default_str();
+  sub.add_option("--presence-penalty", f->sampling.presence_penalty,
+                 "Presence penalty")
+      ->capture_default_str();
+  sub.add_option("--frequency-penalty", f->sampling.frequency_penalty,
+                 "Frequency penalty")
+      ->capture_default_str();
+  sub.add_option("-s,--seed", f->sampling.seed,
+                 "Sampling seed (same seed + same input = same output)");
+  sub.add_option("--stop", f->sampling.stop,
+                 "Stop string (repeatable); not included in the output");
+  sub.add_flag("--ignore-eos", f->sampling.ignore_eos,
+               "Keep generating after end-of-generation tokens");
+  sub.add_flag("--no-bos", f->no_bos,
+               "Do not add the BOS token to a text prompt");
   sub.add_flag("--mlock", f->mlock, "Pin the weights in RAM");
-  sub.add_flag("--chat", f->chat, "Treat -p as a user message and apply the model's chat template");
+  sub.add_flag(
+      "--chat", f->chat,
+      "Treat -p as a user message and apply the model's chat template");
   sub.add_option("-y,--system", f->system, "System message (implies --chat)");
-  sub.add_option("--messages", f->messages_file, "JSON file with the chat messages (implies --chat)");
+  sub.add_option("--messages", f->messages_file,
+                 "JSON file with the chat messages (implies --chat)");
   sub.add_option("--chat-template", f->chat_template,
-                 "Chat template instead of the model's: chatml, llama3, llama2, mistral, phi3, gemma or a Jinja file");
+                 "Chat template instead of the model's: chatml, llama3, "
+                 "llama2, mistral, phi3, gemma or a Jinja file");
   sub.callback([f, exit_code, p, ids] {
     if (p->count() == 0 && ids->count() == 0 && f->messages_file.empty()) {
-      fmt::print(stderr, "run: give a prompt with -p TEXT or --prompt-ids 1,2,3\n");
+      fmt::print(stderr,
+                 "run: give a prompt with -p TEXT or --prompt-ids 1,2,3\n");
       *exit_code = 2;
       return;
     }
@@ -228,6 +282,7 @@ void Setup(CLI::App& sub, int* exit_code) {
 
 }  // namespace
 
-RL_REGISTER_COMMAND(run, "Generate text from a GGUF model and print timings", Setup);
+RL_REGISTER_COMMAND(run, "Generate text from a GGUF model and print timings",
+                    Setup);
 
 }  // namespace redline::cli

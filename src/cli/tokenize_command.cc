@@ -69,7 +69,8 @@ bool ReadInput(const TokenizeFlags& f, std::string* text) {
       fmt::print(stderr, "tokenize: cannot read {}\n", f.file);
       return false;
     }
-    text->assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    text->assign(std::istreambuf_iterator<char>(in),
+                 std::istreambuf_iterator<char>());
     return true;
   }
   if (f.text == "-") {
@@ -88,32 +89,40 @@ int RunTokenize(const TokenizeFlags& f) {
     return 2;
   }
   if (!f.file.empty() && f.have_text) {
-    fmt::print(stderr, "tokenize: give either TEXT (or - for stdin) or --file, not both\n");
+    fmt::print(
+        stderr,
+        "tokenize: give either TEXT (or - for stdin) or --file, not both\n");
     return 2;
   }
   if (f.file.empty() && !f.have_text) {
-    fmt::print(stderr, "tokenize: nothing to tokenize: give TEXT, --file F, or - for stdin\n");
+    fmt::print(
+        stderr,
+        "tokenize: nothing to tokenize: give TEXT, --file F, or - for stdin\n");
     return 2;
   }
   std::string text;
   if (!ReadInput(f, &text)) return 1;
 
-  auto file = model::gguf::GgufFile::Open(f.model, /*require_supported_types=*/false);
+  auto file =
+      model::gguf::GgufFile::Open(f.model, /*require_supported_types=*/false);
   if (!file.ok()) {
     fmt::print(stderr, "tokenize: {}\n", file.status().ToString());
     return 1;
   }
   auto tokenizer = model::Tokenizer::FromGguf(*file);
   if (!tokenizer.ok()) {
-    fmt::print(stderr, "tokenize: {}: {}\n", f.model, tokenizer.status().ToString());
+    fmt::print(stderr, "tokenize: {}: {}\n", f.model,
+               tokenizer.status().ToString());
     return 1;
   }
   const model::Tokenizer& tok = **tokenizer;
-  const std::vector<int32_t> ids = tok.Encode(text, !f.no_add_special, f.parse_special);
+  const std::vector<int32_t> ids =
+      tok.Encode(text, !f.no_add_special, f.parse_special);
 
   std::string out;
   if (f.pieces) {
-    for (int32_t id : ids) out += fmt::format("{}\t{}\n", id, Quote(tok.TokenToPiece(id)));
+    for (int32_t id : ids)
+      out += fmt::format("{}\t{}\n", id, Quote(tok.TokenToPiece(id)));
   } else {
     for (size_t i = 0; i < ids.size(); ++i) {
       if (i > 0) out.push_back(' ');
@@ -127,15 +136,20 @@ int RunTokenize(const TokenizeFlags& f) {
 
 void Setup(CLI::App& sub, int* exit_code) {
   auto f = std::make_shared<TokenizeFlags>();
-  sub.add_option("-m,--model", f->model, "GGUF file with a vocabulary (vocab-only files work)")
+  sub.add_option("-m,--model", f->model,
+                 "GGUF file with a vocabulary (vocab-only files work)")
       ->required();
-  CLI::Option* text = sub.add_option("text", f->text, "Text to tokenize, or - to read standard input");
-  sub.add_option("-f,--file", f->file, "Read the text from this file (raw bytes)");
-  sub.add_flag("--ids", f->ids, "Print the ids space-separated on one line (the default)");
+  CLI::Option* text = sub.add_option(
+      "text", f->text, "Text to tokenize, or - to read standard input");
+  sub.add_option("-f,--file", f->file,
+                 "Read the text from this file (raw bytes)");
+  sub.add_flag("--ids", f->ids,
+               "Print the ids space-separated on one line (the default)");
   sub.add_flag("--pieces", f->pieces,
                "Print one token per line: the id, a tab and the quoted piece");
-  sub.add_flag("--no-add-special", f->no_add_special,
-               "Do not add BOS/EOS (or [CLS]/[SEP]) as the model's metadata asks");
+  sub.add_flag(
+      "--no-add-special", f->no_add_special,
+      "Do not add BOS/EOS (or [CLS]/[SEP]) as the model's metadata asks");
   sub.add_flag("--parse-special", f->parse_special,
                "Treat special-token text such as <|im_start|> as those tokens");
   sub.callback([f, text, exit_code] {
@@ -146,7 +160,8 @@ void Setup(CLI::App& sub, int* exit_code) {
 
 }  // namespace
 
-RL_REGISTER_COMMAND(tokenize, "Show the token ids (or pieces) a model's tokenizer gives a text",
-                    Setup);
+RL_REGISTER_COMMAND(
+    tokenize, "Show the token ids (or pieces) a model's tokenizer gives a text",
+    Setup);
 
 }  // namespace redline::cli

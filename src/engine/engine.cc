@@ -42,17 +42,23 @@ struct Engine::Slot {
   int64_t generated = 0;
 
   bool active() const { return stream != nullptr; }
-  bool prefilling() const { return active() && prompt_done < static_cast<int64_t>(request.prompt.size()); }
+  bool prefilling() const {
+    return active() &&
+           prompt_done < static_cast<int64_t>(request.prompt.size());
+  }
 };
 
-Engine::Engine(const model::Model& model, ThreadPool& pool, const EngineOptions& options)
+Engine::Engine(const model::Model& model, ThreadPool& pool,
+               const EngineOptions& options)
     : model_(model), pool_(pool), options_(options) {
   options_.parallel = std::max(1, options_.parallel);
-  options_.max_batch_tokens = std::max<int64_t>(options_.max_batch_tokens, options_.parallel);
-  transformer_ = std::make_unique<model::Transformer>(model.config(), model.weights(), pool,
-                                                      options_.max_batch_tokens);
+  options_.max_batch_tokens =
+      std::max<int64_t>(options_.max_batch_tokens, options_.parallel);
+  transformer_ = std::make_unique<model::Transformer>(
+      model.config(), model.weights(), pool, options_.max_batch_tokens);
   for (int i = 0; i < options_.parallel; ++i) {
-    slots_.push_back(std::make_unique<Slot>(transformer_->NewCache(options_.n_ctx, options_.kv_type)));
+    slots_.push_back(std::make_unique<Slot>(
+        transformer_->NewCache(options_.n_ctx, options_.kv_type)));
   }
   stats_.kv_capacity_tokens = options_.n_ctx * options_.parallel;
   thread_ = std::thread([this] { Loop(); });
@@ -73,23 +79,28 @@ void Engine::Stop() {
 Result<std::shared_ptr<RequestStream>> Engine::Submit(EngineRequest request) {
   const model::ModelConfig& c = model_.config();
   RL_RETURN_IF_ERROR(request.sampling.Validate(c.vocab_size));
-  if (request.prompt.empty()) return Status::InvalidArgument("the prompt has no tokens");
+  if (request.prompt.empty())
+    return Status::InvalidArgument("the prompt has no tokens");
   for (int32_t id : request.prompt) {
     if (id < 0 || id >= c.vocab_size) {
       return Status::InvalidArgument(
-          fmt::format("prompt token id {} is outside the vocabulary [0, {})", id, c.vocab_size));
+          fmt::format("prompt token id {} is outside the vocabulary [0, {})",
+                      id, c.vocab_size));
     }
   }
   const int64_t n_prompt = static_cast<int64_t>(request.prompt.size());
   if (n_prompt >= options_.n_ctx) {
-    return Status::OutOfRange(fmt::format("the prompt has {} tokens; the context holds {}", n_prompt, options_.n_ctx));
+    return Status::OutOfRange(
+        fmt::format("the prompt has {} tokens; the context holds {}", n_prompt,
+                    options_.n_ctx));
   }
   if (request.sampling.max_tokens < 0) {
-    request.sampling.max_tokens = static_cast<int32_t>(options_.n_ctx - n_prompt);
+    request.sampling.max_tokens =
+        static_cast<int32_t>(options_.n_ctx - n_prompt);
   } else if (n_prompt + request.sampling.max_tokens > options_.n_ctx) {
     return Status::OutOfRange(fmt::format(
-        "prompt ({} tokens) + max_tokens ({}) exceeds the context of {} tokens", n_prompt,
-        request.sampling.max_tokens, options_.n_ctx));
+        "prompt ({} tokens) + max_tokens ({}) exceeds the context of {} tokens",
+        n_prompt, request.sampling.max_tokens, options_.n_ctx));
   }
   auto stream = std::make_shared<RequestStream>();
   {
@@ -97,12 +108,15 @@ Result<std::shared_ptr<RequestStream>> Engine::Submit(EngineRequest request) {
     if (stopping_) return Status::Unavailable("the engine is shutting down");
     if (queued_requests_ >= options_.max_waiting_requests) {
       return Status::ResourceExhausted(
-          fmt::format("the waiting queue is full ({} requests)", options_.max_waiting_requests));
+          fmt::format("the waiting queue is full ({} requests)",
+                      options_.max_waiting_requests));
     }
-    if (queued_requests_ > 0 && queued_prompt_tokens_ + n_prompt > options_.max_waiting_prompt_tokens) {
+    if (queued_requests_ > 0 &&
+        queued_prompt_tokens_ + n_prompt > options_.max_waiting_prompt_tokens) {
       return Status::ResourceExhausted(fmt::format(
-          "the waiting queue holds {} prompt tokens; {} more would exceed its bound of {}", queued_prompt_tokens_,
-          n_prompt, options_.max_waiting_prompt_tokens));
+          "the waiting queue holds {} prompt tokens; {} more would exceed its "
+          "bound of {}",
+          queued_prompt_tokens_, n_prompt, options_.max_waiting_prompt_tokens));
     }
     ++queued_requests_;
     queued_prompt_tokens_ += n_prompt;
@@ -123,7 +137,8 @@ EngineStats Engine::Stats() const {
 int Engine::RetryAfterSeconds() const {
   EngineStats s = Stats();
   const double rate = std::max(1.0, s.prefill_tok_per_s);
-  return std::max(1, static_cast<int>(std::ceil(static_cast<double>(s.waiting_prompt_tokens) / rate)));
+  return std::max(1, static_cast<int>(std::ceil(
+                         static_cast<double>(s.waiting_prompt_tokens) / rate)));
 }
 
 void Engine::Loop() {
@@ -131,7 +146,8 @@ void Engine::Loop() {
     {
       std::unique_lock<std::mutex> lock(mu_);
       const bool idle = waiting_.empty() &&
-                        std::none_of(slots_.begin(), slots_.end(), [](const auto& s) { return s->active(); });
+                        std::none_of(slots_.begin(), slots_.end(),
+                                     [](const auto& s) { return s->active(); });
       if (idle && incoming_.empty() && !stopping_) {
         // Wake at least every 100 ms to honour deadlines of nothing; cheap.
         cv_.wait_for(lock, std::chrono::milliseconds(100));
@@ -174,7 +190,8 @@ void Engine::Admit(Pending p, Slot& slot) {
   // run at least the last prompt token to get its logits.
   int64_t keep = 0;
   if (options_.prefix_cache) {
-    const int64_t limit = std::min<int64_t>(slot.cached.size(), static_cast<int64_t>(prompt.size()) - 1);
+    const int64_t limit = std::min<int64_t>(
+        slot.cached.size(), static_cast<int64_t>(prompt.size()) - 1);
     while (keep < limit && slot.cached[keep] == prompt[keep]) ++keep;
   }
   slot.cached.resize(keep);
@@ -213,13 +230,15 @@ void Engine::FinishSlot(Slot& slot, Status error) {
   } else {
     e.type = RequestEvent::Type::kDone;
   }
-  e.finish_reason = slot.finish ? slot.finish->finish_reason() : model::FinishReason::kNone;
+  e.finish_reason =
+      slot.finish ? slot.finish->finish_reason() : model::FinishReason::kNone;
   e.prompt_tokens = static_cast<int64_t>(slot.request.prompt.size());
   e.completion_tokens = slot.generated;
   e.cached_tokens = slot.cached_tokens;
   const auto arrival = slot.request.arrival;
   e.timings.queue_ms = MsBetween(arrival, slot.admitted_at);
-  if (slot.prefill_done_at != Clock::time_point{}) e.timings.prefill_ms = MsBetween(slot.admitted_at, slot.prefill_done_at);
+  if (slot.prefill_done_at != Clock::time_point{})
+    e.timings.prefill_ms = MsBetween(slot.admitted_at, slot.prefill_done_at);
   if (slot.first_token_at != Clock::time_point{}) {
     e.timings.ttft_ms = MsBetween(arrival, slot.first_token_at);
     e.timings.decode_ms = MsBetween(slot.first_token_at, now);
@@ -236,12 +255,15 @@ void Engine::FinishSlot(Slot& slot, Status error) {
 
 void Engine::Step() {
   const auto now = Clock::now();
-  auto expired = [&](const EngineRequest& r) { return r.deadline && now >= *r.deadline; };
+  auto expired = [&](const EngineRequest& r) {
+    return r.deadline && now >= *r.deadline;
+  };
   // 1. Cancelled or expired requests leave now.
   for (auto it = waiting_.begin(); it != waiting_.end();) {
     Status why;
     if (it->stream->cancelled()) why = Status::Cancelled("request cancelled");
-    if (why.ok() && expired(it->request)) why = Status::DeadlineExceeded("request timed out while waiting");
+    if (why.ok() && expired(it->request))
+      why = Status::DeadlineExceeded("request timed out while waiting");
     if (why.ok()) {
       ++it;
       continue;
@@ -278,9 +300,11 @@ void Engine::Step() {
       int64_t prefix = 0;
       if (options_.prefix_cache) {
         const int64_t limit = std::min(slot->cached.size(), prompt.size());
-        while (prefix < limit && slot->cached[prefix] == prompt[prefix]) ++prefix;
+        while (prefix < limit && slot->cached[prefix] == prompt[prefix])
+          ++prefix;
       }
-      if (prefix > best_prefix || (prefix == best_prefix && slot->last_used < best->last_used)) {
+      if (prefix > best_prefix ||
+          (prefix == best_prefix && slot->last_used < best->last_used)) {
         best = slot.get();
         best_prefix = prefix;
       }
@@ -289,14 +313,16 @@ void Engine::Step() {
     Admit(std::move(waiting_.front()), *best);
     waiting_.pop_front();
   }
-  // 3. Build the batch: decode tokens first (one per stream), then prompt chunks.
+  // 3. Build the batch: decode tokens first (one per stream), then prompt
+  // chunks.
   std::vector<model::BatchToken> batch;
   std::vector<Slot*> logit_owner;  // slot of each logits row
   int64_t budget = options_.max_batch_tokens;
   int64_t decode_tokens = 0, prefill_tokens = 0;
   for (auto& slot : slots_) {
     if (!slot->active() || slot->prefilling() || slot->pending < 0) continue;
-    batch.push_back({slot->pending, static_cast<int64_t>(slot->cached.size()), &slot->cache, true});
+    batch.push_back({slot->pending, static_cast<int64_t>(slot->cached.size()),
+                     &slot->cache, true});
     logit_owner.push_back(slot.get());
     --budget;
     ++decode_tokens;
@@ -307,12 +333,15 @@ void Engine::Step() {
   }
   // Oldest admission first, so prompts finish prefill in arrival order.
   std::sort(prefill_order.begin(), prefill_order.end(),
-            [](const Slot* a, const Slot* b) { return a->admitted_at < b->admitted_at; });
+            [](const Slot* a, const Slot* b) {
+              return a->admitted_at < b->admitted_at;
+            });
   std::vector<std::pair<Slot*, int64_t>> prefill_taken;
   for (Slot* slot : prefill_order) {
     if (budget <= 0) break;
     const auto& prompt = slot->request.prompt;
-    const int64_t n = std::min<int64_t>(budget, static_cast<int64_t>(prompt.size()) - slot->prompt_done);
+    const int64_t n = std::min<int64_t>(
+        budget, static_cast<int64_t>(prompt.size()) - slot->prompt_done);
     for (int64_t i = 0; i < n; ++i) {
       const int64_t idx = slot->prompt_done + i;
       const bool last = idx + 1 == static_cast<int64_t>(prompt.size());
@@ -344,7 +373,8 @@ void Engine::Step() {
   const int64_t vocab = model_.config().vocab_size;
   // Reused across steps: zero-filling a fresh [rows, vocab] buffer every
   // decode step would cost megabytes of memory traffic per token.
-  if (logits_.size() < logit_owner.size() * vocab) logits_.resize(logit_owner.size() * vocab);
+  if (logits_.size() < logit_owner.size() * vocab)
+    logits_.resize(logit_owner.size() * vocab);
   std::span<float> logits(logits_.data(), logit_owner.size() * vocab);
   const auto t0 = Clock::now();
   Status s = transformer_->Forward(batch, logits);
@@ -352,10 +382,14 @@ void Engine::Step() {
   if (!s.ok()) {
     RL_LOG(kError, "engine step failed: {}", s.ToString());
     for (Slot* slot : logit_owner) {
-      if (slot->active()) FinishSlot(*slot, Status::Internal("forward pass failed: " + s.message()));
+      if (slot->active())
+        FinishSlot(*slot,
+                   Status::Internal("forward pass failed: " + s.message()));
     }
     for (auto& [slot, n] : prefill_taken) {
-      if (slot->active()) FinishSlot(*slot, Status::Internal("forward pass failed: " + s.message()));
+      if (slot->active())
+        FinishSlot(*slot,
+                   Status::Internal("forward pass failed: " + s.message()));
     }
     return;
   }
@@ -368,16 +402,19 @@ void Engine::Step() {
   }
   for (size_t row = 0; row < logit_owner.size(); ++row) {
     Slot& slot = *logit_owner[row];
-    if (!slot.prefilling() && slot.pending >= 0 && slot.cached.size() < slot.history.size()) {
+    if (!slot.prefilling() && slot.pending >= 0 &&
+        slot.cached.size() < slot.history.size()) {
       // This row was a decode token: its K/V are now cached.
       slot.cached.push_back(slot.pending);
     }
     std::span<float> row_logits(logits.data() + row * vocab, vocab);
     std::optional<model::SampleLogprobs> lp;
     if (slot.request.sampling.logprobs) lp.emplace();
-    const int32_t next = slot.sampler->Sample(row_logits, slot.history, slot.request.prompt.size(),
-                                              lp ? &*lp : nullptr);
-    if (slot.first_token_at == Clock::time_point{}) slot.first_token_at = Clock::now();
+    const int32_t next =
+        slot.sampler->Sample(row_logits, slot.history,
+                             slot.request.prompt.size(), lp ? &*lp : nullptr);
+    if (slot.first_token_at == Clock::time_point{})
+      slot.first_token_at = Clock::now();
     slot.history.push_back(next);
     ++slot.generated;
     RequestEvent e;
@@ -391,7 +428,8 @@ void Engine::Step() {
       slot.finish->Finish(model::FinishReason::kLength, &e.text);
       reason = model::FinishReason::kLength;
     }
-    if (reason == model::FinishReason::kLength && slot.detok) e.text += slot.detok->Flush();
+    if (reason == model::FinishReason::kLength && slot.detok)
+      e.text += slot.detok->Flush();
     slot.pending = next;
     slot.stream->Push(std::move(e));
     if (reason != model::FinishReason::kNone) FinishSlot(slot, Status::Ok());
@@ -413,11 +451,17 @@ void Engine::Step() {
   constexpr double kAlpha = 0.2;  // weight of the newest step in the averages
   if (secs > 0 && prefill_tokens > 0) {
     const double rate = prefill_tokens / secs;
-    stats_.prefill_tok_per_s = stats_.prefill_tok_per_s == 0 ? rate : (1 - kAlpha) * stats_.prefill_tok_per_s + kAlpha * rate;
+    stats_.prefill_tok_per_s =
+        stats_.prefill_tok_per_s == 0
+            ? rate
+            : (1 - kAlpha) * stats_.prefill_tok_per_s + kAlpha * rate;
   }
   if (secs > 0 && decode_tokens > 0 && prefill_tokens == 0) {
     const double rate = decode_tokens / secs;
-    stats_.decode_tok_per_s = stats_.decode_tok_per_s == 0 ? rate : (1 - kAlpha) * stats_.decode_tok_per_s + kAlpha * rate;
+    stats_.decode_tok_per_s =
+        stats_.decode_tok_per_s == 0
+            ? rate
+            : (1 - kAlpha) * stats_.decode_tok_per_s + kAlpha * rate;
   }
 }
 

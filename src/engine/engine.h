@@ -35,9 +35,10 @@
 namespace redline::engine {
 
 struct EngineOptions {
-  int64_t n_ctx = 4096;            // context per slot (prompt + generated)
-  int parallel = 4;                // slots: sequences decoded together
-  int64_t max_batch_tokens = 256;  // tokens per forward step (decode + prefill chunks)
+  int64_t n_ctx = 4096;  // context per slot (prompt + generated)
+  int parallel = 4;      // slots: sequences decoded together
+  int64_t max_batch_tokens =
+      256;  // tokens per forward step (decode + prefill chunks)
   // Admission bounds on the waiting queue; beyond them Submit returns
   // ResourceExhausted (the server answers 429 with Retry-After).
   int max_waiting_requests = 64;
@@ -54,7 +55,10 @@ struct EngineStats {
   int64_t waiting_prompt_tokens = 0;
   int64_t kv_capacity_tokens = 0;
   int64_t kv_used_tokens = 0;  // positions held by running sequences
-  double kv_usage() const { return kv_capacity_tokens ? double(kv_used_tokens) / kv_capacity_tokens : 0.0; }
+  double kv_usage() const {
+    return kv_capacity_tokens ? double(kv_used_tokens) / kv_capacity_tokens
+                              : 0.0;
+  }
   uint64_t prefix_cache_queries_tokens = 0;  // prompt tokens looked up
   uint64_t prefix_cache_hits_tokens = 0;     // of those, served from cache
   uint64_t steps = 0;
@@ -68,7 +72,8 @@ class Engine {
  public:
   // Starts the owner thread. The model and pool must outlive the engine; the
   // pool is used only by the owner thread.
-  Engine(const model::Model& model, ThreadPool& pool, const EngineOptions& options);
+  Engine(const model::Model& model, ThreadPool& pool,
+         const EngineOptions& options);
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -109,8 +114,8 @@ class Engine {
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<Pending> incoming_;  // guarded by mu_
-  bool stopping_ = false;         // guarded by mu_
+  std::deque<Pending> incoming_;      // guarded by mu_
+  bool stopping_ = false;             // guarded by mu_
   int64_t queued_prompt_tokens_ = 0;  // guarded by mu_ (incoming + waiting)
   int queued_requests_ = 0;           // guarded by mu_
   EngineStats stats_;                 // guarded by mu_ (snapshot)

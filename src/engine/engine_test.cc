@@ -1,7 +1,6 @@
 #include "engine/engine.h"
 
 #include <gtest/gtest.h>
-
 #include <unistd.h>
 
 #include <filesystem>
@@ -20,11 +19,14 @@ const model::Model& TinyModel() {
     // One file per process: ctest runs the tests of this binary in parallel
     // processes, which must not write the same file at once.
     const std::string path = (std::filesystem::temp_directory_path() /
-                              ("redline_engine_test_tiny_q8_0_" + std::to_string(::getpid()) + ".gguf"))
+                              ("redline_engine_test_tiny_q8_0_" +
+                               std::to_string(::getpid()) + ".gguf"))
                                  .string();
     ThreadPool pool(2);
     auto spec = model::SyntheticPreset("tiny");
-    EXPECT_TRUE(model::WriteSyntheticModel(*spec, kernels::DType::kQ8_0, 11, path, pool).ok());
+    EXPECT_TRUE(
+        model::WriteSyntheticModel(*spec, kernels::DType::kQ8_0, 11, path, pool)
+            .ok());
     auto m = model::Model::Load(path);
     EXPECT_TRUE(m.ok()) << m.status().ToString();
     std::filesystem::remove(path);  // the mapping stays valid
@@ -63,7 +65,9 @@ Collected Drain(RequestStream& s) {
   return c;
 }
 
-std::vector<int32_t> Prompt(int i) { return {1, 300 + i, 301 + 2 * i, 290, 280 + i}; }
+std::vector<int32_t> Prompt(int i) {
+  return {1, 300 + i, 301 + 2 * i, 290, 280 + i};
+}
 
 TEST(EngineTest, ConcurrentGreedyStreamsEqualSequentialGeneration) {
   const model::Model& m = TinyModel();
@@ -73,14 +77,15 @@ TEST(EngineTest, ConcurrentGreedyStreamsEqualSequentialGeneration) {
   {
     Generator gen(m, pool, 256);
     for (int i = 0; i < 8; ++i) {
-      auto r = gen.Generate(Prompt(i), Greedy(24), [](std::string_view, int32_t) { return true; });
+      auto r = gen.Generate(Prompt(i), Greedy(24),
+                            [](std::string_view, int32_t) { return true; });
       ASSERT_TRUE(r.ok()) << r.status().ToString();
       expected.push_back(r->tokens);
     }
   }
   EngineOptions o;
   o.n_ctx = 256;
-  o.parallel = 4;  // 8 requests over 4 slots: also exercises queueing
+  o.parallel = 4;          // 8 requests over 4 slots: also exercises queueing
   o.max_batch_tokens = 7;  // prompts of 5 split across steps with decodes
   Engine engine(m, pool, o);
   std::vector<std::shared_ptr<RequestStream>> streams;
@@ -101,7 +106,8 @@ TEST(EngineTest, ConcurrentGreedyStreamsEqualSequentialGeneration) {
   }
   // The stats snapshot is taken at the end of the step that pushed the
   // last event, a moment after the consumer may have seen it.
-  for (int i = 0; i < 200 && engine.Stats().running != 0; ++i) std::this_thread::sleep_for(5ms);
+  for (int i = 0; i < 200 && engine.Stats().running != 0; ++i)
+    std::this_thread::sleep_for(5ms);
   EXPECT_EQ(engine.Stats().running, 0);
 }
 
@@ -163,7 +169,8 @@ TEST(EngineTest, PrefixCacheReusesKvAndKeepsOutputs) {
   EngineOptions o;
   o.n_ctx = 256;
   o.parallel = 2;
-  std::vector<int32_t> system = {1, 300, 301, 302, 303, 304, 305, 306, 307, 308, 309, 310};
+  std::vector<int32_t> system = {1,   300, 301, 302, 303, 304,
+                                 305, 306, 307, 308, 309, 310};
   std::vector<int32_t> second = system;
   second.insert(second.end(), {400, 401, 402});
   std::vector<int32_t> expected;

@@ -12,7 +12,9 @@ namespace redline::engine {
 namespace {
 
 double MsSince(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+  return std::chrono::duration<double, std::milli>(
+             std::chrono::steady_clock::now() - t)
+      .count();
 }
 
 }  // namespace
@@ -23,31 +25,38 @@ double GenerationResult::decode_tok_per_s() const {
 }
 
 double GenerationResult::prefill_tok_per_s() const {
-  return prefill_ms > 0 ? static_cast<double>(prompt_tokens) * 1000.0 / prefill_ms : 0.0;
+  return prefill_ms > 0
+             ? static_cast<double>(prompt_tokens) * 1000.0 / prefill_ms
+             : 0.0;
 }
 
-Generator::Generator(const model::Model& model, ThreadPool& pool, int64_t n_ctx, int64_t batch_tokens,
-                     model::KvType kv_type)
+Generator::Generator(const model::Model& model, ThreadPool& pool, int64_t n_ctx,
+                     int64_t batch_tokens, model::KvType kv_type)
     : model_(model),
       transformer_(model.config(), model.weights(), pool, batch_tokens),
       cache_(transformer_.NewCache(n_ctx, kv_type)) {}
 
-Result<GenerationResult> Generator::Generate(std::span<const int32_t> prompt, const model::SamplingParams& params,
-                                             const std::function<bool(std::string_view, int32_t)>& on_text) {
+Result<GenerationResult> Generator::Generate(
+    std::span<const int32_t> prompt, const model::SamplingParams& params,
+    const std::function<bool(std::string_view, int32_t)>& on_text) {
   const model::ModelConfig& c = model_.config();
   RL_RETURN_IF_ERROR(params.Validate(c.vocab_size));
-  if (prompt.empty()) return Status::InvalidArgument("the prompt has no tokens");
+  if (prompt.empty())
+    return Status::InvalidArgument("the prompt has no tokens");
   for (int32_t id : prompt) {
     if (id < 0 || id >= c.vocab_size) {
-      return Status::InvalidArgument(fmt::format("prompt token id {} is outside the vocabulary [0, {})", id,
-                                                 c.vocab_size));
+      return Status::InvalidArgument(
+          fmt::format("prompt token id {} is outside the vocabulary [0, {})",
+                      id, c.vocab_size));
     }
   }
   const int64_t n_prompt = static_cast<int64_t>(prompt.size());
-  const int64_t max_new = params.max_tokens >= 0 ? params.max_tokens : n_ctx() - n_prompt;
+  const int64_t max_new =
+      params.max_tokens >= 0 ? params.max_tokens : n_ctx() - n_prompt;
   if (n_prompt + max_new > n_ctx()) {
     return Status::OutOfRange(fmt::format(
-        "prompt ({} tokens) + max_tokens ({}) exceeds the context of {} tokens", n_prompt, max_new, n_ctx()));
+        "prompt ({} tokens) + max_tokens ({}) exceeds the context of {} tokens",
+        n_prompt, max_new, n_ctx()));
   }
   model::SamplingParams p = params;
   p.max_tokens = static_cast<int32_t>(max_new);
@@ -101,12 +110,15 @@ Result<GenerationResult> Generator::Generate(std::span<const int32_t> prompt, co
     }
     if (reason != model::FinishReason::kNone) break;
     const int64_t pos = static_cast<int64_t>(history.size()) - 1;
-    RL_RETURN_IF_ERROR(transformer_.ForwardSequence(std::span(&history.back(), 1), pos, cache_, logits));
+    RL_RETURN_IF_ERROR(transformer_.ForwardSequence(
+        std::span(&history.back(), 1), pos, cache_, logits));
     cache_.set_n_used(pos + 1);
   }
   r.finish = r.cancelled ? model::FinishReason::kStop : finish.finish_reason();
   if (first_token_at) {
-    r.decode_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - *first_token_at).count();
+    r.decode_ms = std::chrono::duration<double, std::milli>(
+                      std::chrono::steady_clock::now() - *first_token_at)
+                      .count();
   }
   return r;
 }

@@ -27,8 +27,9 @@
 namespace redline::engine {
 
 struct GenerationResult {
-  std::vector<int32_t> tokens;  // generated ids (incl. a final end-of-generation id)
-  std::string text;             // streamed text, stop strings removed
+  std::vector<int32_t>
+      tokens;        // generated ids (incl. a final end-of-generation id)
+  std::string text;  // streamed text, stop strings removed
   model::FinishReason finish = model::FinishReason::kNone;
   bool cancelled = false;
   int64_t prompt_tokens = 0;
@@ -44,7 +45,8 @@ class Generator {
  public:
   // n_ctx: context length (KV cache positions). batch_tokens: prefill chunk.
   // kv_type: KV cache element type (see model::KvType).
-  Generator(const model::Model& model, ThreadPool& pool, int64_t n_ctx, int64_t batch_tokens = 256,
+  Generator(const model::Model& model, ThreadPool& pool, int64_t n_ctx,
+            int64_t batch_tokens = 256,
             model::KvType kv_type = model::KvType::kF16);
 
   int64_t n_ctx() const { return cache_.n_ctx(); }
@@ -54,8 +56,9 @@ class Generator {
   // stop string); returning false cancels. Errors: InvalidArgument (bad
   // params, empty prompt, bad ids), OutOfRange (prompt + max_tokens beyond
   // n_ctx — never truncated silently).
-  Result<GenerationResult> Generate(std::span<const int32_t> prompt, const model::SamplingParams& params,
-                                    const std::function<bool(std::string_view, int32_t)>& on_text);
+  Result<GenerationResult> Generate(
+      std::span<const int32_t> prompt, const model::SamplingParams& params,
+      const std::function<bool(std::string_view, int32_t)>& on_text);
 
  private:
   const model::Model& model_;

@@ -13,7 +13,8 @@ namespace redline::engine {
 namespace {
 
 double Seconds(std::chrono::steady_clock::time_point since) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since)
+      .count();
 }
 
 int32_t Argmax(const std::vector<float>& v) {
@@ -26,16 +27,22 @@ double ModelBenchTest::median() const {
   if (tok_per_s.empty()) return 0;
   std::vector<double> v = tok_per_s;
   std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+  return v.size() % 2 ? v[v.size() / 2]
+                      : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
 double ModelBenchTest::min() const {
-  return tok_per_s.empty() ? 0 : *std::min_element(tok_per_s.begin(), tok_per_s.end());
+  return tok_per_s.empty()
+             ? 0
+             : *std::min_element(tok_per_s.begin(), tok_per_s.end());
 }
 double ModelBenchTest::max() const {
-  return tok_per_s.empty() ? 0 : *std::max_element(tok_per_s.begin(), tok_per_s.end());
+  return tok_per_s.empty()
+             ? 0
+             : *std::max_element(tok_per_s.begin(), tok_per_s.end());
 }
 
-Result<ModelBenchResult> RunModelBench(const model::Model& m, ThreadPool& pool, const ModelBenchOptions& o) {
+Result<ModelBenchResult> RunModelBench(const model::Model& m, ThreadPool& pool,
+                                       const ModelBenchOptions& o) {
   const model::ModelConfig& c = m.config();
   ModelBenchResult r;
   r.model_path = m.file().path();
@@ -52,8 +59,10 @@ Result<ModelBenchResult> RunModelBench(const model::Model& m, ThreadPool& pool, 
   int64_t max_prefill = 0;
   for (int64_t n : o.prefill_tokens) max_prefill = std::max(max_prefill, n);
   const int64_t n_ctx = std::max(max_prefill, o.decode_tokens + 1);
-  if (n_ctx > (1 << 20)) return Status::InvalidArgument("benchmark lengths too large");
-  model::Transformer tf(c, m.weights(), pool, std::max<int64_t>(max_prefill, 1));
+  if (n_ctx > (1 << 20))
+    return Status::InvalidArgument("benchmark lengths too large");
+  model::Transformer tf(c, m.weights(), pool,
+                        std::max<int64_t>(max_prefill, 1));
   model::KvCache cache = tf.NewCache(n_ctx, o.kv_type);
   std::vector<float> logits(c.vocab_size);
 
@@ -62,39 +71,47 @@ Result<ModelBenchResult> RunModelBench(const model::Model& m, ThreadPool& pool, 
   uint64_t state = 12345;
   for (auto& t : prompt) {
     state = state * 6364136223846793005ull + 1442695040888963407ull;
-    t = static_cast<int32_t>(8 + (state >> 33) % static_cast<uint64_t>(std::max<int64_t>(c.vocab_size - 8, 1)));
+    t = static_cast<int32_t>(
+        8 + (state >> 33) %
+                static_cast<uint64_t>(std::max<int64_t>(c.vocab_size - 8, 1)));
     if (t >= c.vocab_size) t = 0;
   }
 
   // One untimed pass faults in the weights and warms the caches.
-  RL_RETURN_IF_ERROR(tf.ForwardSequence(std::span(prompt).first(std::min<size_t>(prompt.size(), 16)), 0, cache,
-                                        logits));
+  RL_RETURN_IF_ERROR(tf.ForwardSequence(
+      std::span(prompt).first(std::min<size_t>(prompt.size(), 16)), 0, cache,
+      logits));
   for (int64_t n : o.prefill_tokens) {
     ModelBenchTest test{fmt::format("pp{}", n), n, {}};
     for (int rep = 0; rep < o.repeats; ++rep) {
       const auto start = std::chrono::steady_clock::now();
-      RL_RETURN_IF_ERROR(tf.ForwardSequence(std::span(prompt).first(n), 0, cache, logits));
+      RL_RETURN_IF_ERROR(
+          tf.ForwardSequence(std::span(prompt).first(n), 0, cache, logits));
       test.tok_per_s.push_back(static_cast<double>(n) / Seconds(start));
     }
     r.tests.push_back(std::move(test));
   }
   if (o.decode_tokens > 0) {
-    ModelBenchTest test{fmt::format("tg{}", o.decode_tokens), o.decode_tokens, {}};
+    ModelBenchTest test{
+        fmt::format("tg{}", o.decode_tokens), o.decode_tokens, {}};
     for (int rep = 0; rep < o.repeats; ++rep) {
       int32_t token = prompt[0];
       const auto start = std::chrono::steady_clock::now();
       for (int64_t i = 0; i < o.decode_tokens; ++i) {
-        RL_RETURN_IF_ERROR(tf.ForwardSequence(std::span(&token, 1), i, cache, logits));
+        RL_RETURN_IF_ERROR(
+            tf.ForwardSequence(std::span(&token, 1), i, cache, logits));
         token = Argmax(logits);
       }
-      test.tok_per_s.push_back(static_cast<double>(o.decode_tokens) / Seconds(start));
+      test.tok_per_s.push_back(static_cast<double>(o.decode_tokens) /
+                               Seconds(start));
     }
     r.tests.push_back(std::move(test));
   }
   if (o.measure_bandwidth) {
     r.bandwidth = MeasureMemoryBandwidth(pool);
     if (o.decode_tokens > 0 && r.bandwidth.best_gbps() > 0) {
-      r.roofline_share = static_cast<double>(r.decode_bytes_per_token) * r.tests.back().median() /
+      r.roofline_share = static_cast<double>(r.decode_bytes_per_token) *
+                         r.tests.back().median() /
                          (r.bandwidth.best_gbps() * 1e9);
     }
   }
@@ -102,22 +119,29 @@ Result<ModelBenchResult> RunModelBench(const model::Model& m, ThreadPool& pool, 
 }
 
 std::string ModelBenchResult::ToMarkdown() const {
-  std::string out = fmt::format("model: {} ({}, {}, {:.1f} M params, {:.1f} MiB of matrices), {} threads, isa {}, kv {}\n\n",
-                                model_path, arch, weight_types, params / 1e6, weight_bytes / 1048576.0, threads, isa,
-                                kv_type);
+  std::string out = fmt::format(
+      "model: {} ({}, {}, {:.1f} M params, {:.1f} MiB of matrices), {} "
+      "threads, isa {}, kv {}\n\n",
+      model_path, arch, weight_types, params / 1e6, weight_bytes / 1048576.0,
+      threads, isa, kv_type);
   out += "| test   | tok/s (median) |    min |    max | repeats |\n";
   out += "|--------|---------------:|-------:|-------:|--------:|\n";
   for (const auto& t : tests) {
-    out += fmt::format("| {:<6} | {:>14.2f} | {:>6.2f} | {:>6.2f} | {:>7} |\n", t.name, t.median(), t.min(), t.max(),
-                       t.tok_per_s.size());
+    out +=
+        fmt::format("| {:<6} | {:>14.2f} | {:>6.2f} | {:>6.2f} | {:>7} |\n",
+                    t.name, t.median(), t.min(), t.max(), t.tok_per_s.size());
   }
   if (bandwidth.best_gbps() > 0) {
     out += fmt::format(
-        "\nmemory bandwidth (STREAM-style, median): read {:.1f} GB/s, copy {:.1f} GB/s, triad {:.1f} GB/s\n",
+        "\nmemory bandwidth (STREAM-style, median): read {:.1f} GB/s, copy "
+        "{:.1f} GB/s, triad {:.1f} GB/s\n",
         bandwidth.read_gbps, bandwidth.copy_gbps, bandwidth.triad_gbps);
-    out += fmt::format("decode roofline share: {:.1f} MiB/token x {:.2f} tok/s / {:.1f} GB/s = {:.1f} %\n",
-                       decode_bytes_per_token / 1048576.0, tests.empty() ? 0.0 : tests.back().median(),
-                       bandwidth.best_gbps(), 100.0 * roofline_share);
+    out += fmt::format(
+        "decode roofline share: {:.1f} MiB/token x {:.2f} tok/s / {:.1f} GB/s "
+        "= {:.1f} %\n",
+        decode_bytes_per_token / 1048576.0,
+        tests.empty() ? 0.0 : tests.back().median(), bandwidth.best_gbps(),
+        100.0 * roofline_share);
   }
   return out;
 }
@@ -126,21 +150,30 @@ std::string ModelBenchResult::ToJson() const {
   std::string tests_json;
   for (const auto& t : tests) {
     std::string reps;
-    for (double v : t.tok_per_s) reps += fmt::format("{}{:.3f}", reps.empty() ? "" : ", ", v);
+    for (double v : t.tok_per_s)
+      reps += fmt::format("{}{:.3f}", reps.empty() ? "" : ", ", v);
     tests_json += fmt::format(
-        "{}\n    {{\"name\": {}, \"tokens\": {}, \"tok_per_s_median\": {:.3f}, \"tok_per_s_min\": {:.3f}, "
+        "{}\n    {{\"name\": {}, \"tokens\": {}, \"tok_per_s_median\": {:.3f}, "
+        "\"tok_per_s_min\": {:.3f}, "
         "\"tok_per_s_max\": {:.3f}, \"tok_per_s\": [{}]}}",
-        tests_json.empty() ? "" : ",", JsonQuote(t.name), t.tokens, t.median(), t.min(), t.max(), reps);
+        tests_json.empty() ? "" : ",", JsonQuote(t.name), t.tokens, t.median(),
+        t.min(), t.max(), reps);
   }
   return fmt::format(
-      "{{\n  \"schema\": \"redline.bench-model.v1\",\n  \"model\": {},\n  \"model_name\": {},\n  \"arch\": {},\n"
-      "  \"weight_types\": {},\n  \"params\": {},\n  \"weight_bytes\": {},\n  \"decode_bytes_per_token\": {},\n"
-      "  \"threads\": {},\n  \"isa\": {},\n  \"kv_type\": {},\n  \"tests\": [{}\n  ],\n"
-      "  \"bandwidth_gbps\": {{\"read\": {:.2f}, \"copy\": {:.2f}, \"triad\": {:.2f}, \"best\": {:.2f}}},\n"
+      "{{\n  \"schema\": \"redline.bench-model.v1\",\n  \"model\": {},\n  "
+      "\"model_name\": {},\n  \"arch\": {},\n"
+      "  \"weight_types\": {},\n  \"params\": {},\n  \"weight_bytes\": {},\n  "
+      "\"decode_bytes_per_token\": {},\n"
+      "  \"threads\": {},\n  \"isa\": {},\n  \"kv_type\": {},\n  \"tests\": "
+      "[{}\n  ],\n"
+      "  \"bandwidth_gbps\": {{\"read\": {:.2f}, \"copy\": {:.2f}, \"triad\": "
+      "{:.2f}, \"best\": {:.2f}}},\n"
       "  \"decode_roofline_share\": {:.4f}\n}}\n",
-      JsonQuote(model_path), JsonQuote(model_name), JsonQuote(arch), JsonQuote(weight_types), params, weight_bytes,
-      decode_bytes_per_token, threads, JsonQuote(isa), JsonQuote(kv_type), tests_json, bandwidth.read_gbps, bandwidth.copy_gbps,
-      bandwidth.triad_gbps, bandwidth.best_gbps(), roofline_share);
+      JsonQuote(model_path), JsonQuote(model_name), JsonQuote(arch),
+      JsonQuote(weight_types), params, weight_bytes, decode_bytes_per_token,
+      threads, JsonQuote(isa), JsonQuote(kv_type), tests_json,
+      bandwidth.read_gbps, bandwidth.copy_gbps, bandwidth.triad_gbps,
+      bandwidth.best_gbps(), roofline_share);
 }
 
 }  // namespace redline::engine

@@ -44,7 +44,8 @@ struct ModelBenchResult {
   std::string kv_type;  // "f16" or "f32"
   std::vector<ModelBenchTest> tests;
   BandwidthResult bandwidth;
-  // decode_bytes_per_token x median decode tok/s / bandwidth.best_gbps(); 0 if not measured.
+  // decode_bytes_per_token x median decode tok/s / bandwidth.best_gbps(); 0 if
+  // not measured.
   double roofline_share = 0;
 
   std::string ToMarkdown() const;
@@ -52,7 +53,8 @@ struct ModelBenchResult {
 };
 
 // Runs the benchmark. Cost: seconds to minutes (model size x repeats).
-Result<ModelBenchResult> RunModelBench(const model::Model& model, ThreadPool& pool,
+Result<ModelBenchResult> RunModelBench(const model::Model& model,
+                                       ThreadPool& pool,
                                        const ModelBenchOptions& options);
 
 }  // namespace redline::engine

@@ -15,9 +15,11 @@ void RequestStream::Push(RequestEvent event) {
   if (notify) notify();
 }
 
-bool RequestStream::Pop(RequestEvent* event, std::chrono::milliseconds timeout) {
+bool RequestStream::Pop(RequestEvent* event,
+                        std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mu_);
-  if (!cv_.wait_for(lock, timeout, [&] { return !events_.empty(); })) return false;
+  if (!cv_.wait_for(lock, timeout, [&] { return !events_.empty(); }))
+    return false;
   *event = std::move(events_.front());
   events_.pop_front();
   return true;

@@ -48,7 +48,8 @@ struct RequestTimings {
 
 struct RequestEvent {
   enum class Type {
-    kToken,  // text (possibly empty while a stop string or UTF-8 char is held) and token
+    kToken,  // text (possibly empty while a stop string or UTF-8 char is held)
+             // and token
     kDone,   // finish_reason, usage, timings
     kError,  // status (deadline, cancelled, internal)
   };
@@ -68,10 +69,12 @@ struct RequestEvent {
 
 class RequestStream {
  public:
-  // Engine side: appends an event and calls the notifier (if any) outside the lock.
+  // Engine side: appends an event and calls the notifier (if any) outside the
+  // lock.
   void Push(RequestEvent event);
 
-  // Consumer side. Pops the next event, waiting up to `timeout`; false on timeout.
+  // Consumer side. Pops the next event, waiting up to `timeout`; false on
+  // timeout.
   bool Pop(RequestEvent* event, std::chrono::milliseconds timeout);
   // Pops without waiting; false when empty.
   bool TryPop(RequestEvent* event);

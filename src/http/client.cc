@@ -14,7 +14,6 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/http/basic_parser.hpp>
 #include <boost/beast/http/error.hpp>
-
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -37,23 +36,35 @@ using boost::system::error_code;
 
 std::string_view TransportErrorName(TransportError error) {
   switch (error) {
-    case TransportError::kNone: return "none";
-    case TransportError::kConnect: return "connect";
-    case TransportError::kWrite: return "write";
-    case TransportError::kTimeoutTotal: return "timeout_total";
-    case TransportError::kTimeoutIdle: return "timeout_idle";
-    case TransportError::kClosedBeforeResponse: return "closed_before_response";
-    case TransportError::kClosedMidResponse: return "closed_mid_response";
-    case TransportError::kProtocol: return "protocol";
-    case TransportError::kCancelled: return "cancelled";
+    case TransportError::kNone:
+      return "none";
+    case TransportError::kConnect:
+      return "connect";
+    case TransportError::kWrite:
+      return "write";
+    case TransportError::kTimeoutTotal:
+      return "timeout_total";
+    case TransportError::kTimeoutIdle:
+      return "timeout_idle";
+    case TransportError::kClosedBeforeResponse:
+      return "closed_before_response";
+    case TransportError::kClosedMidResponse:
+      return "closed_mid_response";
+    case TransportError::kProtocol:
+      return "protocol";
+    case TransportError::kCancelled:
+      return "cancelled";
   }
   return "unknown";
 }
 
-std::string SerializeRequest(const Origin& origin, const ClientRequest& request) {
+std::string SerializeRequest(const Origin& origin,
+                             const ClientRequest& request) {
   std::string out;
-  size_t size = request.method.size() + request.target.size() + request.body.size() + 96;
-  for (const Header& h : request.headers) size += h.name.size() + h.value.size() + 4;
+  size_t size =
+      request.method.size() + request.target.size() + request.body.size() + 96;
+  for (const Header& h : request.headers)
+    size += h.name.size() + h.value.size() + 4;
   out.reserve(size);
   out += request.method;
   out += ' ';
@@ -67,7 +78,8 @@ std::string SerializeRequest(const Origin& origin, const ClientRequest& request)
     out += h.value;
     out += "\r\n";
   }
-  if (!request.body.empty() || request.method == "POST" || request.method == "PUT") {
+  if (!request.body.empty() || request.method == "POST" ||
+      request.method == "PUT") {
     out += "Content-Length: ";
     out += std::to_string(request.body.size());
     out += "\r\n";
@@ -93,20 +105,24 @@ class ResponseParser final : public bhttp::basic_parser<false> {
   bool head_reported() const { return head_reported_; }
 
  private:
-  void on_request_impl(bhttp::verb, boost::beast::string_view, boost::beast::string_view, int,
+  void on_request_impl(bhttp::verb, boost::beast::string_view,
+                       boost::beast::string_view, int,
                        error_code& ec) override {
     ec = bhttp::error::bad_method;  // never called for a response parser
   }
-  void on_response_impl(int code, boost::beast::string_view reason, int, error_code&) override {
+  void on_response_impl(int code, boost::beast::string_view reason, int,
+                        error_code&) override {
     head_.status = code;
     head_.reason.assign(reason.data(), reason.size());
   }
   void on_field_impl(bhttp::field name, boost::beast::string_view name_string,
                      boost::beast::string_view value, error_code&) override {
-    if (name == bhttp::field::content_type) head_.content_type.assign(value.data(), value.size());
+    if (name == bhttp::field::content_type)
+      head_.content_type.assign(value.data(), value.size());
     if (capture_headers_) {
-      head_.headers.push_back({std::string(name_string.data(), name_string.size()),
-                               std::string(value.data(), value.size())});
+      head_.headers.push_back(
+          {std::string(name_string.data(), name_string.size()),
+           std::string(value.data(), value.size())});
     }
   }
   void on_header_impl(error_code&) override {
@@ -115,14 +131,19 @@ class ResponseParser final : public bhttp::basic_parser<false> {
     head_reported_ = true;
     handler_->OnHeaders(head_, t_ns_);
   }
-  void on_body_init_impl(const boost::optional<uint64_t>&, error_code&) override {}
+  void on_body_init_impl(const boost::optional<uint64_t>&,
+                         error_code&) override {}
   size_t on_body_impl(boost::beast::string_view body, error_code&) override {
-    if (!body.empty()) handler_->OnBody(std::string_view(body.data(), body.size()), t_ns_);
+    if (!body.empty())
+      handler_->OnBody(std::string_view(body.data(), body.size()), t_ns_);
     return body.size();
   }
-  void on_chunk_header_impl(uint64_t, boost::beast::string_view, error_code&) override {}
-  size_t on_chunk_body_impl(uint64_t, boost::beast::string_view body, error_code&) override {
-    if (!body.empty()) handler_->OnBody(std::string_view(body.data(), body.size()), t_ns_);
+  void on_chunk_header_impl(uint64_t, boost::beast::string_view,
+                            error_code&) override {}
+  size_t on_chunk_body_impl(uint64_t, boost::beast::string_view body,
+                            error_code&) override {
+    if (!body.empty())
+      handler_->OnBody(std::string_view(body.data(), body.size()), t_ns_);
     return body.size();
   }
   void on_finish_impl(error_code&) override {}
@@ -143,7 +164,9 @@ struct Connection;
 
 struct Client::Impl : std::enable_shared_from_this<Client::Impl> {
   Impl(EventLoop& loop, ClientOptions opts)
-      : io(loop.impl()->io), options(std::move(opts)), tls_ctx(ssl::context::tls_client) {}
+      : io(loop.impl()->io),
+        options(std::move(opts)),
+        tls_ctx(ssl::context::tls_client) {}
 
   // Loading the system CA store takes tens of milliseconds: done on the
   // first TLS connection only.
@@ -155,7 +178,9 @@ struct Client::Impl : std::enable_shared_from_this<Client::Impl> {
       error_code ec;
       if (!options.tls_ca_file.empty()) {
         tls_ctx.load_verify_file(options.tls_ca_file, ec);
-        if (ec) RL_LOG(kWarning, "http: cannot load CA file {}: {}", options.tls_ca_file, ec.message());
+        if (ec)
+          RL_LOG(kWarning, "http: cannot load CA file {}: {}",
+                 options.tls_ca_file, ec.message());
       } else {
         tls_ctx.set_default_verify_paths(ec);
       }
@@ -165,7 +190,8 @@ struct Client::Impl : std::enable_shared_from_this<Client::Impl> {
   }
 
   Pool& GetPool(const Origin& origin);
-  void Send(const Origin& origin, ClientRequest request, ResponseHandler* handler);
+  void Send(const Origin& origin, ClientRequest request,
+            ResponseHandler* handler);
   void Shutdown();
   // Deadlines are checked by one sweep timer for all requests instead of a
   // timer per request (which would cost timer-queue work and a timerfd
@@ -179,8 +205,10 @@ struct Client::Impl : std::enable_shared_from_this<Client::Impl> {
   ssl::context tls_ctx;
   bool tls_ready = false;
   std::unordered_map<std::string, std::unique_ptr<Pool>> pools;
-  std::unordered_set<Connection*> live;    // every Connection object not yet destroyed
-  std::unordered_set<Connection*> active;  // connections with a request in progress
+  std::unordered_set<Connection*>
+      live;  // every Connection object not yet destroyed
+  std::unordered_set<Connection*>
+      active;  // connections with a request in progress
   asio::steady_timer sweep_timer{io};
   bool sweeping = false;
   ClientStats stats;
@@ -198,7 +226,7 @@ struct Pool {
   std::vector<std::shared_ptr<Connection>> idle;  // LIFO: the warmest first
   int64_t open = 0;                               // connecting, busy or idle
   std::deque<PendingRequest> waiting;
-  std::vector<tcp::endpoint> endpoints;           // resolved once, then reused
+  std::vector<tcp::endpoint> endpoints;  // resolved once, then reused
 };
 
 struct Connection : std::enable_shared_from_this<Connection> {
@@ -245,9 +273,10 @@ struct Connection : std::enable_shared_from_this<Connection> {
     // covered by the stale-connection retry in Fail()).
     if (NowNs() - last_activity < kPeekAfterIdleNs) return true;
     char c;
-    ssize_t r = ::recv(Lowest().native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
-    if (r == 0) return false;                      // orderly close
-    if (r > 0) return tls.has_value();             // TLS may hold post-handshake records
+    ssize_t r =
+        ::recv(Lowest().native_handle(), &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (r == 0) return false;           // orderly close
+    if (r > 0) return tls.has_value();  // TLS may hold post-handshake records
     return errno == EAGAIN || errno == EWOULDBLOCK;
   }
 
@@ -260,7 +289,8 @@ struct Connection : std::enable_shared_from_this<Connection> {
     rlen = 0;
     parser.reset();
     const int64_t now = NowNs();
-    total_deadline = request.total_timeout_ms > 0 ? now + Ms(request.total_timeout_ms) : 0;
+    total_deadline =
+        request.total_timeout_ms > 0 ? now + Ms(request.total_timeout_ms) : 0;
     last_activity = now;
     impl->stats.requests_in_flight++;
     impl->active.insert(this);
@@ -270,7 +300,9 @@ struct Connection : std::enable_shared_from_this<Connection> {
       Write();
     } else {
       RL_DCHECK(phase == Phase::kConnecting);
-      connect_deadline = impl->options.connect_timeout_ms > 0 ? now + Ms(impl->options.connect_timeout_ms) : 0;
+      connect_deadline = impl->options.connect_timeout_ms > 0
+                             ? now + Ms(impl->options.connect_timeout_ms)
+                             : 0;
       ArmTimer();
       Connect();
     }
@@ -295,7 +327,8 @@ struct Connection : std::enable_shared_from_this<Connection> {
   void OnTimer() {
     const int64_t now = NowNs();
     if (phase == Phase::kConnecting) {
-      if ((connect_deadline > 0 && now >= connect_deadline) || (total_deadline > 0 && now >= total_deadline)) {
+      if ((connect_deadline > 0 && now >= connect_deadline) ||
+          (total_deadline > 0 && now >= total_deadline)) {
         Fail(TransportError::kConnect, "connect timeout");
         return;
       }
@@ -304,7 +337,8 @@ struct Connection : std::enable_shared_from_this<Connection> {
         Fail(TransportError::kTimeoutTotal, "total request time limit");
         return;
       }
-      if (request.idle_timeout_ms > 0 && now >= last_activity + Ms(request.idle_timeout_ms)) {
+      if (request.idle_timeout_ms > 0 &&
+          now >= last_activity + Ms(request.idle_timeout_ms)) {
         Fail(TransportError::kTimeoutIdle, "stream idle limit");
         return;
       }
@@ -323,39 +357,42 @@ struct Connection : std::enable_shared_from_this<Connection> {
       ConnectTo(pool->endpoints);
       return;
     }
-    resolver.async_resolve(pool->origin.host, std::to_string(pool->origin.port),
-                           [self = shared_from_this(), gen = generation](const error_code& ec,
-                                                                         tcp::resolver::results_type results) {
-                             if (gen != self->generation || self->handler == nullptr) return;
-                             if (ec) {
-                               self->Fail(TransportError::kConnect, "resolve: " + ec.message());
-                               return;
-                             }
-                             std::vector<tcp::endpoint> eps;
-                             for (const auto& r : results) eps.push_back(r.endpoint());
-                             if (self->pool->endpoints.empty()) self->pool->endpoints = eps;
-                             self->ConnectTo(eps);
-                           });
+    resolver.async_resolve(
+        pool->origin.host, std::to_string(pool->origin.port),
+        [self = shared_from_this(), gen = generation](
+            const error_code& ec, tcp::resolver::results_type results) {
+          if (gen != self->generation || self->handler == nullptr) return;
+          if (ec) {
+            self->Fail(TransportError::kConnect, "resolve: " + ec.message());
+            return;
+          }
+          std::vector<tcp::endpoint> eps;
+          for (const auto& r : results) eps.push_back(r.endpoint());
+          if (self->pool->endpoints.empty()) self->pool->endpoints = eps;
+          self->ConnectTo(eps);
+        });
   }
 
   void ConnectTo(const std::vector<tcp::endpoint>& eps) {
-    asio::async_connect(Lowest(), eps,
-                        [self = shared_from_this(), gen = generation](const error_code& ec, const tcp::endpoint&) {
-                          if (gen != self->generation || self->handler == nullptr) return;
-                          if (ec) {
-                            self->Fail(TransportError::kConnect, "connect: " + ec.message());
-                            return;
-                          }
-                          error_code ignored;
-                          self->Lowest().set_option(tcp::no_delay(true), ignored);
-                          if (self->tls) {
-                            self->Handshake();
-                          } else {
-                            self->phase = Phase::kIdle;
-                            self->ArmTimer();  // connect limit no longer applies
-                            self->Write();
-                          }
-                        });
+    asio::async_connect(
+        Lowest(), eps,
+        [self = shared_from_this(), gen = generation](const error_code& ec,
+                                                      const tcp::endpoint&) {
+          if (gen != self->generation || self->handler == nullptr) return;
+          if (ec) {
+            self->Fail(TransportError::kConnect, "connect: " + ec.message());
+            return;
+          }
+          error_code ignored;
+          self->Lowest().set_option(tcp::no_delay(true), ignored);
+          if (self->tls) {
+            self->Handshake();
+          } else {
+            self->phase = Phase::kIdle;
+            self->ArmTimer();  // connect limit no longer applies
+            self->Write();
+          }
+        });
   }
 
   void Handshake() {
@@ -365,18 +402,21 @@ struct Connection : std::enable_shared_from_this<Connection> {
     if (ec) {  // SNI only for names, as RFC 6066 requires
       SSL_set_tlsext_host_name(tls->native_handle(), host.c_str());
     }
-    if (impl->options.tls_verify) tls->set_verify_callback(ssl::host_name_verification(host));
-    tls->async_handshake(ssl::stream_base::client,
-                         [self = shared_from_this(), gen = generation](const error_code& ec) {
-                           if (gen != self->generation || self->handler == nullptr) return;
-                           if (ec) {
-                             self->Fail(TransportError::kConnect, "TLS handshake: " + ec.message());
-                             return;
-                           }
-                           self->phase = Phase::kIdle;
-                           self->ArmTimer();
-                           self->Write();
-                         });
+    if (impl->options.tls_verify)
+      tls->set_verify_callback(ssl::host_name_verification(host));
+    tls->async_handshake(
+        ssl::stream_base::client,
+        [self = shared_from_this(), gen = generation](const error_code& ec) {
+          if (gen != self->generation || self->handler == nullptr) return;
+          if (ec) {
+            self->Fail(TransportError::kConnect,
+                       "TLS handshake: " + ec.message());
+            return;
+          }
+          self->phase = Phase::kIdle;
+          self->ArmTimer();
+          self->Write();
+        });
   }
 
   void Write() {
@@ -386,27 +426,32 @@ struct Connection : std::enable_shared_from_this<Connection> {
     last_activity = t_send;
     handler->OnSent(t_send);
     WithStream([this](auto& stream) {
-      asio::async_write(stream, asio::buffer(out),
-                        [self = shared_from_this(), gen = generation](const error_code& ec, size_t) {
-                          if (gen != self->generation || self->handler == nullptr) return;
-                          if (ec) {
-                            self->Fail(TransportError::kWrite, "write: " + ec.message());
-                            return;
-                          }
-                          self->phase = Phase::kReading;
-                          self->last_activity = NowNs();
-                          self->parser.emplace(self->handler, self->impl->options.capture_headers);
-                          self->Read();
-                        });
+      asio::async_write(
+          stream, asio::buffer(out),
+          [self = shared_from_this(), gen = generation](const error_code& ec,
+                                                        size_t) {
+            if (gen != self->generation || self->handler == nullptr) return;
+            if (ec) {
+              self->Fail(TransportError::kWrite, "write: " + ec.message());
+              return;
+            }
+            self->phase = Phase::kReading;
+            self->last_activity = NowNs();
+            self->parser.emplace(self->handler,
+                                 self->impl->options.capture_headers);
+            self->Read();
+          });
     });
   }
 
   void Read() {
-    if (rlen == rbuf.size()) rbuf.resize(rbuf.size() * 2);  // a header larger than the buffer
+    if (rlen == rbuf.size())
+      rbuf.resize(rbuf.size() * 2);  // a header larger than the buffer
     WithStream([this](auto& stream) {
       stream.async_read_some(
           asio::buffer(rbuf.data() + rlen, rbuf.size() - rlen),
-          [self = shared_from_this(), gen = generation](const error_code& ec, size_t n) {
+          [self = shared_from_this(), gen = generation](const error_code& ec,
+                                                        size_t n) {
             if (gen != self->generation || self->handler == nullptr) return;
             self->OnRead(ec, n);
           });
@@ -423,9 +468,11 @@ struct Connection : std::enable_shared_from_this<Connection> {
       size_t off = 0;
       while (off < rlen) {
         error_code pec;
-        size_t used = parser->put(asio::buffer(rbuf.data() + off, rlen - off), pec);
+        size_t used =
+            parser->put(asio::buffer(rbuf.data() + off, rlen - off), pec);
         off += used;
-        if (handler == nullptr) return;  // failed re-entrantly (should not happen)
+        if (handler == nullptr)
+          return;  // failed re-entrantly (should not happen)
         if (pec == bhttp::error::need_more) break;
         if (pec) {
           Fail(TransportError::kProtocol, "HTTP parse: " + pec.message());
@@ -443,8 +490,10 @@ struct Connection : std::enable_shared_from_this<Connection> {
       }
     }
     if (ec) {
-      const bool eof = ec == asio::error::eof || ec == ssl::error::stream_truncated;
-      if (eof && parser->got_some() && parser->is_header_done() && parser->need_eof()) {
+      const bool eof =
+          ec == asio::error::eof || ec == ssl::error::stream_truncated;
+      if (eof && parser->got_some() && parser->is_header_done() &&
+          parser->need_eof()) {
         error_code pec;
         parser->put_eof(pec);
         if (!pec && parser->is_done()) {
@@ -477,7 +526,8 @@ struct Connection : std::enable_shared_from_this<Connection> {
     TransportResult result;
     result.connection_reused = reused;
     result.head_received = true;
-    const bool keep = keep_alive_after && parser->keep_alive() && rlen == 0 && !impl->closed;
+    const bool keep =
+        keep_alive_after && parser->keep_alive() && rlen == 0 && !impl->closed;
     ResponseHandler* h = Detach();
     parser.reset();
     any_bytes = false;
@@ -500,7 +550,9 @@ struct Connection : std::enable_shared_from_this<Connection> {
     // by the server's keep-alive timer while idle; retry once on a new one,
     // as browsers and curl do.
     if (reused && !retried && !head && !any_bytes &&
-        (error == TransportError::kWrite || error == TransportError::kClosedBeforeResponse) && !impl->closed) {
+        (error == TransportError::kWrite ||
+         error == TransportError::kClosedBeforeResponse) &&
+        !impl->closed) {
       ResponseHandler* h = Detach();
       Close();
       pool->open--;
@@ -617,7 +669,8 @@ Pool& Client::Impl::GetPool(const Origin& origin) {
   return ref;
 }
 
-void Client::Impl::Send(const Origin& origin, ClientRequest request, ResponseHandler* handler) {
+void Client::Impl::Send(const Origin& origin, ClientRequest request,
+                        ResponseHandler* handler) {
   if (closed) {
     asio::post(io, [handler] {
       TransportResult r;
@@ -689,7 +742,8 @@ Client::Client(EventLoop& loop, ClientOptions options)
 
 Client::~Client() { impl_->Shutdown(); }
 
-void Client::Send(const Origin& origin, ClientRequest request, ResponseHandler* handler) {
+void Client::Send(const Origin& origin, ClientRequest request,
+                  ResponseHandler* handler) {
   impl_->Send(origin, std::move(request), handler);
 }
 

@@ -53,8 +53,9 @@ struct ClientOptions {
 
 struct ClientRequest {
   std::string method = "POST";
-  std::string target = "/";          // path and query
-  std::vector<Header> headers;       // sent as given; Host and Content-Length are added
+  std::string target = "/";  // path and query
+  std::vector<Header>
+      headers;  // sent as given; Host and Content-Length are added
   std::string body;
   // Limits; 0 disables. The total limit runs from the moment the request gets
   // a connection (connect and handshake included) to the last body byte.
@@ -77,12 +78,14 @@ struct ResponseHead {
 // Why a request ended. kNone means a complete response was received.
 enum class TransportError {
   kNone,
-  kConnect,               // DNS, TCP, TLS or connect timeout
-  kWrite,                 // reset or closed before the request was fully written
-  kTimeoutTotal,          // ClientRequest::total_timeout_ms expired
-  kTimeoutIdle,           // ClientRequest::idle_timeout_ms of silence
-  kClosedBeforeResponse,  // request written, connection closed before any response byte
-  kClosedMidResponse,     // connection closed (or reset) while the response was incomplete
+  kConnect,       // DNS, TCP, TLS or connect timeout
+  kWrite,         // reset or closed before the request was fully written
+  kTimeoutTotal,  // ClientRequest::total_timeout_ms expired
+  kTimeoutIdle,   // ClientRequest::idle_timeout_ms of silence
+  kClosedBeforeResponse,  // request written, connection closed before any
+                          // response byte
+  kClosedMidResponse,     // connection closed (or reset) while the response was
+                          // incomplete
   kProtocol,              // malformed HTTP
   kCancelled,             // Client destroyed or Cancel()
 };
@@ -91,7 +94,7 @@ std::string_view TransportErrorName(TransportError error);
 
 struct TransportResult {
   TransportError error = TransportError::kNone;
-  std::string detail;          // OS / TLS / parser message, empty on success
+  std::string detail;  // OS / TLS / parser message, empty on success
   bool connection_reused = false;
   bool head_received = false;  // OnHeaders was called
 };
@@ -114,9 +117,9 @@ class ResponseHandler {
 struct ClientStats {
   uint64_t connections_opened = 0;
   uint64_t connections_reused = 0;
-  int64_t connections_open = 0;     // now
-  int64_t requests_in_flight = 0;   // now
-  int64_t requests_waiting = 0;     // waiting for a connection (cap reached)
+  int64_t connections_open = 0;    // now
+  int64_t requests_in_flight = 0;  // now
+  int64_t requests_waiting = 0;    // waiting for a connection (cap reached)
 };
 
 class Client {
@@ -128,7 +131,8 @@ class Client {
 
   // Starts a request. Never blocks and never calls the handler re-entrantly
   // from inside Send(): even an immediate failure is reported from the loop.
-  void Send(const Origin& origin, ClientRequest request, ResponseHandler* handler);
+  void Send(const Origin& origin, ClientRequest request,
+            ResponseHandler* handler);
 
   // Closes idle pooled connections (in-flight ones are untouched).
   void CloseIdle();
@@ -143,7 +147,8 @@ class Client {
 };
 
 // Builds the HTTP/1.1 request bytes Client sends (exposed for tests).
-std::string SerializeRequest(const Origin& origin, const ClientRequest& request);
+std::string SerializeRequest(const Origin& origin,
+                             const ClientRequest& request);
 
 }  // namespace redline::http
 

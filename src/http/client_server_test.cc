@@ -51,9 +51,11 @@ struct Recorder : ResponseHandler {
 class TestServer {
  public:
   explicit TestServer(EventLoop& loop, ServerOptions opts = {})
-      : loop_(loop), server_(loop, std::move(opts), [this](ServerRequest&& r, std::shared_ptr<ResponseWriter> w) {
-          Handle(std::move(r), std::move(w));
-        }) {}
+      : loop_(loop),
+        server_(loop, std::move(opts),
+                [this](ServerRequest&& r, std::shared_ptr<ResponseWriter> w) {
+                  Handle(std::move(r), std::move(w));
+                }) {}
   uint16_t Start() {
     auto port = server_.Start();
     EXPECT_TRUE(port.ok()) << port.status().ToString();
@@ -70,8 +72,10 @@ class TestServer {
       int n = 3;
       int64_t gap_ms = 20;
       std::string_view q = r.target;
-      if (auto p = q.find("n="); p != std::string_view::npos) n = std::atoi(std::string(q.substr(p + 2)).c_str());
-      if (auto p = q.find("gap="); p != std::string_view::npos) gap_ms = std::atoi(std::string(q.substr(p + 4)).c_str());
+      if (auto p = q.find("n="); p != std::string_view::npos)
+        n = std::atoi(std::string(q.substr(p + 2)).c_str());
+      if (auto p = q.find("gap="); p != std::string_view::npos)
+        gap_ms = std::atoi(std::string(q.substr(p + 4)).c_str());
       w->BeginStream(200, {{"Content-Type", "text/event-stream"}});
       // The server owns timers and steps; callbacks hold raw pointers, so
       // nothing keeps itself alive in a cycle.
@@ -97,7 +101,8 @@ class TestServer {
     } else if (path == "/slow") {
       held_.push_back(w);
     } else if (path.substr(0, 8) == "/status/") {
-      w->Respond(std::atoi(std::string(path.substr(8)).c_str()), {}, "status body");
+      w->Respond(std::atoi(std::string(path.substr(8)).c_str()), {},
+                 "status body");
     } else {
       w->Respond(404, {}, "no route");
     }
@@ -170,7 +175,8 @@ TEST(ClientServerTest, StreamsPiecesAsTheyArrive) {
   // Each chunk is flushed on its own, so pieces arrive spread over time. (On
   // a loaded machine two chunks may share one read; the span still shows.)
   ASSERT_GE(r.pieces.size(), 2u);
-  const double span_ms = static_cast<double>(r.piece_times.back() - r.piece_times.front()) / kMs;
+  const double span_ms =
+      static_cast<double>(r.piece_times.back() - r.piece_times.front()) / kMs;
   EXPECT_GE(span_ms, 50.0);
   EXPECT_GE(r.piece_times.front() - r.t_sent, 20 * kMs);
 }
@@ -181,7 +187,8 @@ TEST(ClientServerTest, ClassifiesTransportFailures) {
   uint16_t port = ts.Start();
   Client client(loop, {});
   int left = 5;
-  Recorder before(&loop, &left), mid(&loop, &left), idle(&loop, &left), total(&loop, &left), status(&loop, &left);
+  Recorder before(&loop, &left), mid(&loop, &left), idle(&loop, &left),
+      total(&loop, &left), status(&loop, &left);
   client.Send(Local(port), Req("/abort-before"), &before);
   client.Send(Local(port), Req("/abort-mid"), &mid);
   ClientRequest slow = Req("/slow");
@@ -238,7 +245,8 @@ TEST(ClientServerTest, ConnectionCapQueuesRequests) {
   }
   EXPECT_EQ(client.stats().requests_waiting, 2);
   loop.RunFor(5000 * kMs);
-  for (int i = 0; i < 3; ++i) EXPECT_EQ(rs[i]->body, "hello " + std::to_string(i));
+  for (int i = 0; i < 3; ++i)
+    EXPECT_EQ(rs[i]->body, "hello " + std::to_string(i));
   EXPECT_EQ(client.stats().connections_opened, 1u);
 }
 
@@ -256,12 +264,14 @@ TEST(ClientServerTest, ManyConcurrentStreams) {
   }
   loop.RunFor(20000 * kMs);
   int ok = 0;
-  for (auto& r : rs) ok += r->result.error == TransportError::kNone && r->body == "c0c1c2";
+  for (auto& r : rs)
+    ok += r->result.error == TransportError::kNone && r->body == "c0c1c2";
   EXPECT_EQ(ok, kN);
 }
 
 TEST(ClientServerTest, HttpsWithSelfSignedCertificate) {
-  std::string dir = ::testing::TempDir() + "/redline_tls_" + std::to_string(::getpid());
+  std::string dir =
+      ::testing::TempDir() + "/redline_tls_" + std::to_string(::getpid());
   std::filesystem::create_directories(dir);
   std::string cert, key;
   ASSERT_TRUE(testing::WriteSelfSignedCert(dir, &cert, &key).ok());

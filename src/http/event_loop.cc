@@ -2,7 +2,6 @@
 
 #include <boost/asio/post.hpp>
 #include <boost/asio/steady_timer.hpp>
-
 #include <chrono>
 #include <utility>
 
@@ -30,9 +29,13 @@ uint64_t EventLoop::RunFor(int64_t max_ns) {
 void EventLoop::Stop() { impl_->io.stop(); }
 void EventLoop::Restart() { impl_->io.restart(); }
 
-void EventLoop::Post(std::function<void()> task) { asio::post(impl_->io, std::move(task)); }
+void EventLoop::Post(std::function<void()> task) {
+  asio::post(impl_->io, std::move(task));
+}
 
-bool EventLoop::InLoopThread() const { return impl_->io.get_executor().running_in_this_thread(); }
+bool EventLoop::InLoopThread() const {
+  return impl_->io.get_executor().running_in_this_thread();
+}
 
 // The timer state is shared with the pending wait handler so that destroying
 // the Timer while a wait is queued is safe: the handler sees `cancelled`.
@@ -43,7 +46,8 @@ struct Timer::State {
   uint64_t generation = 0;
 };
 
-Timer::Timer(EventLoop& loop) : state_(std::make_shared<State>(loop.impl()->io)) {}
+Timer::Timer(EventLoop& loop)
+    : state_(std::make_shared<State>(loop.impl()->io)) {}
 
 Timer::~Timer() {
   state_->generation++;
@@ -55,13 +59,15 @@ void Timer::ExpireAt(int64_t deadline_ns, std::function<void()> fn) {
   State& s = *state_;
   s.fn = std::move(fn);
   const uint64_t generation = ++s.generation;
-  s.timer.expires_at(std::chrono::steady_clock::time_point(std::chrono::nanoseconds(deadline_ns)));
-  s.timer.async_wait([state = state_, generation](const boost::system::error_code& ec) {
-    if (ec || state->generation != generation || !state->fn) return;
-    auto fn = std::move(state->fn);
-    state->fn = nullptr;
-    fn();
-  });
+  s.timer.expires_at(std::chrono::steady_clock::time_point(
+      std::chrono::nanoseconds(deadline_ns)));
+  s.timer.async_wait(
+      [state = state_, generation](const boost::system::error_code& ec) {
+        if (ec || state->generation != generation || !state->fn) return;
+        auto fn = std::move(state->fn);
+        state->fn = nullptr;
+        fn();
+      });
 }
 
 void Timer::ExpireAfter(int64_t delay_ns, std::function<void()> fn) {

@@ -9,7 +9,6 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/http/basic_parser.hpp>
 #include <boost/beast/http/error.hpp>
-
 #include <cstring>
 #include <optional>
 #include <unordered_set>
@@ -48,28 +47,34 @@ class RequestParser final : public bhttp::basic_parser<true> {
   ServerRequest& request() { return request_; }
 
  private:
-  void on_request_impl(bhttp::verb, boost::beast::string_view method, boost::beast::string_view target, int,
+  void on_request_impl(bhttp::verb, boost::beast::string_view method,
+                       boost::beast::string_view target, int,
                        error_code&) override {
     request_.method.assign(method.data(), method.size());
     request_.target.assign(target.data(), target.size());
   }
-  void on_response_impl(int, boost::beast::string_view, int, error_code& ec) override {
+  void on_response_impl(int, boost::beast::string_view, int,
+                        error_code& ec) override {
     ec = bhttp::error::bad_status;
   }
-  void on_field_impl(bhttp::field, boost::beast::string_view name, boost::beast::string_view value,
-                     error_code&) override {
-    request_.headers.push_back({std::string(name.data(), name.size()), std::string(value.data(), value.size())});
+  void on_field_impl(bhttp::field, boost::beast::string_view name,
+                     boost::beast::string_view value, error_code&) override {
+    request_.headers.push_back({std::string(name.data(), name.size()),
+                                std::string(value.data(), value.size())});
   }
   void on_header_impl(error_code&) override {}
-  void on_body_init_impl(const boost::optional<uint64_t>& length, error_code&) override {
+  void on_body_init_impl(const boost::optional<uint64_t>& length,
+                         error_code&) override {
     if (length) request_.body.reserve(static_cast<size_t>(*length));
   }
   size_t on_body_impl(boost::beast::string_view body, error_code&) override {
     request_.body.append(body.data(), body.size());
     return body.size();
   }
-  void on_chunk_header_impl(uint64_t, boost::beast::string_view, error_code&) override {}
-  size_t on_chunk_body_impl(uint64_t, boost::beast::string_view body, error_code&) override {
+  void on_chunk_header_impl(uint64_t, boost::beast::string_view,
+                            error_code&) override {}
+  size_t on_chunk_body_impl(uint64_t, boost::beast::string_view body,
+                            error_code&) override {
     request_.body.append(body.data(), body.size());
     return body.size();
   }
@@ -78,7 +83,8 @@ class RequestParser final : public bhttp::basic_parser<true> {
   ServerRequest request_;
 };
 
-void AppendHead(std::string& out, int status, const std::vector<Header>& headers) {
+void AppendHead(std::string& out, int status,
+                const std::vector<Header>& headers) {
   out += "HTTP/1.1 ";
   out += std::to_string(status);
   out += ' ';
@@ -109,24 +115,44 @@ std::string_view ServerRequest::Path() const {
 
 std::string_view ReasonPhrase(int status) {
   switch (status) {
-    case 200: return "OK";
-    case 201: return "Created";
-    case 204: return "No Content";
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 408: return "Request Timeout";
-    case 413: return "Payload Too Large";
-    case 422: return "Unprocessable Entity";
-    case 429: return "Too Many Requests";
-    case 500: return "Internal Server Error";
-    case 501: return "Not Implemented";
-    case 502: return "Bad Gateway";
-    case 503: return "Service Unavailable";
-    case 504: return "Gateway Timeout";
-    default: return status < 300 ? "OK" : status < 500 ? "Client Error" : "Server Error";
+    case 200:
+      return "OK";
+    case 201:
+      return "Created";
+    case 204:
+      return "No Content";
+    case 400:
+      return "Bad Request";
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "Not Found";
+    case 405:
+      return "Method Not Allowed";
+    case 408:
+      return "Request Timeout";
+    case 413:
+      return "Payload Too Large";
+    case 422:
+      return "Unprocessable Entity";
+    case 429:
+      return "Too Many Requests";
+    case 500:
+      return "Internal Server Error";
+    case 501:
+      return "Not Implemented";
+    case 502:
+      return "Bad Gateway";
+    case 503:
+      return "Service Unavailable";
+    case 504:
+      return "Gateway Timeout";
+    default:
+      return status < 300   ? "OK"
+             : status < 500 ? "Client Error"
+                            : "Server Error";
   }
 }
 
@@ -134,7 +160,10 @@ struct ServerConnection;
 
 struct Server::Impl : std::enable_shared_from_this<Server::Impl> {
   Impl(EventLoop& loop, ServerOptions opts, RequestHandler h)
-      : io(loop.impl()->io), options(std::move(opts)), handler(std::move(h)), acceptor(io),
+      : io(loop.impl()->io),
+        options(std::move(opts)),
+        handler(std::move(h)),
+        acceptor(io),
         tls_ctx(ssl::context::tls_server) {}
 
   void Accept();
@@ -154,7 +183,8 @@ struct Server::Impl : std::enable_shared_from_this<Server::Impl> {
 class Writer;
 
 struct ServerConnection : std::enable_shared_from_this<ServerConnection> {
-  ServerConnection(std::shared_ptr<Server::Impl> server_impl, tcp::socket socket)
+  ServerConnection(std::shared_ptr<Server::Impl> server_impl,
+                   tcp::socket socket)
       : impl(std::move(server_impl)) {
     if (impl->tls) {
       tls.emplace(std::move(socket), impl->tls_ctx);
@@ -170,7 +200,9 @@ struct ServerConnection : std::enable_shared_from_this<ServerConnection> {
     impl->stats.connections_open--;
   }
 
-  tcp::socket::lowest_layer_type& Lowest() { return tls ? tls->lowest_layer() : plain->lowest_layer(); }
+  tcp::socket::lowest_layer_type& Lowest() {
+    return tls ? tls->lowest_layer() : plain->lowest_layer();
+  }
 
   template <typename F>
   void WithStream(F&& f) {
@@ -187,14 +219,15 @@ struct ServerConnection : std::enable_shared_from_this<ServerConnection> {
     auto ep = Lowest().remote_endpoint(ignored);
     remote = ep.address().to_string();
     if (tls) {
-      tls->async_handshake(ssl::stream_base::server, [self = shared_from_this()](const error_code& ec) {
-        if (ec) {
-          self->Close();
-          return;
-        }
-        self->NewParser();
-        self->DoRead();
-      });
+      tls->async_handshake(ssl::stream_base::server,
+                           [self = shared_from_this()](const error_code& ec) {
+                             if (ec) {
+                               self->Close();
+                               return;
+                             }
+                             self->NewParser();
+                             self->DoRead();
+                           });
     } else {
       NewParser();
       DoRead();
@@ -206,13 +239,17 @@ struct ServerConnection : std::enable_shared_from_this<ServerConnection> {
   void DoRead() {
     if (reading || closed) return;
     if (rlen == rbuf.size()) {
-      if (rbuf.size() >= impl->options.max_request_bytes + 64 * 1024) return;  // wait until idle
+      if (rbuf.size() >= impl->options.max_request_bytes + 64 * 1024)
+        return;  // wait until idle
       rbuf.resize(rbuf.size() * 2);
     }
     reading = true;
     WithStream([this](auto& stream) {
-      stream.async_read_some(asio::buffer(rbuf.data() + rlen, rbuf.size() - rlen),
-                             [self = shared_from_this()](const error_code& ec, size_t n) { self->OnRead(ec, n); });
+      stream.async_read_some(
+          asio::buffer(rbuf.data() + rlen, rbuf.size() - rlen),
+          [self = shared_from_this()](const error_code& ec, size_t n) {
+            self->OnRead(ec, n);
+          });
     });
   }
 
@@ -243,16 +280,19 @@ struct ServerConnection : std::enable_shared_from_this<ServerConnection> {
         int status = 400;
         std::vector<Header> headers;
         if (impl->options.on_parse_error) {
-          const bool too_large = pec == bhttp::error::body_limit || pec == bhttp::error::header_limit;
+          const bool too_large = pec == bhttp::error::body_limit ||
+                                 pec == bhttp::error::header_limit;
           body.clear();
-          impl->options.on_parse_error(too_large, pec.message(), &status, &headers, &body);
+          impl->options.on_parse_error(too_large, pec.message(), &status,
+                                       &headers, &body);
         } else {
           headers.push_back({"Content-Type", "text/plain"});
         }
         headers.push_back({"Connection", "close"});
         std::string out;
         AppendHead(out, status, headers);
-        out += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+        out += "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" +
+               body;
         keep_alive = false;
         busy = true;
         ended = true;
@@ -278,9 +318,11 @@ struct ServerConnection : std::enable_shared_from_this<ServerConnection> {
     inflight.swap(pending);
     pending.clear();
     WithStream([this](auto& stream) {
-      asio::async_write(stream, asio::buffer(inflight), [self = shared_from_this()](const error_code& ec, size_t) {
-        self->OnWritten(ec);
-      });
+      asio::async_write(
+          stream, asio::buffer(inflight),
+          [self = shared_from_this()](const error_code& ec, size_t) {
+            self->OnWritten(ec);
+          });
     });
   }
 
@@ -343,13 +385,17 @@ struct ServerConnection : std::enable_shared_from_this<ServerConnection> {
 
 // The ResponseWriter of one request. Holds its connection weakly; every call
 // hops onto the loop thread (inline when already there).
-class Writer final : public ResponseWriter, public std::enable_shared_from_this<Writer> {
+class Writer final : public ResponseWriter,
+                     public std::enable_shared_from_this<Writer> {
  public:
-  Writer(std::weak_ptr<ServerConnection> conn, asio::io_context& io, bool head_only)
+  Writer(std::weak_ptr<ServerConnection> conn, asio::io_context& io,
+         bool head_only)
       : conn_(std::move(conn)), io_(io), head_only_(head_only) {}
 
-  void Respond(int status, std::vector<Header> headers, std::string body) override {
-    Run([status, headers = std::move(headers), body = std::move(body)](ServerConnection& c, Writer& w) mutable {
+  void Respond(int status, std::vector<Header> headers,
+               std::string body) override {
+    Run([status, headers = std::move(headers), body = std::move(body)](
+            ServerConnection& c, Writer& w) mutable {
       if (c.started) return;
       std::string out;
       out.reserve(body.size() + 128);
@@ -367,7 +413,8 @@ class Writer final : public ResponseWriter, public std::enable_shared_from_this<
   }
 
   void BeginStream(int status, std::vector<Header> headers) override {
-    Run([status, headers = std::move(headers)](ServerConnection& c, Writer&) mutable {
+    Run([status, headers = std::move(headers)](ServerConnection& c,
+                                               Writer&) mutable {
       if (c.started) return;
       std::string out;
       AppendHead(out, status, headers);
@@ -384,7 +431,8 @@ class Writer final : public ResponseWriter, public std::enable_shared_from_this<
     Run([data = std::move(data)](ServerConnection& c, Writer&) mutable {
       if (!c.started || c.ended) return;
       char size_line[24];
-      int n = std::snprintf(size_line, sizeof(size_line), "%zx\r\n", data.size());
+      int n =
+          std::snprintf(size_line, sizeof(size_line), "%zx\r\n", data.size());
       std::string out;
       out.reserve(data.size() + static_cast<size_t>(n) + 2);
       out.append(size_line, static_cast<size_t>(n));
@@ -409,10 +457,14 @@ class Writer final : public ResponseWriter, public std::enable_shared_from_this<
     });
   }
 
-  bool peer_closed() const override { return peer_closed_.load(std::memory_order_relaxed); }
+  bool peer_closed() const override {
+    return peer_closed_.load(std::memory_order_relaxed);
+  }
 
   void SetOnPeerClosed(std::function<void()> fn) override {
-    Run([fn = std::move(fn)](ServerConnection&, Writer& w) mutable { w.on_peer_closed_ = std::move(fn); });
+    Run([fn = std::move(fn)](ServerConnection&, Writer& w) mutable {
+      w.on_peer_closed_ = std::move(fn);
+    });
   }
 
   void NotifyPeerClosed() {
@@ -427,11 +479,12 @@ class Writer final : public ResponseWriter, public std::enable_shared_from_this<
  private:
   template <typename F>
   void Run(F&& f) {
-    asio::dispatch(io_, [self = shared_from_this(), f = std::forward<F>(f)]() mutable {
-      auto conn = self->conn_.lock();
-      if (!conn || conn->closed || conn->writer.get() != self.get()) return;
-      f(*conn, *self);
-    });
+    asio::dispatch(
+        io_, [self = shared_from_this(), f = std::forward<F>(f)]() mutable {
+          auto conn = self->conn_.lock();
+          if (!conn || conn->closed || conn->writer.get() != self.get()) return;
+          f(*conn, *self);
+        });
   }
 
   std::weak_ptr<ServerConnection> conn_;
@@ -448,7 +501,8 @@ void ServerConnection::Dispatch() {
   request.remote_address = remote;
   busy = true;
   impl->stats.requests++;
-  writer = std::make_shared<Writer>(weak_from_this(), impl->io, request.method == "HEAD");
+  writer = std::make_shared<Writer>(weak_from_this(), impl->io,
+                                    request.method == "HEAD");
   std::shared_ptr<ResponseWriter> w = writer;
   impl->handler(std::move(request), std::move(w));
 }
@@ -460,7 +514,8 @@ void ServerConnection::PeerGone() {
 }
 
 void Server::Impl::Accept() {
-  acceptor.async_accept([self = shared_from_this()](const error_code& ec, tcp::socket socket) {
+  acceptor.async_accept([self = shared_from_this()](const error_code& ec,
+                                                    tcp::socket socket) {
     if (self->stopped) return;
     if (!ec) {
       self->stats.connections_accepted++;
@@ -474,7 +529,8 @@ void Server::Impl::Accept() {
 }
 
 Server::Server(EventLoop& loop, ServerOptions options, RequestHandler handler)
-    : impl_(std::make_shared<Impl>(loop, std::move(options), std::move(handler))) {}
+    : impl_(std::make_shared<Impl>(loop, std::move(options),
+                                   std::move(handler))) {}
 
 Server::~Server() { Stop(); }
 
@@ -483,23 +539,35 @@ Result<uint16_t> Server::Start() {
   error_code ec;
   if (!s.options.tls_cert_file.empty() || !s.options.tls_key_file.empty()) {
     s.tls_ctx.use_certificate_chain_file(s.options.tls_cert_file, ec);
-    if (ec) return Status::InvalidArgument("TLS certificate " + s.options.tls_cert_file + ": " + ec.message());
-    s.tls_ctx.use_private_key_file(s.options.tls_key_file, ssl::context::pem, ec);
-    if (ec) return Status::InvalidArgument("TLS key " + s.options.tls_key_file + ": " + ec.message());
+    if (ec)
+      return Status::InvalidArgument(
+          "TLS certificate " + s.options.tls_cert_file + ": " + ec.message());
+    s.tls_ctx.use_private_key_file(s.options.tls_key_file, ssl::context::pem,
+                                   ec);
+    if (ec)
+      return Status::InvalidArgument("TLS key " + s.options.tls_key_file +
+                                     ": " + ec.message());
     s.tls = true;
   }
   auto address = asio::ip::make_address(s.options.host, ec);
-  if (ec) return Status::InvalidArgument("bad listen address '" + s.options.host + "'");
+  if (ec)
+    return Status::InvalidArgument("bad listen address '" + s.options.host +
+                                   "'");
   tcp::endpoint endpoint(address, s.options.port);
   s.acceptor.open(endpoint.protocol(), ec);
   if (ec) return Status::IoError("socket: " + ec.message());
   s.acceptor.set_option(asio::socket_base::reuse_address(true), ec);
   if (s.options.reuse_port) {
-    s.acceptor.set_option(asio::detail::socket_option::boolean<SOL_SOCKET, SO_REUSEPORT>(true), ec);
+    s.acceptor.set_option(
+        asio::detail::socket_option::boolean<SOL_SOCKET, SO_REUSEPORT>(true),
+        ec);
     if (ec) return Status::IoError("SO_REUSEPORT: " + ec.message());
   }
   s.acceptor.bind(endpoint, ec);
-  if (ec) return Status::IoError("bind " + s.options.host + ":" + std::to_string(s.options.port) + ": " + ec.message());
+  if (ec)
+    return Status::IoError("bind " + s.options.host + ":" +
+                           std::to_string(s.options.port) + ": " +
+                           ec.message());
   s.acceptor.listen(s.options.backlog, ec);
   if (ec) return Status::IoError("listen: " + ec.message());
   s.port = s.acceptor.local_endpoint().port();

@@ -33,10 +33,10 @@ namespace redline::http {
 
 struct ServerRequest {
   std::string method;
-  std::string target;              // path and query as received
+  std::string target;  // path and query as received
   std::vector<Header> headers;
   std::string body;
-  int64_t t_received_ns = 0;       // NowNs() when the request was fully parsed
+  int64_t t_received_ns = 0;  // NowNs() when the request was fully parsed
   std::string remote_address;
 
   // First header with this name (case-insensitive); empty when absent.
@@ -52,7 +52,8 @@ class ResponseWriter {
   virtual ~ResponseWriter() = default;
 
   // Sends a complete response with Content-Length.
-  virtual void Respond(int status, std::vector<Header> headers, std::string body) = 0;
+  virtual void Respond(int status, std::vector<Header> headers,
+                       std::string body) = 0;
 
   // Sends the status line and headers now (Transfer-Encoding: chunked).
   virtual void BeginStream(int status, std::vector<Header> headers) = 0;
@@ -74,11 +75,12 @@ class ResponseWriter {
   virtual void SetOnPeerClosed(std::function<void()> fn) = 0;
 };
 
-using RequestHandler = std::function<void(ServerRequest&& request, std::shared_ptr<ResponseWriter> writer)>;
+using RequestHandler = std::function<void(
+    ServerRequest&& request, std::shared_ptr<ResponseWriter> writer)>;
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
-  uint16_t port = 0;                // 0: the OS picks a free port
+  uint16_t port = 0;   // 0: the OS picks a free port
   int backlog = 4096;  // capped by net.core.somaxconn
   // SO_REUSEPORT: several Servers (one per thread and loop) may bind the
   // same port; the kernel spreads connections across them.
@@ -92,8 +94,8 @@ struct ServerOptions {
   // header block) exceeds its limit. The callee sets *status (default 400),
   // may add headers and sets *body. Unset: 400 text/plain for every parse
   // error. Runs on the loop thread.
-  std::function<void(bool too_large, std::string_view detail, int* status, std::vector<Header>* headers,
-                     std::string* body)>
+  std::function<void(bool too_large, std::string_view detail, int* status,
+                     std::vector<Header>* headers, std::string* body)>
       on_parse_error;
 };
 

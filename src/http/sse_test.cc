@@ -14,7 +14,8 @@ struct Collected {
   std::vector<std::string> types;
 };
 
-void FeedAll(SseParser& p, const std::vector<std::string>& pieces, Collected& out) {
+void FeedAll(SseParser& p, const std::vector<std::string>& pieces,
+             Collected& out) {
   for (const auto& piece : pieces) {
     p.Feed(piece, [&](const SseEvent& e) {
       if (e.kind == SseEvent::Kind::kComment) {
@@ -43,7 +44,8 @@ TEST(SseParserTest, SplitsEventsAcrossArbitraryPieces) {
 }
 
 TEST(SseParserTest, HandlesCrLfAndCrLineEndings) {
-  for (std::string stream : {std::string("data: x\r\n\r\ndata: y\r\n\r\n"), std::string("data: x\r\rdata: y\r\r")}) {
+  for (std::string stream : {std::string("data: x\r\n\r\ndata: y\r\n\r\n"),
+                             std::string("data: x\r\rdata: y\r\r")}) {
     for (size_t cut = 0; cut <= stream.size(); ++cut) {
       SseParser p;
       Collected c;

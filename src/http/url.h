@@ -15,9 +15,9 @@ namespace redline::http {
 
 // Where connections go: scheme, host and port. Equal origins share a pool.
 struct Origin {
-  bool tls = false;       // https
-  std::string host;       // DNS name or IP literal, without brackets
-  uint16_t port = 0;      // explicit or the scheme's default (80/443)
+  bool tls = false;   // https
+  std::string host;   // DNS name or IP literal, without brackets
+  uint16_t port = 0;  // explicit or the scheme's default (80/443)
 
   // "host:port" as sent in the Host header (port omitted when default).
   std::string HostHeader() const;

@@ -15,9 +15,10 @@ namespace redline::kernels {
 namespace {
 
 struct CpuFeatures {
-  bool avx2 = false;    // AVX2 + FMA + F16C, with OS-saved YMM state
-  bool avx512 = false;  // AVX-512 F/BW/VL/DQ/VNNI + the above, OS-saved ZMM state
-  bool amx = false;     // AMX-TILE + AMX-INT8 + the above, tile state granted
+  bool avx2 = false;  // AVX2 + FMA + F16C, with OS-saved YMM state
+  bool avx512 =
+      false;         // AVX-512 F/BW/VL/DQ/VNNI + the above, OS-saved ZMM state
+  bool amx = false;  // AMX-TILE + AMX-INT8 + the above, tile state granted
 };
 
 uint64_t ReadXcr0() {
@@ -51,18 +52,24 @@ CpuFeatures DetectCpu() {
   const bool amx_int8 = edx & (1u << 25);
   const bool os_tiles = (xcr0 & 0x60000) == 0x60000;
   f.avx2 = os_ymm && avx2 && fma && f16c;
-  f.avx512 = f.avx2 && os_zmm && avx512f && avx512dq && avx512bw && avx512vl && avx512vnni;
-  f.amx = f.avx512 && amx_tile && amx_int8 && os_tiles && amx::RequestTilePermission();
+  f.avx512 = f.avx2 && os_zmm && avx512f && avx512dq && avx512bw && avx512vl &&
+             avx512vnni;
+  f.amx = f.avx512 && amx_tile && amx_int8 && os_tiles &&
+          amx::RequestTilePermission();
   return f;
 }
 
 bool Supported(Isa isa) {
   static const CpuFeatures features = DetectCpu();
   switch (isa) {
-    case Isa::kScalar: return true;
-    case Isa::kAvx2: return features.avx2;
-    case Isa::kAvx512: return features.avx512;
-    case Isa::kAmx: return features.amx;
+    case Isa::kScalar:
+      return true;
+    case Isa::kAvx2:
+      return features.avx2;
+    case Isa::kAvx512:
+      return features.avx512;
+    case Isa::kAmx:
+      return features.amx;
   }
   return false;
 }
@@ -70,10 +77,18 @@ bool Supported(Isa isa) {
 KernelTable MakeTable(Isa isa) {
   KernelTable table;
   switch (isa) {
-    case Isa::kScalar: ref::FillTable(&table); break;
-    case Isa::kAvx2: avx2::FillTable(&table); break;
-    case Isa::kAvx512: avx512::FillTable(&table); break;
-    case Isa::kAmx: amx::FillTable(&table); break;
+    case Isa::kScalar:
+      ref::FillTable(&table);
+      break;
+    case Isa::kAvx2:
+      avx2::FillTable(&table);
+      break;
+    case Isa::kAvx512:
+      avx512::FillTable(&table);
+      break;
+    case Isa::kAmx:
+      amx::FillTable(&table);
+      break;
   }
   return table;
 }
@@ -82,7 +97,8 @@ KernelTable MakeTable(Isa isa) {
 const KernelTable* TableFor(Isa isa) {
   static const KernelTable scalar = MakeTable(Isa::kScalar);
   switch (isa) {
-    case Isa::kScalar: return &scalar;
+    case Isa::kScalar:
+      return &scalar;
     case Isa::kAvx2: {
       static const KernelTable avx2 = MakeTable(Isa::kAvx2);
       return &avx2;
@@ -118,12 +134,13 @@ Isa InitialIsa() {
   for (Isa isa : kAllIsas) {
     if (name != IsaName(isa)) continue;
     if (Supported(isa)) return isa;
-    std::fprintf(stderr, "RL_FORCE_ISA=%s: this CPU cannot run it; using %s\n", env,
-                 IsaName(BestIsa()).data());
+    std::fprintf(stderr, "RL_FORCE_ISA=%s: this CPU cannot run it; using %s\n",
+                 env, IsaName(BestIsa()).data());
     return BestIsa();
   }
-  std::fprintf(stderr, "RL_FORCE_ISA=%s: unknown (scalar|avx2|avx512|amx); using %s\n", env,
-               IsaName(BestIsa()).data());
+  std::fprintf(stderr,
+               "RL_FORCE_ISA=%s: unknown (scalar|avx2|avx512|amx); using %s\n",
+               env, IsaName(BestIsa()).data());
   return BestIsa();
 }
 
@@ -136,10 +153,14 @@ std::atomic<const KernelTable*>& ActivePointer() {
 
 std::string_view IsaName(Isa isa) {
   switch (isa) {
-    case Isa::kScalar: return "scalar";
-    case Isa::kAvx2: return "avx2";
-    case Isa::kAvx512: return "avx512";
-    case Isa::kAmx: return "amx";
+    case Isa::kScalar:
+      return "scalar";
+    case Isa::kAvx2:
+      return "avx2";
+    case Isa::kAvx512:
+      return "avx512";
+    case Isa::kAmx:
+      return "amx";
   }
   return "?";
 }

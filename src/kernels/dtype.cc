@@ -6,11 +6,16 @@ namespace redline::kernels {
 
 std::string_view DTypeName(DType type) {
   switch (type) {
-    case DType::kF32: return "f32";
-    case DType::kF16: return "f16";
-    case DType::kBF16: return "bf16";
-    case DType::kQ8_0: return "q8_0";
-    case DType::kQ4_0: return "q4_0";
+    case DType::kF32:
+      return "f32";
+    case DType::kF16:
+      return "f16";
+    case DType::kBF16:
+      return "bf16";
+    case DType::kQ8_0:
+      return "q8_0";
+    case DType::kQ4_0:
+      return "q4_0";
   }
   return "?";
 }
@@ -22,11 +27,15 @@ int64_t BlockElements(DType type) {
 int64_t RowBytes(DType type, int64_t cols) {
   RL_DCHECK(cols % BlockElements(type) == 0) << "cols=" << cols;
   switch (type) {
-    case DType::kF32: return cols * 4;
+    case DType::kF32:
+      return cols * 4;
     case DType::kF16:
-    case DType::kBF16: return cols * 2;
-    case DType::kQ8_0: return cols / kQkBlock * static_cast<int64_t>(sizeof(BlockQ8_0));
-    case DType::kQ4_0: return cols / kQkBlock * static_cast<int64_t>(sizeof(BlockQ4_0));
+    case DType::kBF16:
+      return cols * 2;
+    case DType::kQ8_0:
+      return cols / kQkBlock * static_cast<int64_t>(sizeof(BlockQ8_0));
+    case DType::kQ4_0:
+      return cols / kQkBlock * static_cast<int64_t>(sizeof(BlockQ4_0));
   }
   return 0;
 }

@@ -2,10 +2,11 @@
 // public API (matmul.h, ops.h), and the argument structs they share.
 //
 // Every ISA translation unit (ref/, x86/*_avx2.cc, x86/*_avx512.cc,
-// x86/matmul_amx.cc) fills a KernelTable; dispatch.cc picks one at start-up. This header holds plain
-// data and declarations only: no intrinsics and no inline functions, because
-// an inline function odr-used in an ISA TU is compiled with that TU's flags
-// and the linker may keep that copy for baseline callers.
+// x86/matmul_amx.cc) fills a KernelTable; dispatch.cc picks one at start-up.
+// This header holds plain data and declarations only: no intrinsics and no
+// inline functions, because an inline function odr-used in an ISA TU is
+// compiled with that TU's flags and the linker may keep that copy for baseline
+// callers.
 #ifndef REDLINE_KERNELS_KERNEL_TABLE_H_
 #define REDLINE_KERNELS_KERNEL_TABLE_H_
 
@@ -25,9 +26,10 @@ namespace redline::kernels {
 // past `cols`.
 struct Q8Activations {
   const int8_t* qs = nullptr;  // [n_tokens, qs_stride]: block b at qs + 32 * b
-  const float* d = nullptr;    // [n_tokens, d_stride]: fp16-rounded block scale, as f32
-  int64_t qs_stride = 0;       // bytes; multiple of 128, >= cols + 64
-  int64_t d_stride = 0;        // floats; multiple of 16, >= cols / 32 + 16
+  const float* d =
+      nullptr;  // [n_tokens, d_stride]: fp16-rounded block scale, as f32
+  int64_t qs_stride = 0;  // bytes; multiple of 128, >= cols + 64
+  int64_t d_stride = 0;   // floats; multiple of 16, >= cols / 32 + 16
 };
 
 // One MatMul call as the row kernels see it: y[t, r] = sum_c w[r, c] x[t, c].
@@ -38,47 +40,52 @@ struct MatMulArgs {
   int64_t cols = 0;
   int64_t n_tokens = 0;
   const float* x = nullptr;  // [n_tokens, cols] f32 (float weight types)
-  Q8Activations xq;          // [n_tokens, cols] as Q8_0 (quantized weight types)
-  float* y = nullptr;        // [n_tokens, y_stride]
-  int64_t y_stride = 0;      // usually rows
+  Q8Activations xq;      // [n_tokens, cols] as Q8_0 (quantized weight types)
+  float* y = nullptr;    // [n_tokens, y_stride]
+  int64_t y_stride = 0;  // usually rows
   // xq again as AMX B tiles, when the table has pack_q8_tiles and
-  // n_tokens > 1 (else null): tile j, block b at xtiles + (j * cols / 32 + b) * 512
-  // holds tokens [16j, 16j + 16) (zeros past n_tokens) as
-  // [k][4t + i] = x[16j + t][32b + 4k + i]; xtile_d likewise [.., 16] scales.
+  // n_tokens > 1 (else null): tile j, block b at xtiles + (j * cols / 32 + b) *
+  // 512 holds tokens [16j, 16j + 16) (zeros past n_tokens) as [k][4t + i] =
+  // x[16j + t][32b + 4k + i]; xtile_d likewise [.., 16] scales.
   const int8_t* xtiles = nullptr;  // [ceil(n_tokens / 16), cols / 32, 8, 64]
   const float* xtile_d = nullptr;  // [ceil(n_tokens / 16), cols / 32, 16]
 };
 
 // Packs token tiles [tile_begin, tile_end) of xq into the MatMulArgs::xtiles
 // layout.
-using PackQ8TilesFn = void (*)(const Q8Activations& xq, int64_t n_tokens, int64_t cols,
-                               int64_t tile_begin, int64_t tile_end, int8_t* tiles, float* tile_d);
+using PackQ8TilesFn = void (*)(const Q8Activations& xq, int64_t n_tokens,
+                               int64_t cols, int64_t tile_begin,
+                               int64_t tile_end, int8_t* tiles, float* tile_d);
 
 // Computes rows [row_begin, row_end) of y for all n_tokens tokens.
-using MatMulRowsFn = void (*)(const MatMulArgs& args, int64_t row_begin, int64_t row_end);
+using MatMulRowsFn = void (*)(const MatMulArgs& args, int64_t row_begin,
+                              int64_t row_end);
 
 // Quantizes one token row x [cols] (cols a multiple of 32) into
 // qs [cols] and d [cols / 32] exactly as the reference does (bit-identical
 // output across ISAs). Does not write the padding.
-using QuantizeQ8Fn = void (*)(const float* x, int64_t cols, int8_t* qs, float* d);
+using QuantizeQ8Fn = void (*)(const float* x, int64_t cols, int8_t* qs,
+                              float* d);
 
 struct KernelTable {
   Isa isa = Isa::kScalar;
   QuantizeQ8Fn quantize_q8 = nullptr;
   PackQ8TilesFn pack_q8_tiles = nullptr;  // null: the row kernels read xq only
-  MatMulRowsFn matmul[5] = {};  // indexed by DType
+  MatMulRowsFn matmul[5] = {};            // indexed by DType
   void (*rms_norm)(const float* x, const float* weight, int64_t n, float eps,
                    float* out) = nullptr;
   void (*softmax)(float* x, int64_t n) = nullptr;
-  void (*silu_mul)(const float* gate, const float* up, int64_t n, float* out) = nullptr;
+  void (*silu_mul)(const float* gate, const float* up, int64_t n,
+                   float* out) = nullptr;
   void (*add)(const float* x, int64_t n, float* y) = nullptr;
-  void (*rope)(float* x, int64_t n_heads, int64_t head_dim, const float* cos_sin,
-               RopeStyle style) = nullptr;
-  void (*attention_head)(const float* q, const float* k, const float* v, int64_t n_kv,
-                         int64_t head_dim, int64_t kv_stride, float scale, float* scores,
-                         float* out) = nullptr;
-  void (*attention_head_f16)(const float* q, const uint16_t* k, const uint16_t* v, int64_t n_kv,
-                             int64_t head_dim, int64_t kv_stride, float scale, float* work,
+  void (*rope)(float* x, int64_t n_heads, int64_t head_dim,
+               const float* cos_sin, RopeStyle style) = nullptr;
+  void (*attention_head)(const float* q, const float* k, const float* v,
+                         int64_t n_kv, int64_t head_dim, int64_t kv_stride,
+                         float scale, float* scores, float* out) = nullptr;
+  void (*attention_head_f16)(const float* q, const uint16_t* k,
+                             const uint16_t* v, int64_t n_kv, int64_t head_dim,
+                             int64_t kv_stride, float scale, float* work,
                              float* out) = nullptr;
 };
 

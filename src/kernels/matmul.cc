@@ -13,7 +13,9 @@ namespace {
 
 constexpr int64_t kScratchAlign = 64;
 
-bool IsQuantized(DType type) { return type == DType::kQ8_0 || type == DType::kQ4_0; }
+bool IsQuantized(DType type) {
+  return type == DType::kQ8_0 || type == DType::kQ4_0;
+}
 
 int64_t RoundUp(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 
@@ -50,32 +52,40 @@ struct ScratchLayout {
         qs_bytes(n_tokens * qs_stride),
         d_bytes(n_tokens * d_stride * static_cast<int64_t>(sizeof(float))),
         tiles_bytes(n_tiles * n_blocks * kQkBlock * kTileTokens),
-        tile_d_bytes(n_tiles * n_blocks * kTileTokens * static_cast<int64_t>(sizeof(float))) {}
+        tile_d_bytes(n_tiles * n_blocks * kTileTokens *
+                     static_cast<int64_t>(sizeof(float))) {}
 
-  int64_t Total() const { return qs_bytes + d_bytes + tiles_bytes + tile_d_bytes; }
+  int64_t Total() const {
+    return qs_bytes + d_bytes + tiles_bytes + tile_d_bytes;
+  }
 };
 
 }  // namespace
 
 size_t MatMulScratchBytes(DType weight_type, int64_t cols, int64_t n_tokens) {
   if (!IsQuantized(weight_type)) return 0;
-  return static_cast<size_t>(kScratchAlign + ScratchLayout(cols, n_tokens).Total());
+  return static_cast<size_t>(kScratchAlign +
+                             ScratchLayout(cols, n_tokens).Total());
 }
 
 namespace {
 
 // Quantizes x into the scratch (and packs AMX tiles when the table wants
 // them); returns the activations as the row kernels see them.
-void PrepareQuantized(const KernelTable& kernels, const float* x, int64_t cols, int64_t n_tokens,
-                      std::span<std::byte> scratch, ThreadPool& pool, MatMulArgs* args) {
+void PrepareQuantized(const KernelTable& kernels, const float* x, int64_t cols,
+                      int64_t n_tokens, std::span<std::byte> scratch,
+                      ThreadPool& pool, MatMulArgs* args) {
   RL_DCHECK(scratch.size() >= MatMulScratchBytes(DType::kQ8_0, cols, n_tokens))
-      << "scratch " << scratch.size() << " < " << MatMulScratchBytes(DType::kQ8_0, cols, n_tokens);
+      << "scratch " << scratch.size() << " < "
+      << MatMulScratchBytes(DType::kQ8_0, cols, n_tokens);
   const auto base = reinterpret_cast<uintptr_t>(scratch.data());
-  const uintptr_t aligned = (base + kScratchAlign - 1) & ~static_cast<uintptr_t>(kScratchAlign - 1);
+  const uintptr_t aligned =
+      (base + kScratchAlign - 1) & ~static_cast<uintptr_t>(kScratchAlign - 1);
   const ScratchLayout layout(cols, n_tokens);
   auto* qs = reinterpret_cast<int8_t*>(aligned);
   auto* d = reinterpret_cast<float*>(qs + layout.qs_bytes);
-  auto* tiles = reinterpret_cast<int8_t*>(qs + layout.qs_bytes + layout.d_bytes);
+  auto* tiles =
+      reinterpret_cast<int8_t*>(qs + layout.qs_bytes + layout.d_bytes);
   auto* tile_d = reinterpret_cast<float*>(tiles + layout.tiles_bytes);
   const Q8Activations xq{qs, d, layout.qs_stride, layout.d_stride};
   const bool pack = kernels.pack_q8_tiles != nullptr && layout.n_tiles > 0;
@@ -91,7 +101,8 @@ void PrepareQuantized(const KernelTable& kernels, const float* x, int64_t cols, 
     }
     if (pack) {
       kernels.pack_q8_tiles(xq, n_tokens, cols, t0 / kTileTokens,
-                            (t1 + kTileTokens - 1) / kTileTokens, tiles, tile_d);
+                            (t1 + kTileTokens - 1) / kTileTokens, tiles,
+                            tile_d);
     }
   };
   if (n_tokens * cols >= kParallelQuantizeMin && n_tokens > 1) {
@@ -112,9 +123,11 @@ int64_t RowUnits(int64_t rows) { return (rows + kRowGrain - 1) / kRowGrain; }
 
 }  // namespace
 
-void MatMulMany(std::span<const WeightView> ws, const float* x, int64_t n_tokens,
-                std::span<float* const> ys, std::span<std::byte> scratch, ThreadPool& pool) {
-  RL_DCHECK(ws.size() == ys.size()) << ws.size() << " weights, " << ys.size() << " outputs";
+void MatMulMany(std::span<const WeightView> ws, const float* x,
+                int64_t n_tokens, std::span<float* const> ys,
+                std::span<std::byte> scratch, ThreadPool& pool) {
+  RL_DCHECK(ws.size() == ys.size())
+      << ws.size() << " weights, " << ys.size() << " outputs";
   RL_DCHECK(n_tokens >= 0);
   if (n_tokens == 0 || ws.empty()) return;
   constexpr size_t kMaxMatrices = 8;
@@ -126,7 +139,8 @@ void MatMulMany(std::span<const WeightView> ws, const float* x, int64_t n_tokens
   int64_t total_units = 0;
   for (size_t i = 0; i < ws.size(); ++i) {
     const WeightView& w = ws[i];
-    RL_DCHECK(w.cols == cols) << "matrix " << i << " has " << w.cols << " cols, not " << cols;
+    RL_DCHECK(w.cols == cols)
+        << "matrix " << i << " has " << w.cols << " cols, not " << cols;
     RL_DCHECK(w.cols % BlockElements(w.type) == 0) << "cols=" << w.cols;
     args[i].type = w.type;
     args[i].w = static_cast<const uint8_t*>(w.data);
@@ -166,7 +180,8 @@ void MatMulMany(std::span<const WeightView> ws, const float* x, int64_t n_tokens
 void MatMul(const WeightView& w, const float* x, int64_t n_tokens, float* y,
             std::span<std::byte> scratch, ThreadPool& pool) {
   float* ys[] = {y};
-  MatMulMany(std::span<const WeightView>(&w, 1), x, n_tokens, ys, scratch, pool);
+  MatMulMany(std::span<const WeightView>(&w, 1), x, n_tokens, ys, scratch,
+             pool);
 }
 
 void DequantizeRow(const WeightView& w, int64_t row, float* out) {
@@ -189,7 +204,8 @@ void DequantizeRow(const WeightView& w, int64_t row, float* out) {
         BlockQ8_0 block;
         std::memcpy(&block, p + b * sizeof(BlockQ8_0), sizeof(block));
         const float scale = Fp16ToFp32(block.d);
-        for (int j = 0; j < kQkBlock; ++j) out[b * kQkBlock + j] = scale * block.qs[j];
+        for (int j = 0; j < kQkBlock; ++j)
+          out[b * kQkBlock + j] = scale * block.qs[j];
       }
       return;
     case DType::kQ4_0:
@@ -200,7 +216,8 @@ void DequantizeRow(const WeightView& w, int64_t row, float* out) {
         float* o = out + b * kQkBlock;
         for (int j = 0; j < kQkBlock / 2; ++j) {
           o[j] = scale * static_cast<float>((block.qs[j] & 15) - 8);
-          o[j + kQkBlock / 2] = scale * static_cast<float>((block.qs[j] >> 4) - 8);
+          o[j + kQkBlock / 2] =
+              scale * static_cast<float>((block.qs[j] >> 4) - 8);
         }
       }
       return;
@@ -217,7 +234,8 @@ void QuantizeRow(DType type, const float* src, int64_t n, void* dst) {
     case DType::kF16:
     case DType::kBF16:
       for (int64_t i = 0; i < n; ++i) {
-        const uint16_t h = type == DType::kF16 ? Fp32ToFp16(src[i]) : Fp32ToBf16(src[i]);
+        const uint16_t h =
+            type == DType::kF16 ? Fp32ToFp16(src[i]) : Fp32ToBf16(src[i]);
         std::memcpy(out + 2 * i, &h, sizeof(h));
       }
       return;
@@ -226,12 +244,14 @@ void QuantizeRow(DType type, const float* src, int64_t n, void* dst) {
       for (int64_t b = 0; b < n / kQkBlock; ++b) {
         const float* x = src + b * kQkBlock;
         float amax = 0.0f;
-        for (int j = 0; j < kQkBlock; ++j) amax = std::max(amax, std::fabs(x[j]));
+        for (int j = 0; j < kQkBlock; ++j)
+          amax = std::max(amax, std::fabs(x[j]));
         const float scale = amax / 127.0f;
         const float inv = scale != 0.0f ? 1.0f / scale : 0.0f;
         BlockQ8_0 block;
         block.d = Fp32ToFp16(scale);
-        for (int j = 0; j < kQkBlock; ++j) block.qs[j] = static_cast<int8_t>(std::roundf(x[j] * inv));
+        for (int j = 0; j < kQkBlock; ++j)
+          block.qs[j] = static_cast<int8_t>(std::roundf(x[j] * inv));
         std::memcpy(out + b * sizeof(BlockQ8_0), &block, sizeof(block));
       }
       return;

@@ -33,8 +33,9 @@ void MatMul(const WeightView& w, const float* x, int64_t n_tokens, float* y,
 // quantization and one thread synchronisation instead of several.
 // scratch: MatMulScratchBytes(kQ8_0, cols, n_tokens) if any ws[i] is
 // quantized. At most 8 matrices.
-void MatMulMany(std::span<const WeightView> ws, const float* x, int64_t n_tokens,
-                std::span<float* const> ys, std::span<std::byte> scratch, ThreadPool& pool);
+void MatMulMany(std::span<const WeightView> ws, const float* x,
+                int64_t n_tokens, std::span<float* const> ys,
+                std::span<std::byte> scratch, ThreadPool& pool);
 
 // out[0, w.cols) = row `row` of w as f32.
 void DequantizeRow(const WeightView& w, int64_t row, float* out);

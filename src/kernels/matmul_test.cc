@@ -36,7 +36,9 @@ namespace {
 // Restores the ISA that was active before the test.
 class ScopedIsa {
  public:
-  explicit ScopedIsa(Isa isa) : saved_(ActiveIsa()) { EXPECT_TRUE(SetActiveIsa(isa)); }
+  explicit ScopedIsa(Isa isa) : saved_(ActiveIsa()) {
+    EXPECT_TRUE(SetActiveIsa(isa));
+  }
   ~ScopedIsa() { SetActiveIsa(saved_); }
   ScopedIsa(const ScopedIsa&) = delete;
   ScopedIsa& operator=(const ScopedIsa&) = delete;
@@ -45,9 +47,12 @@ class ScopedIsa {
   Isa saved_;
 };
 
-bool IsQuantized(DType type) { return type == DType::kQ8_0 || type == DType::kQ4_0; }
+bool IsQuantized(DType type) {
+  return type == DType::kQ8_0 || type == DType::kQ4_0;
+}
 
-std::vector<float> RandomFloats(int64_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+std::vector<float> RandomFloats(int64_t n, uint32_t seed, float lo = -1.0f,
+                                float hi = 1.0f) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> dist(lo, hi);
   std::vector<float> v(static_cast<size_t>(n));
@@ -71,63 +76,78 @@ TestMatrix MakeMatrix(DType type, int64_t rows, int64_t cols, uint32_t seed) {
   TestMatrix m{type, rows, cols, RandomFloats(rows * cols, seed), {}, {}};
   // Vary the row scales so per-block scales differ.
   for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t c = 0; c < cols; ++c) m.original[r * cols + c] *= 0.25f + 0.1f * static_cast<float>(r % 13);
+    for (int64_t c = 0; c < cols; ++c)
+      m.original[r * cols + c] *= 0.25f + 0.1f * static_cast<float>(r % 13);
   }
   const int64_t row_bytes = RowBytes(type, cols);
   m.bytes.resize(static_cast<size_t>(rows * row_bytes));
   m.dequantized.resize(static_cast<size_t>(rows * cols));
   for (int64_t r = 0; r < rows; ++r) {
-    QuantizeRow(type, m.original.data() + r * cols, cols, m.bytes.data() + r * row_bytes);
+    QuantizeRow(type, m.original.data() + r * cols, cols,
+                m.bytes.data() + r * row_bytes);
   }
   const WeightView view = m.View();
-  for (int64_t r = 0; r < rows; ++r) DequantizeRow(view, r, m.dequantized.data() + r * cols);
+  for (int64_t r = 0; r < rows; ++r)
+    DequantizeRow(view, r, m.dequantized.data() + r * cols);
   return m;
 }
 
-std::vector<float> RunMatMul(const TestMatrix& m, const std::vector<float>& x, int64_t n_tokens,
-                             ThreadPool& pool, size_t scratch_offset = 0) {
+std::vector<float> RunMatMul(const TestMatrix& m, const std::vector<float>& x,
+                             int64_t n_tokens, ThreadPool& pool,
+                             size_t scratch_offset = 0) {
   std::vector<float> y(static_cast<size_t>(n_tokens * m.rows), std::nanf(""));
-  std::vector<std::byte> scratch(MatMulScratchBytes(m.type, m.cols, n_tokens) + scratch_offset);
+  std::vector<std::byte> scratch(MatMulScratchBytes(m.type, m.cols, n_tokens) +
+                                 scratch_offset);
   MatMul(m.View(), x.data(), n_tokens, y.data(),
          std::span<std::byte>(scratch).subspan(scratch_offset), pool);
   return y;
 }
 
 // sum_c |w[r, c] * x[t, c]|
-double Magnitude(const std::vector<float>& w, const std::vector<float>& x, int64_t cols,
-                 int64_t r, int64_t t) {
+double Magnitude(const std::vector<float>& w, const std::vector<float>& x,
+                 int64_t cols, int64_t r, int64_t t) {
   double m = 0.0;
-  for (int64_t c = 0; c < cols; ++c) m += std::fabs(static_cast<double>(w[r * cols + c]) * x[t * cols + c]);
+  for (int64_t c = 0; c < cols; ++c)
+    m += std::fabs(static_cast<double>(w[r * cols + c]) * x[t * cols + c]);
   return m;
 }
 
-double Dot(const std::vector<float>& w, const std::vector<float>& x, int64_t cols, int64_t r,
-           int64_t t) {
+double Dot(const std::vector<float>& w, const std::vector<float>& x,
+           int64_t cols, int64_t r, int64_t t) {
   double s = 0.0;
-  for (int64_t c = 0; c < cols; ++c) s += static_cast<double>(w[r * cols + c]) * x[t * cols + c];
+  for (int64_t c = 0; c < cols; ++c)
+    s += static_cast<double>(w[r * cols + c]) * x[t * cols + c];
   return s;
 }
 
 // Bound on |(w . x_quantized) - (w . x)| from rounding x to Q8_0.
-double ActivationRoundingBound(const std::vector<float>& w, const std::vector<float>& x,
-                               int64_t cols, int64_t r, int64_t t) {
+double ActivationRoundingBound(const std::vector<float>& w,
+                               const std::vector<float>& x, int64_t cols,
+                               int64_t r, int64_t t) {
   double bound = 0.0;
   for (int64_t b = 0; b < cols / kQkBlock; ++b) {
     float amax = 0.0f;
-    for (int j = 0; j < kQkBlock; ++j) amax = std::fmax(amax, std::fabs(x[t * cols + b * kQkBlock + j]));
+    for (int j = 0; j < kQkBlock; ++j)
+      amax = std::fmax(amax, std::fabs(x[t * cols + b * kQkBlock + j]));
     const double d = amax / 127.0;
-    for (int j = 0; j < kQkBlock; ++j) bound += std::fabs(w[r * cols + b * kQkBlock + j]) * 0.6 * d;
+    for (int j = 0; j < kQkBlock; ++j)
+      bound += std::fabs(w[r * cols + b * kQkBlock + j]) * 0.6 * d;
   }
   return bound;
 }
 
 double OriginalTolerance(DType type) {
   switch (type) {
-    case DType::kF32: return 1e-5;
-    case DType::kF16: return 1e-3;
-    case DType::kBF16: return 8e-3;
-    case DType::kQ8_0: return 2e-2;
-    case DType::kQ4_0: return 0.2;
+    case DType::kF32:
+      return 1e-5;
+    case DType::kF16:
+      return 1e-3;
+    case DType::kBF16:
+      return 8e-3;
+    case DType::kQ8_0:
+      return 2e-2;
+    case DType::kQ4_0:
+      return 0.2;
   }
   return 0.0;
 }
@@ -137,7 +157,8 @@ using IsaDType = std::tuple<Isa, DType>;
 std::vector<IsaDType> AllIsaDTypes() {
   std::vector<IsaDType> out;
   for (Isa isa : AvailableIsas()) {
-    for (DType type : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0}) {
+    for (DType type :
+         {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0}) {
       out.emplace_back(isa, type);
     }
   }
@@ -163,7 +184,7 @@ struct Shape {
 // groups and odd final pairs (576 = 18 blocks, 1056 = 33). Float types also
 // get column counts that are not multiples of a vector.
 std::vector<Shape> ShapesFor(DType type) {
-  std::vector<Shape> shapes = {{1, 32},   {7, 64},   {33, 96},  {70, 576},
+  std::vector<Shape> shapes = {{1, 32},   {7, 64},    {33, 96},  {70, 576},
                                {45, 896}, {19, 1056}, {5, 4096}, {17, 160}};
   if (!IsQuantized(type)) {
     shapes.insert(shapes.end(), {{5, 33}, {9, 47}, {3, 1}, {4, 100}, {6, 17}});
@@ -192,19 +213,29 @@ TEST_P(MatMulTest, MatchesReferenceAndFloatProduct) {
         for (int64_t r = 0; r < s.rows; ++r) {
           const size_t i = static_cast<size_t>(t * s.rows + r);
           const double mag = Magnitude(m.dequantized, x, s.cols, r, t);
-          const std::string where = "rows=" + std::to_string(s.rows) + " cols=" + std::to_string(s.cols) +
-                                    " n_tokens=" + std::to_string(n_tokens) + " t=" + std::to_string(t) +
+          const std::string where = "rows=" + std::to_string(s.rows) +
+                                    " cols=" + std::to_string(s.cols) +
+                                    " n_tokens=" + std::to_string(n_tokens) +
+                                    " t=" + std::to_string(t) +
                                     " r=" + std::to_string(r);
-          ASSERT_NEAR(actual[i], expected[i], 1e-5 * mag + 1e-30) << "vs ref, " << where;
+          ASSERT_NEAR(actual[i], expected[i], 1e-5 * mag + 1e-30)
+              << "vs ref, " << where;
           if (IsQuantized(type()) && isa() == Isa::kAvx512) {
-            ASSERT_EQ(actual[i], expected[i]) << "AVX-512 sums blocks in the reference's order, " << where;
+            ASSERT_EQ(actual[i], expected[i])
+                << "AVX-512 sums blocks in the reference's order, " << where;
           }
           const double exact = Dot(m.dequantized, x, s.cols, r, t);
           const double act_bound =
-              IsQuantized(type()) ? ActivationRoundingBound(m.dequantized, x, s.cols, r, t) : 0.0;
-          ASSERT_NEAR(actual[i], exact, act_bound + 1e-5 * mag + 1e-30) << "vs float, " << where;
+              IsQuantized(type())
+                  ? ActivationRoundingBound(m.dequantized, x, s.cols, r, t)
+                  : 0.0;
+          ASSERT_NEAR(actual[i], exact, act_bound + 1e-5 * mag + 1e-30)
+              << "vs float, " << where;
           const double original = Dot(m.original, x, s.cols, r, t);
-          ASSERT_NEAR(actual[i], original, OriginalTolerance(type()) * Magnitude(m.original, x, s.cols, r, t) + 1e-30)
+          ASSERT_NEAR(actual[i], original,
+                      OriginalTolerance(type()) *
+                              Magnitude(m.original, x, s.cols, r, t) +
+                          1e-30)
               << "vs original weights, " << where;
         }
       }
@@ -237,10 +268,12 @@ TEST_P(MatMulTest, PrefillRowsMatchDecode) {
   const std::vector<float> x = RandomFloats(n_tokens * m.cols, 10);
   const std::vector<float> y = RunMatMul(m, x, n_tokens, pool);
   for (int64_t t = 0; t < n_tokens; ++t) {
-    const std::vector<float> xt(x.begin() + t * m.cols, x.begin() + (t + 1) * m.cols);
+    const std::vector<float> xt(x.begin() + t * m.cols,
+                                x.begin() + (t + 1) * m.cols);
     const std::vector<float> yt = RunMatMul(m, xt, 1, pool);
     for (int64_t r = 0; r < m.rows; ++r) {
-      ASSERT_NEAR(y[t * m.rows + r], yt[r], 1e-5 * Magnitude(m.dequantized, x, m.cols, r, t) + 1e-30)
+      ASSERT_NEAR(y[t * m.rows + r], yt[r],
+                  1e-5 * Magnitude(m.dequantized, x, m.cols, r, t) + 1e-30)
           << "t=" << t << " r=" << r;
     }
   }
@@ -254,7 +287,9 @@ TEST_P(MatMulTest, UnalignedScratch) {
   const std::vector<float> x = RandomFloats(3 * m.cols, 12);
   const std::vector<float> aligned = RunMatMul(m, x, 3, pool, 0);
   const std::vector<float> unaligned = RunMatMul(m, x, 3, pool, 3);
-  ASSERT_EQ(std::memcmp(aligned.data(), unaligned.data(), aligned.size() * sizeof(float)), 0);
+  ASSERT_EQ(std::memcmp(aligned.data(), unaligned.data(),
+                        aligned.size() * sizeof(float)),
+            0);
 }
 
 // Special inputs: zero blocks (scale 0), a lone large value per block,
@@ -270,7 +305,8 @@ TEST_P(MatMulTest, ZeroAndSpikyBlocks) {
   m.bytes.resize(static_cast<size_t>(rows * RowBytes(type(), cols)));
   m.dequantized.resize(static_cast<size_t>(rows * cols));
   for (int64_t r = 0; r < rows; ++r) {
-    QuantizeRow(type(), w.data() + r * cols, cols, m.bytes.data() + r * RowBytes(type(), cols));
+    QuantizeRow(type(), w.data() + r * cols, cols,
+                m.bytes.data() + r * RowBytes(type(), cols));
     DequantizeRow(m.View(), r, m.dequantized.data() + r * cols);
   }
   for (int64_t n_tokens : {1, 4}) {
@@ -286,7 +322,8 @@ TEST_P(MatMulTest, ZeroAndSpikyBlocks) {
     for (int64_t t = 0; t < n_tokens; ++t) {
       for (int64_t r = 0; r < rows; ++r) {
         const size_t i = static_cast<size_t>(t * rows + r);
-        ASSERT_NEAR(actual[i], expected[i], 1e-5 * Magnitude(m.dequantized, x, cols, r, t) + 1e-30)
+        ASSERT_NEAR(actual[i], expected[i],
+                    1e-5 * Magnitude(m.dequantized, x, cols, r, t) + 1e-30)
             << "t=" << t << " r=" << r;
       }
     }
@@ -299,8 +336,9 @@ TEST_P(MatMulTest, ManyMatchesSeparateCalls) {
   ThreadPool pool(2);
   // Mixed with another type too: quantized types share the Q8 activations.
   const DType other = IsQuantized(type()) ? DType::kQ4_0 : DType::kF16;
-  const std::vector<TestMatrix> ms = {MakeMatrix(type(), 45, 256, 21), MakeMatrix(type(), 16, 256, 22),
-                                      MakeMatrix(other, 7, 256, 23), MakeMatrix(type(), 33, 256, 24)};
+  const std::vector<TestMatrix> ms = {
+      MakeMatrix(type(), 45, 256, 21), MakeMatrix(type(), 16, 256, 22),
+      MakeMatrix(other, 7, 256, 23), MakeMatrix(type(), 33, 256, 24)};
   for (int64_t n_tokens : {1, 5, 17}) {
     const std::vector<float> x = RandomFloats(n_tokens * 256, 25);
     std::vector<WeightView> views;
@@ -311,17 +349,21 @@ TEST_P(MatMulTest, ManyMatchesSeparateCalls) {
     }
     std::vector<float*> y_ptrs;
     for (auto& y : ys) y_ptrs.push_back(y.data());
-    std::vector<std::byte> scratch(MatMulScratchBytes(DType::kQ8_0, 256, n_tokens));
+    std::vector<std::byte> scratch(
+        MatMulScratchBytes(DType::kQ8_0, 256, n_tokens));
     MatMulMany(views, x.data(), n_tokens, y_ptrs, scratch, pool);
     for (size_t i = 0; i < ms.size(); ++i) {
       const std::vector<float> single = RunMatMul(ms[i], x, n_tokens, pool);
-      ASSERT_EQ(std::memcmp(single.data(), ys[i].data(), single.size() * sizeof(float)), 0)
+      ASSERT_EQ(std::memcmp(single.data(), ys[i].data(),
+                            single.size() * sizeof(float)),
+                0)
           << "matrix " << i << " n_tokens=" << n_tokens;
     }
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(AllIsasAndTypes, MatMulTest, testing::ValuesIn(AllIsaDTypes()), ParamName);
+INSTANTIATE_TEST_SUITE_P(AllIsasAndTypes, MatMulTest,
+                         testing::ValuesIn(AllIsaDTypes()), ParamName);
 
 // ---------------------------------------------------------------------------
 // Activation quantizer: every ISA bit-identical to the reference.
@@ -335,7 +377,8 @@ TEST_P(QuantizeActivationsTest, BitIdenticalToReference) {
   const KernelTable& table = ActiveKernels();
   const int64_t cols = 4096;
   std::vector<float> x = RandomFloats(cols, 21, -3.0f, 3.0f);
-  // Exact ties: amax 127 gives d = 1, so x.5 must round half to even (ggml's x86 quantizer).
+  // Exact ties: amax 127 gives d = 1, so x.5 must round half to even (ggml's
+  // x86 quantizer).
   for (int j = 0; j < 32; ++j) x[j] = static_cast<float>(j - 16) + 0.5f;
   x[31] = 127.0f;
   // Just below halves (0.5 - 2^-25 is where "add 0.5 and truncate" fails).
@@ -344,7 +387,7 @@ TEST_P(QuantizeActivationsTest, BitIdenticalToReference) {
   x[2] = std::nextafter(2.5f, 0.0f);
   x[3] = std::nextafter(-7.5f, 0.0f);
   x[4] = 126.5f;
-  for (int j = 32; j < 64; ++j) x[j] = 0.0f;             // zero block
+  for (int j = 32; j < 64; ++j) x[j] = 0.0f;                      // zero block
   for (int j = 64; j < 96; ++j) x[j] = j == 70 ? -1e-20f : 0.0f;  // tiny
   for (int j = 96; j < 128; ++j) x[j] = (j % 2 ? 1.0f : -1.0f) * 3e4f;  // large
   // Blocks 4..67: halves k + 0.5 and their float neighbours, d = 1.
@@ -352,7 +395,8 @@ TEST_P(QuantizeActivationsTest, BitIdenticalToReference) {
     for (int j = 0; j < 31; ++j) {
       const float h = static_cast<float>((b * 31 + j) % 254 - 127) + 0.5f;
       const int which = j % 3;
-      x[b * 32 + j] = which == 0 ? h : std::nextafter(h, which == 1 ? 200.0f : -200.0f);
+      x[b * 32 + j] =
+          which == 0 ? h : std::nextafter(h, which == 1 ? 200.0f : -200.0f);
     }
     x[b * 32 + 31] = b % 2 ? 127.0f : -127.0f;
   }
@@ -363,21 +407,22 @@ TEST_P(QuantizeActivationsTest, BitIdenticalToReference) {
   EXPECT_EQ(q, q_ref);
   EXPECT_EQ(std::memcmp(d.data(), d_ref.data(), d.size() * sizeof(float)), 0);
   // Ties to even, as ggml's x86 quantizer (_mm256_round_ps, nearest).
-  EXPECT_EQ(q_ref[0], 0);     // 0.49999997
-  EXPECT_EQ(q_ref[1], 0);     // -0.49999997
-  EXPECT_EQ(q_ref[2], 2);     // just below 2.5
-  EXPECT_EQ(q_ref[3], -7);    // just above -7.5
-  EXPECT_EQ(q_ref[4], 126);   // 126.5
-  EXPECT_EQ(q_ref[16], 0);    // 0.5
-  EXPECT_EQ(q_ref[18], 2);    // 2.5
-  EXPECT_EQ(q_ref[13], -2);   // -2.5
-  EXPECT_EQ(q_ref[14], -2);   // -1.5
-  EXPECT_EQ(q_ref[15], 0);    // -0.5
+  EXPECT_EQ(q_ref[0], 0);    // 0.49999997
+  EXPECT_EQ(q_ref[1], 0);    // -0.49999997
+  EXPECT_EQ(q_ref[2], 2);    // just below 2.5
+  EXPECT_EQ(q_ref[3], -7);   // just above -7.5
+  EXPECT_EQ(q_ref[4], 126);  // 126.5
+  EXPECT_EQ(q_ref[16], 0);   // 0.5
+  EXPECT_EQ(q_ref[18], 2);   // 2.5
+  EXPECT_EQ(q_ref[13], -2);  // -2.5
+  EXPECT_EQ(q_ref[14], -2);  // -1.5
+  EXPECT_EQ(q_ref[15], 0);   // -0.5
   EXPECT_EQ(d_ref[0], 1.0f);
   EXPECT_EQ(d_ref[1], 0.0f);
 }
 
-INSTANTIATE_TEST_SUITE_P(AllIsas, QuantizeActivationsTest, testing::ValuesIn(AvailableIsas()),
+INSTANTIATE_TEST_SUITE_P(AllIsas, QuantizeActivationsTest,
+                         testing::ValuesIn(AvailableIsas()),
                          [](const testing::TestParamInfo<Isa>& info) {
                            return std::string(IsaName(info.param));
                          });
@@ -388,26 +433,38 @@ INSTANTIATE_TEST_SUITE_P(AllIsas, QuantizeActivationsTest, testing::ValuesIn(Ava
 TEST(QuantizeRowTest, RoundTripErrorBounds) {
   const int64_t n = 4096;
   const std::vector<float> x = RandomFloats(n, 31, -5.0f, 5.0f);
-  for (DType type : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0}) {
+  for (DType type :
+       {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0}) {
     std::vector<uint8_t> bytes(static_cast<size_t>(RowBytes(type, n)));
     QuantizeRow(type, x.data(), n, bytes.data());
     std::vector<float> back(n);
     DequantizeRow(WeightView{type, 1, n, bytes.data()}, 0, back.data());
     for (int64_t b = 0; b < n / 32; ++b) {
       float amax = 0.0f;
-      for (int j = 0; j < 32; ++j) amax = std::fmax(amax, std::fabs(x[b * 32 + j]));
+      for (int j = 0; j < 32; ++j)
+        amax = std::fmax(amax, std::fabs(x[b * 32 + j]));
       for (int j = 0; j < 32; ++j) {
         const int64_t i = b * 32 + j;
         double tol = 0.0;
         switch (type) {
-          case DType::kF32: tol = 0.0; break;
-          case DType::kF16: tol = std::fabs(x[i]) * std::ldexp(1.0, -11); break;
-          case DType::kBF16: tol = std::fabs(x[i]) * std::ldexp(1.0, -8); break;
+          case DType::kF32:
+            tol = 0.0;
+            break;
+          case DType::kF16:
+            tol = std::fabs(x[i]) * std::ldexp(1.0, -11);
+            break;
+          case DType::kBF16:
+            tol = std::fabs(x[i]) * std::ldexp(1.0, -8);
+            break;
           // d/2 from rounding q plus 127 * (fp16 rounding of d).
-          case DType::kQ8_0: tol = 0.6 * amax / 127.0; break;
+          case DType::kQ8_0:
+            tol = 0.6 * amax / 127.0;
+            break;
           // q - 8 in [-8, 7]: values near +amax clamp, error up to d; plus
           // 8 * (fp16 rounding of d).
-          case DType::kQ4_0: tol = 1.01 * amax / 8.0; break;
+          case DType::kQ4_0:
+            tol = 1.01 * amax / 8.0;
+            break;
         }
         ASSERT_NEAR(back[i], x[i], tol) << DTypeName(type) << " i=" << i;
       }
@@ -435,11 +492,11 @@ TEST(QuantizeRowTest, Q4_0KnownBlock) {
   // clamped to 15.
   std::vector<float> x(32, 0.0f);
   x[0] = -8.0f;
-  x[1] = 7.4f;   // 15.9 -> 15
-  x[2] = 0.5f;   // 9.0 -> 9
-  x[3] = -0.5f;  // 8.0 -> 8
-  x[16] = 7.9f;  // 16.4 -> 16 -> clamped 15
-  x[17] = -7.6f; // 0.9 -> 0
+  x[1] = 7.4f;    // 15.9 -> 15
+  x[2] = 0.5f;    // 9.0 -> 9
+  x[3] = -0.5f;   // 8.0 -> 8
+  x[16] = 7.9f;   // 16.4 -> 16 -> clamped 15
+  x[17] = -7.6f;  // 0.9 -> 0
   BlockQ4_0 block;
   QuantizeRow(DType::kQ4_0, x.data(), 32, &block);
   EXPECT_EQ(block.d, Fp32ToFp16(1.0f));

@@ -7,7 +7,8 @@
 
 namespace redline::kernels {
 
-void RmsNorm(const float* x, const float* weight, int64_t n, float eps, float* out) {
+void RmsNorm(const float* x, const float* weight, int64_t n, float eps,
+             float* out) {
   RL_DCHECK(n > 0) << "n=" << n;
   ActiveKernels().rms_norm(x, weight, n, eps, out);
 }
@@ -23,35 +24,42 @@ void SiluMul(const float* gate, const float* up, int64_t n, float* out) {
 
 void Add(const float* x, int64_t n, float* y) { ActiveKernels().add(x, n, y); }
 
-void RopeCosSin(int64_t pos, int64_t n_pairs, float theta_scale, const float* freq_factors,
-                float* cos_sin) {
+void RopeCosSin(int64_t pos, int64_t n_pairs, float theta_scale,
+                const float* freq_factors, float* cos_sin) {
   float theta = static_cast<float>(pos);
   for (int64_t i = 0; i < n_pairs; ++i) {
-    const float angle = freq_factors == nullptr ? theta : theta / freq_factors[i];
+    const float angle =
+        freq_factors == nullptr ? theta : theta / freq_factors[i];
     cos_sin[2 * i] = std::cos(angle);
     cos_sin[2 * i + 1] = std::sin(angle);
     theta *= theta_scale;
   }
 }
 
-void Rope(float* x, int64_t n_heads, int64_t head_dim, const float* cos_sin, RopeStyle style) {
+void Rope(float* x, int64_t n_heads, int64_t head_dim, const float* cos_sin,
+          RopeStyle style) {
   RL_DCHECK(head_dim % 2 == 0) << "head_dim=" << head_dim;
   ActiveKernels().rope(x, n_heads, head_dim, cos_sin, style);
 }
 
 void AttentionHead(const float* q, const float* k, const float* v, int64_t n_kv,
-                   int64_t head_dim, int64_t kv_stride, float scale, float* scores,
-                   float* out) {
+                   int64_t head_dim, int64_t kv_stride, float scale,
+                   float* scores, float* out) {
   RL_DCHECK(n_kv > 0) << "n_kv=" << n_kv;
-  RL_DCHECK(kv_stride >= head_dim) << "kv_stride=" << kv_stride << " head_dim=" << head_dim;
-  ActiveKernels().attention_head(q, k, v, n_kv, head_dim, kv_stride, scale, scores, out);
+  RL_DCHECK(kv_stride >= head_dim)
+      << "kv_stride=" << kv_stride << " head_dim=" << head_dim;
+  ActiveKernels().attention_head(q, k, v, n_kv, head_dim, kv_stride, scale,
+                                 scores, out);
 }
 
-void AttentionHeadF16(const float* q, const uint16_t* k, const uint16_t* v, int64_t n_kv,
-                      int64_t head_dim, int64_t kv_stride, float scale, float* work, float* out) {
+void AttentionHeadF16(const float* q, const uint16_t* k, const uint16_t* v,
+                      int64_t n_kv, int64_t head_dim, int64_t kv_stride,
+                      float scale, float* work, float* out) {
   RL_DCHECK(n_kv > 0) << "n_kv=" << n_kv;
-  RL_DCHECK(kv_stride >= head_dim) << "kv_stride=" << kv_stride << " head_dim=" << head_dim;
-  ActiveKernels().attention_head_f16(q, k, v, n_kv, head_dim, kv_stride, scale, work, out);
+  RL_DCHECK(kv_stride >= head_dim)
+      << "kv_stride=" << kv_stride << " head_dim=" << head_dim;
+  ActiveKernels().attention_head_f16(q, k, v, n_kv, head_dim, kv_stride, scale,
+                                     work, out);
 }
 
 }  // namespace redline::kernels

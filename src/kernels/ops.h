@@ -8,7 +8,8 @@
 namespace redline::kernels {
 
 // out[i] = x[i] / sqrt(mean(x^2) + eps) * weight[i], i < n. out may alias x.
-void RmsNorm(const float* x, const float* weight, int64_t n, float eps, float* out);
+void RmsNorm(const float* x, const float* weight, int64_t n, float eps,
+             float* out);
 
 // In place: x = exp(x - max) / sum(exp(x - max)).
 void Softmax(float* x, int64_t n);
@@ -24,7 +25,8 @@ void Add(const float* x, int64_t n, float* y);
 
 // How pairs of dimensions are rotated.
 enum class RopeStyle {
-  kNorm,  // pairs (2i, 2i+1): llama-family GGUF files (q/k permuted by the converter)
+  kNorm,  // pairs (2i, 2i+1): llama-family GGUF files (q/k permuted by the
+          // converter)
   kNeox,  // pairs (i, i + head_dim/2): qwen2
 };
 
@@ -34,15 +36,16 @@ enum class RopeStyle {
 // freq_factors[i] (rope_freqs; null: 1).
 //   cos_sin: [2 * n_pairs] = cos(angle_0), sin(angle_0), cos(angle_1), ...
 // Scalar (libm sin/cos); not dispatched.
-void RopeCosSin(int64_t pos, int64_t n_pairs, float theta_scale, const float* freq_factors,
-                float* cos_sin);
+void RopeCosSin(int64_t pos, int64_t n_pairs, float theta_scale,
+                const float* freq_factors, float* cos_sin);
 
 // Rotates x [n_heads, head_dim] in place by cos_sin [head_dim] (RopeCosSin
 // with n_pairs = head_dim / 2): pair i becomes
 //   (x0 cos_i - x1 sin_i, x0 sin_i + x1 cos_i),
 // each an fma of the first product with the second product rounded, which is
 // how GCC contracts ggml's rope.
-void Rope(float* x, int64_t n_heads, int64_t head_dim, const float* cos_sin, RopeStyle style);
+void Rope(float* x, int64_t n_heads, int64_t head_dim, const float* cos_sin,
+          RopeStyle style);
 
 // Attention of one query head over n_kv cached positions:
 //   q:   [head_dim]
@@ -50,7 +53,8 @@ void Rope(float* x, int64_t n_heads, int64_t head_dim, const float* cos_sin, Rop
 //   scores: scratch [n_kv]
 //   out: [head_dim] = sum_i softmax(scale * q.k_i)_i * v_i
 void AttentionHead(const float* q, const float* k, const float* v, int64_t n_kv,
-                   int64_t head_dim, int64_t kv_stride, float scale, float* scores, float* out);
+                   int64_t head_dim, int64_t kv_stride, float scale,
+                   float* scores, float* out);
 
 // Attention of one query head over n_kv positions of a binary16 KV cache,
 // with the arithmetic of ggml's CPU flash-attention kernel for F16 caches
@@ -65,8 +69,9 @@ void AttentionHead(const float* q, const float* k, const float* v, int64_t n_kv,
 //   k,v:  n_kv rows of head_dim binary16 values, row i at k + i * kv_stride
 //   work: scratch [2 * head_dim] floats
 //   out:  [head_dim]
-void AttentionHeadF16(const float* q, const uint16_t* k, const uint16_t* v, int64_t n_kv,
-                      int64_t head_dim, int64_t kv_stride, float scale, float* work, float* out);
+void AttentionHeadF16(const float* q, const uint16_t* k, const uint16_t* v,
+                      int64_t n_kv, int64_t head_dim, int64_t kv_stride,
+                      float scale, float* work, float* out);
 
 }  // namespace redline::kernels
 

@@ -27,7 +27,9 @@ namespace {
 
 class ScopedIsa {
  public:
-  explicit ScopedIsa(Isa isa) : saved_(ActiveIsa()) { EXPECT_TRUE(SetActiveIsa(isa)); }
+  explicit ScopedIsa(Isa isa) : saved_(ActiveIsa()) {
+    EXPECT_TRUE(SetActiveIsa(isa));
+  }
   ~ScopedIsa() { SetActiveIsa(saved_); }
   ScopedIsa(const ScopedIsa&) = delete;
   ScopedIsa& operator=(const ScopedIsa&) = delete;
@@ -36,7 +38,8 @@ class ScopedIsa {
   Isa saved_;
 };
 
-std::vector<float> RandomFloats(int64_t n, uint32_t seed, float lo = -1.0f, float hi = 1.0f) {
+std::vector<float> RandomFloats(int64_t n, uint32_t seed, float lo = -1.0f,
+                                float hi = 1.0f) {
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> dist(lo, hi);
   std::vector<float> v(static_cast<size_t>(n));
@@ -68,8 +71,10 @@ TEST_P(OpsTest, RmsNormMatchesReference) {
     for (float v : x) ss += static_cast<double>(v) * v;
     const double inv_rms = 1.0 / std::sqrt(ss / static_cast<double>(n) + 1e-6);
     for (int64_t i = 0; i < n; ++i) {
-      ASSERT_NEAR(actual[i], expected[i], 1e-6 * std::fabs(expected[i]) + 1e-30) << "n=" << n << " i=" << i;
-      ASSERT_NEAR(actual[i], x[i] * inv_rms * w[i], 1e-6 * std::fabs(x[i] * inv_rms * w[i]) + 1e-30);
+      ASSERT_NEAR(actual[i], expected[i], 1e-6 * std::fabs(expected[i]) + 1e-30)
+          << "n=" << n << " i=" << i;
+      ASSERT_NEAR(actual[i], x[i] * inv_rms * w[i],
+                  1e-6 * std::fabs(x[i] * inv_rms * w[i]) + 1e-30);
     }
   }
 }
@@ -90,7 +95,8 @@ TEST_P(OpsTest, SoftmaxMatchesReferenceAndClosedForm) {
     double total = 0.0;
     for (int64_t i = 0; i < n; ++i) {
       const double want = std::exp(static_cast<double>(x[i] - max)) / sum;
-      ASSERT_NEAR(actual[i], want, 2e-6 * want + 1e-37) << "n=" << n << " i=" << i;
+      ASSERT_NEAR(actual[i], want, 2e-6 * want + 1e-37)
+          << "n=" << n << " i=" << i;
       total += actual[i];
     }
     if (n > 3) {
@@ -127,7 +133,8 @@ TEST_P(OpsTest, SiluMulMatchesClosedForm) {
     for (int64_t i = 0; i < n; ++i) {
       const double gi = g[i];
       const double want = gi / (1.0 + std::exp(-gi)) * u[i];
-      ASSERT_NEAR(out[i], want, 2e-6 * std::fabs(want) + 1e-37) << "n=" << n << " g=" << gi;
+      ASSERT_NEAR(out[i], want, 2e-6 * std::fabs(want) + 1e-37)
+          << "n=" << n << " g=" << gi;
     }
     std::vector<float> alias = g;
     SiluMul(alias.data(), u.data(), n, alias.data());
@@ -158,7 +165,8 @@ TEST_P(OpsTest, RopeRotatesTheDocumentedPairs) {
   const float theta_scale = 0.1f;
   const std::vector<float> freq_factors = {1.0f, 2.0f, 4.0f, 8.0f};
   const std::vector<float> x = RandomFloats(n_heads * head_dim, 8);
-  for (const float* factors : {static_cast<const float*>(nullptr), freq_factors.data()}) {
+  for (const float* factors :
+       {static_cast<const float*>(nullptr), freq_factors.data()}) {
     std::vector<float> cos_sin(head_dim);
     RopeCosSin(pos, head_dim / 2, theta_scale, factors, cos_sin.data());
     for (RopeStyle style : {RopeStyle::kNorm, RopeStyle::kNeox}) {
@@ -167,14 +175,17 @@ TEST_P(OpsTest, RopeRotatesTheDocumentedPairs) {
       for (int64_t h = 0; h < n_heads; ++h) {
         for (int64_t i = 0; i < head_dim / 2; ++i) {
           const int64_t a = style == RopeStyle::kNorm ? 2 * i : i;
-          const int64_t b = style == RopeStyle::kNorm ? 2 * i + 1 : i + head_dim / 2;
-          const double angle =
-              pos * std::pow(double(theta_scale), double(i)) / (factors ? factors[i] : 1.0);
+          const int64_t b =
+              style == RopeStyle::kNorm ? 2 * i + 1 : i + head_dim / 2;
+          const double angle = pos * std::pow(double(theta_scale), double(i)) /
+                               (factors ? factors[i] : 1.0);
           EXPECT_NEAR(cos_sin[2 * i], std::cos(angle), 1e-6);
           EXPECT_NEAR(cos_sin[2 * i + 1], std::sin(angle), 1e-6);
           const double x0 = x[h * head_dim + a], x1 = x[h * head_dim + b];
-          EXPECT_NEAR(y[h * head_dim + a], x0 * std::cos(angle) - x1 * std::sin(angle), 1e-6);
-          EXPECT_NEAR(y[h * head_dim + b], x0 * std::sin(angle) + x1 * std::cos(angle), 1e-6);
+          EXPECT_NEAR(y[h * head_dim + a],
+                      x0 * std::cos(angle) - x1 * std::sin(angle), 1e-6);
+          EXPECT_NEAR(y[h * head_dim + b],
+                      x0 * std::sin(angle) + x1 * std::cos(angle), 1e-6);
         }
       }
     }
@@ -189,27 +200,32 @@ TEST_P(OpsTest, RopeRotatesTheDocumentedPairs) {
 TEST_P(OpsTest, AttentionHeadMatchesReference) {
   for (int64_t head_dim : {5, 64, 80, 128}) {
     for (int64_t n_kv : {1, 2, 7, 33, 300}) {
-      const int64_t kv_stride = head_dim * 2 + 3;  // rows interleaved with other heads
+      const int64_t kv_stride =
+          head_dim * 2 + 3;  // rows interleaved with other heads
       const std::vector<float> q = RandomFloats(head_dim, 9, -2.0f, 2.0f);
-      const std::vector<float> k = RandomFloats(n_kv * kv_stride, 10, -2.0f, 2.0f);
-      const std::vector<float> v = RandomFloats(n_kv * kv_stride, 11, -2.0f, 2.0f);
+      const std::vector<float> k =
+          RandomFloats(n_kv * kv_stride, 10, -2.0f, 2.0f);
+      const std::vector<float> v =
+          RandomFloats(n_kv * kv_stride, 11, -2.0f, 2.0f);
       const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
       std::vector<float> scores(n_kv), expected(head_dim), actual(head_dim);
       {
         ScopedIsa s(Isa::kScalar);
-        AttentionHead(q.data(), k.data(), v.data(), n_kv, head_dim, kv_stride, scale, scores.data(),
-                      expected.data());
+        AttentionHead(q.data(), k.data(), v.data(), n_kv, head_dim, kv_stride,
+                      scale, scores.data(), expected.data());
       }
       {
         ScopedIsa s(GetParam());
-        AttentionHead(q.data(), k.data(), v.data(), n_kv, head_dim, kv_stride, scale, scores.data(),
-                      actual.data());
+        AttentionHead(q.data(), k.data(), v.data(), n_kv, head_dim, kv_stride,
+                      scale, scores.data(), actual.data());
       }
       for (int64_t d = 0; d < head_dim; ++d) {
-        ASSERT_NEAR(actual[d], expected[d], 1e-5 * 2.0) << "head_dim=" << head_dim << " n_kv=" << n_kv;
+        ASSERT_NEAR(actual[d], expected[d], 1e-5 * 2.0)
+            << "head_dim=" << head_dim << " n_kv=" << n_kv;
       }
       if (n_kv == 1) {
-        for (int64_t d = 0; d < head_dim; ++d) ASSERT_NEAR(actual[d], v[d], 1e-6);
+        for (int64_t d = 0; d < head_dim; ++d)
+          ASSERT_NEAR(actual[d], v[d], 1e-6);
       }
     }
   }
@@ -224,21 +240,25 @@ std::vector<uint16_t> ToHalf(const std::vector<float>& x) {
 TEST_P(OpsTest, AttentionHeadF16MatchesReferenceAndExactAttention) {
   for (int64_t head_dim : {5, 64, 80, 128}) {
     for (int64_t n_kv : {1, 2, 7, 33, 300}) {
-      const int64_t kv_stride = head_dim * 2 + 3;  // rows interleaved with other heads
+      const int64_t kv_stride =
+          head_dim * 2 + 3;  // rows interleaved with other heads
       const std::vector<float> q = RandomFloats(head_dim, 9, -2.0f, 2.0f);
-      const std::vector<uint16_t> k = ToHalf(RandomFloats(n_kv * kv_stride, 10, -2.0f, 2.0f));
-      const std::vector<uint16_t> v = ToHalf(RandomFloats(n_kv * kv_stride, 11, -2.0f, 2.0f));
+      const std::vector<uint16_t> k =
+          ToHalf(RandomFloats(n_kv * kv_stride, 10, -2.0f, 2.0f));
+      const std::vector<uint16_t> v =
+          ToHalf(RandomFloats(n_kv * kv_stride, 11, -2.0f, 2.0f));
       const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-      std::vector<float> work(2 * head_dim), expected(head_dim), actual(head_dim);
+      std::vector<float> work(2 * head_dim), expected(head_dim),
+          actual(head_dim);
       {
         ScopedIsa s(Isa::kScalar);
-        AttentionHeadF16(q.data(), k.data(), v.data(), n_kv, head_dim, kv_stride, scale, work.data(),
-                         expected.data());
+        AttentionHeadF16(q.data(), k.data(), v.data(), n_kv, head_dim,
+                         kv_stride, scale, work.data(), expected.data());
       }
       {
         ScopedIsa s(GetParam());
-        AttentionHeadF16(q.data(), k.data(), v.data(), n_kv, head_dim, kv_stride, scale, work.data(),
-                         actual.data());
+        AttentionHeadF16(q.data(), k.data(), v.data(), n_kv, head_dim,
+                         kv_stride, scale, work.data(), actual.data());
       }
       // Exact attention in f64 over the binary16 q, k, v.
       std::vector<double> p(n_kv);
@@ -246,7 +266,8 @@ TEST_P(OpsTest, AttentionHeadF16MatchesReferenceAndExactAttention) {
       for (int64_t i = 0; i < n_kv; ++i) {
         double dot = 0;
         for (int64_t d = 0; d < head_dim; ++d) {
-          dot += double(Fp16ToFp32(Fp32ToFp16(q[d]))) * Fp16ToFp32(k[i * kv_stride + d]);
+          dot += double(Fp16ToFp32(Fp32ToFp16(q[d]))) *
+                 Fp16ToFp32(k[i * kv_stride + d]);
         }
         p[i] = dot * scale;
         max = std::max(max, p[i]);
@@ -254,9 +275,12 @@ TEST_P(OpsTest, AttentionHeadF16MatchesReferenceAndExactAttention) {
       for (double& e : p) sum += (e = std::exp(e - max));
       for (int64_t d = 0; d < head_dim; ++d) {
         double exact = 0;
-        for (int64_t i = 0; i < n_kv; ++i) exact += p[i] / sum * Fp16ToFp32(v[i * kv_stride + d]);
-        ASSERT_NEAR(actual[d], expected[d], 2e-3 * 2.0) << "head_dim=" << head_dim << " n_kv=" << n_kv;
-        ASSERT_NEAR(actual[d], exact, 1e-2 * 2.0) << "head_dim=" << head_dim << " n_kv=" << n_kv;
+        for (int64_t i = 0; i < n_kv; ++i)
+          exact += p[i] / sum * Fp16ToFp32(v[i * kv_stride + d]);
+        ASSERT_NEAR(actual[d], expected[d], 2e-3 * 2.0)
+            << "head_dim=" << head_dim << " n_kv=" << n_kv;
+        ASSERT_NEAR(actual[d], exact, 1e-2 * 2.0)
+            << "head_dim=" << head_dim << " n_kv=" << n_kv;
         // One position: the output is that position's value, exactly.
         if (n_kv == 1) {
           ASSERT_EQ(actual[d], Fp16ToFp32(v[d]));

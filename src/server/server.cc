@@ -254,7 +254,8 @@ void InferenceServer::Impl::LoaderMain() {
   eo.max_waiting_requests = config.max_queued_requests;
   eo.max_waiting_prompt_tokens = config.max_queued_tokens;
   eo.prefix_cache = !config.no_prefix_cache;
-  eo.kv_type = config.kv_type == "f32" ? model::KvType::kF32 : model::KvType::kF16;
+  eo.kv_type =
+      config.kv_type == "f32" ? model::KvType::kF32 : model::KvType::kF16;
   engine = std::make_unique<engine::Engine>(*model, *pool, eo);
   engine_for_stats.store(engine.get());
   RL_LOG(

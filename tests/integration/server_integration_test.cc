@@ -756,7 +756,9 @@ TEST_F(ServerTest, ReadyzGoes503To200WhileStartupProgressRises) {
   ASSERT_TRUE(ready);
   // /startupz was read just before /readyz turned 200: read the final value.
   {
-    const double p = J(Http(port_, "GET", "/startupz").body).at("progress").to_number<double>();
+    const double p = J(Http(port_, "GET", "/startupz").body)
+                         .at("progress")
+                         .to_number<double>();
     if (p != progress.back()) progress.push_back(p);
   }
   EXPECT_TRUE(saw_not_ready);

@@ -22,11 +22,15 @@ Result<FakePlan> FakePlan::Parse(std::string_view text, const FakePlan& base) {
   while (!text.empty()) {
     size_t semi = text.find(';');
     std::string_view item = Trim(text.substr(0, semi));
-    text = semi == std::string_view::npos ? std::string_view() : text.substr(semi + 1);
+    text = semi == std::string_view::npos ? std::string_view()
+                                          : text.substr(semi + 1);
     if (item.empty()) continue;
     size_t eq = item.find('=');
-    if (eq == std::string_view::npos) return Status::InvalidArgument("plan item needs key=value: " + std::string(item));
-    std::string_view key = Trim(item.substr(0, eq)), value = Trim(item.substr(eq + 1));
+    if (eq == std::string_view::npos)
+      return Status::InvalidArgument("plan item needs key=value: " +
+                                     std::string(item));
+    std::string_view key = Trim(item.substr(0, eq)),
+                     value = Trim(item.substr(eq + 1));
     auto dur = [&](int64_t* out) -> Status {
       RL_ASSIGN_OR_RETURN(int64_t ns, ParseDurationNs(value));
       *out = ns / 1000;
@@ -73,7 +77,8 @@ Result<FakePlan> FakePlan::Parse(std::string_view text, const FakePlan& base) {
     } else if (key == "drop") {
       st = flag(&p.drop_before_headers);
     } else {
-      return Status::InvalidArgument("unknown plan key '" + std::string(key) + "'");
+      return Status::InvalidArgument("unknown plan key '" + std::string(key) +
+                                     "'");
     }
     RL_RETURN_IF_ERROR(st);
   }
@@ -81,7 +86,8 @@ Result<FakePlan> FakePlan::Parse(std::string_view text, const FakePlan& base) {
 }
 
 // One streamed response in progress (loop thread only).
-struct FakeOpenAiServer::Stream : std::enable_shared_from_this<FakeOpenAiServer::Stream> {
+struct FakeOpenAiServer::Stream
+    : std::enable_shared_from_this<FakeOpenAiServer::Stream> {
   FakeOpenAiServer* server = nullptr;
   std::shared_ptr<http::ResponseWriter> writer;
   std::unique_ptr<http::Timer> timer;
@@ -90,7 +96,7 @@ struct FakeOpenAiServer::Stream : std::enable_shared_from_this<FakeOpenAiServer:
   api::ResponseIdentity id;
   bool include_usage = false;
   int64_t t0_ns = 0;
-  int next = 0;             // next chunk index
+  int next = 0;  // next chunk index
   int64_t last_write_ns = 0;
   size_t truth = SIZE_MAX;  // index into truths_, SIZE_MAX when not recorded
   int prompt_tokens = 0;
@@ -100,7 +106,9 @@ struct FakeOpenAiServer::Stream : std::enable_shared_from_this<FakeOpenAiServer:
   // The server owns every Stream in progress (streams_); timer callbacks
   // hold weak pointers, so a stopped server leaves no cycles behind.
   void Done() { server->streams_.erase(this); }
-  int64_t ChunkTime(int j) const { return t0_ns + (plan.ttft_us + static_cast<int64_t>(j) * plan.gap_us) * kUs; }
+  int64_t ChunkTime(int j) const {
+    return t0_ns + (plan.ttft_us + static_cast<int64_t>(j) * plan.gap_us) * kUs;
+  }
 
   void Write(std::string data) {
     last_write_ns = http::NowNs();
@@ -126,7 +134,8 @@ struct FakeOpenAiServer::Stream : std::enable_shared_from_this<FakeOpenAiServer:
       return;
     }
     if (next >= total() && total() > 0) {
-      Step();  // the trailer (finish, usage, [DONE]) follows the last chunk at once
+      Step();  // the trailer (finish, usage, [DONE]) follows the last chunk at
+               // once
       return;
     }
     const int64_t due = ChunkTime(next);
@@ -159,9 +168,11 @@ struct FakeOpenAiServer::Stream : std::enable_shared_from_this<FakeOpenAiServer:
       Done();
       return;
     }
-    if (j == plan.stall_after) return;  // keep the connection open, send nothing
+    if (j == plan.stall_after)
+      return;  // keep the connection open, send nothing
     if (j == plan.error_after) {
-      Write(http::SseData(api::BuildErrorBody({"injected failure", "server_error", "500"})));
+      Write(http::SseData(
+          api::BuildErrorBody({"injected failure", "server_error", "500"})));
       writer->End();
       RecordDone(http::NowNs(), 0);
       Done();
@@ -185,7 +196,8 @@ struct FakeOpenAiServer::Stream : std::enable_shared_from_this<FakeOpenAiServer:
       return;
     }
     // After the last chunk: finish, usage, [DONE].
-    const int64_t tokens = static_cast<int64_t>(total()) * plan.tokens_per_chunk;
+    const int64_t tokens =
+        static_cast<int64_t>(total()) * plan.tokens_per_chunk;
     if (!plan.no_finish) {
       api::ChunkFields f;
       f.finish_reason = "stop";
@@ -206,7 +218,8 @@ struct FakeOpenAiServer::Stream : std::enable_shared_from_this<FakeOpenAiServer:
   }
 };
 
-FakeOpenAiServer::FakeOpenAiServer(FakeServerOptions options) : options_(std::move(options)) {}
+FakeOpenAiServer::FakeOpenAiServer(FakeServerOptions options)
+    : options_(std::move(options)) {}
 
 FakeOpenAiServer::~FakeOpenAiServer() { Stop(); }
 
@@ -217,7 +230,10 @@ Result<uint16_t> FakeOpenAiServer::Start(uint16_t port) {
   so.tls_key_file = options_.tls_key_file;
   so.reuse_port = options_.reuse_port;
   server_ = std::make_unique<http::Server>(
-      loop_, so, [this](http::ServerRequest&& r, std::shared_ptr<http::ResponseWriter> w) { Handle(std::move(r), std::move(w)); });
+      loop_, so,
+      [this](http::ServerRequest&& r, std::shared_ptr<http::ResponseWriter> w) {
+        Handle(std::move(r), std::move(w));
+      });
   RL_ASSIGN_OR_RETURN(port_, server_->Start());
   keepalive_ = std::make_unique<http::Timer>(loop_);
   thread_ = std::thread([this] { loop_.Run(); });
@@ -253,20 +269,27 @@ uint64_t FakeOpenAiServer::requests() const {
   return truths_.size();
 }
 
-void FakeOpenAiServer::Handle(http::ServerRequest&& request, std::shared_ptr<http::ResponseWriter> writer) {
+void FakeOpenAiServer::Handle(http::ServerRequest&& request,
+                              std::shared_ptr<http::ResponseWriter> writer) {
   const std::string_view path = request.Path();
   if (request.method == "GET") {
     if (path == "/health" || path == "/readyz" || path == "/v1/models") {
-      writer->Respond(200, {{"Content-Type", "application/json"}}, "{\"status\":\"ok\"}");
+      writer->Respond(200, {{"Content-Type", "application/json"}},
+                      "{\"status\":\"ok\"}");
     } else if (path == "/metrics") {
       const uint64_t n = next_index_;
-      writer->Respond(200, {{"Content-Type", "text/plain; version=0.0.4"}},
-                      fmt::format("# TYPE fake_requests_total counter\nfake_requests_total {}\n"
-                                  "# TYPE fake_queue_depth gauge\nfake_queue_depth{{model=\"fake\"}} {}\n"
-                                  "fake_kv_cache_usage_ratio 0.{}\n",
-                                  n, n % 7, n % 10));
+      writer->Respond(
+          200, {{"Content-Type", "text/plain; version=0.0.4"}},
+          fmt::format(
+              "# TYPE fake_requests_total counter\nfake_requests_total {}\n"
+              "# TYPE fake_queue_depth "
+              "gauge\nfake_queue_depth{{model=\"fake\"}} {}\n"
+              "fake_kv_cache_usage_ratio 0.{}\n",
+              n, n % 7, n % 10));
     } else {
-      writer->Respond(404, {{"Content-Type", "application/json"}}, api::BuildErrorBody({"no route", "invalid_request_error", "404"}));
+      writer->Respond(
+          404, {{"Content-Type", "application/json"}},
+          api::BuildErrorBody({"no route", "invalid_request_error", "404"}));
     }
     return;
   }
@@ -277,7 +300,8 @@ void FakeOpenAiServer::Handle(http::ServerRequest&& request, std::shared_ptr<htt
     auto parsed = FakePlan::Parse(h, options_.default_plan);
     if (!parsed.ok()) {
       writer->Respond(400, {{"Content-Type", "application/json"}},
-                      api::BuildErrorBody({parsed.status().message(), "invalid_request_error", "400"}));
+                      api::BuildErrorBody({parsed.status().message(),
+                                           "invalid_request_error", "400"}));
       return;
     }
     plan = *parsed;
@@ -285,16 +309,21 @@ void FakeOpenAiServer::Handle(http::ServerRequest&& request, std::shared_ptr<htt
   if (options_.plan_fn) plan = options_.plan_fn(index, request, plan);
 
   const bool chat = path.find("chat/completions") != std::string_view::npos;
-  const bool completions = !chat && path.find("completions") != std::string_view::npos;
+  const bool completions =
+      !chat && path.find("completions") != std::string_view::npos;
   if (!chat && !completions) {
-    writer->Respond(404, {{"Content-Type", "application/json"}}, api::BuildErrorBody({"no route", "invalid_request_error", "404"}));
+    writer->Respond(
+        404, {{"Content-Type", "application/json"}},
+        api::BuildErrorBody({"no route", "invalid_request_error", "404"}));
     return;
   }
-  const api::ApiKind kind = chat ? api::ApiKind::kChat : api::ApiKind::kCompletions;
+  const api::ApiKind kind =
+      chat ? api::ApiKind::kChat : api::ApiKind::kCompletions;
   auto parsed = api::ParseRequest(request.body, kind);
   if (!parsed.ok()) {
     writer->Respond(400, {{"Content-Type", "application/json"}},
-                    api::BuildErrorBody({parsed.status().message(), "invalid_request_error", "400"}));
+                    api::BuildErrorBody({parsed.status().message(),
+                                         "invalid_request_error", "400"}));
     return;
   }
 
@@ -303,8 +332,8 @@ void FakeOpenAiServer::Handle(http::ServerRequest&& request, std::shared_ptr<htt
   s->writer = writer;
   s->plan = plan;
   s->kind = kind;
-  s->id = {fmt::format("{}-{}", chat ? "chatcmpl" : "cmpl", index), parsed->model.empty() ? "fake" : parsed->model,
-           1700000000};
+  s->id = {fmt::format("{}-{}", chat ? "chatcmpl" : "cmpl", index),
+           parsed->model.empty() ? "fake" : parsed->model, 1700000000};
   s->include_usage = parsed->include_usage;
   s->t0_ns = request.t_received_ns;
   s->last_write_ns = request.t_received_ns;
@@ -334,8 +363,10 @@ void FakeOpenAiServer::Handle(http::ServerRequest&& request, std::shared_ptr<htt
     auto respond = [weak] {
       auto self = weak.lock();
       if (!self) return;
-      self->writer->Respond(self->plan.status, {{"Content-Type", "application/json"}},
-                            api::BuildErrorBody({"injected status", "server_error", std::to_string(self->plan.status)}));
+      self->writer->Respond(
+          self->plan.status, {{"Content-Type", "application/json"}},
+          api::BuildErrorBody({"injected status", "server_error",
+                               std::to_string(self->plan.status)}));
       self->RecordDone(http::NowNs(), 0);
       self->Done();
     };
@@ -355,9 +386,11 @@ void FakeOpenAiServer::Handle(http::ServerRequest&& request, std::shared_ptr<htt
       for (int j = 0; j < n; ++j) content += fmt::format(" w{}", j);
       api::Usage u;
       u.prompt_tokens = self->prompt_tokens;
-      u.completion_tokens = static_cast<int64_t>(n) * self->plan.tokens_per_chunk;
-      self->writer->Respond(200, {{"Content-Type", "application/json"}},
-                            api::BuildResponse(self->kind, self->id, content, "stop", u));
+      u.completion_tokens =
+          static_cast<int64_t>(n) * self->plan.tokens_per_chunk;
+      self->writer->Respond(
+          200, {{"Content-Type", "application/json"}},
+          api::BuildResponse(self->kind, self->id, content, "stop", u));
       self->RecordDone(http::NowNs(), u.completion_tokens);
       self->Done();
     };
@@ -369,7 +402,9 @@ void FakeOpenAiServer::Handle(http::ServerRequest&& request, std::shared_ptr<htt
     }
     return;
   }
-  writer->BeginStream(200, {{"Content-Type", "text/event-stream"}, {"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}});
+  writer->BeginStream(200, {{"Content-Type", "text/event-stream"},
+                            {"Cache-Control", "no-cache"},
+                            {"X-Accel-Buffering", "no"}});
   if (kind == api::ApiKind::kChat) {
     api::ChunkFields role;
     role.role = "assistant";

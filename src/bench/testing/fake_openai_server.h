@@ -35,20 +35,25 @@
 namespace redline::bench::testing {
 
 struct FakePlan {
-  int64_t ttft_us = 0;           // request parsed -> first content/reasoning chunk
-  int64_t gap_us = 0;            // between chunks
-  int tokens = 4;                // content chunks
-  int reasoning = 0;             // reasoning chunks before the content
-  int tokens_per_chunk = 1;      // usage.completion_tokens = (tokens + reasoning) * this
-  int status = 200;              // non-2xx: an OpenAI error body, no stream
-  int disconnect_after = -1;     // >= 0: close the connection after this many chunks
-  int error_after = -1;          // >= 0: send an in-stream error after this many chunks, then end
-  int bad_json_after = -1;       // >= 0: send a malformed chunk after this many chunks
-  int stall_after = -1;          // >= 0: stop sending (keep the connection) after this many chunks
-  bool no_done = false;          // end the stream without data: [DONE]
-  bool no_finish = false;        // no finish_reason chunk
-  bool usage = true;             // honour stream_options.include_usage
-  int64_t ping_us = 0;           // > 0: SSE comment every ping_us while waiting
+  int64_t ttft_us = 0;  // request parsed -> first content/reasoning chunk
+  int64_t gap_us = 0;   // between chunks
+  int tokens = 4;       // content chunks
+  int reasoning = 0;    // reasoning chunks before the content
+  int tokens_per_chunk =
+      1;             // usage.completion_tokens = (tokens + reasoning) * this
+  int status = 200;  // non-2xx: an OpenAI error body, no stream
+  int disconnect_after =
+      -1;  // >= 0: close the connection after this many chunks
+  int error_after =
+      -1;  // >= 0: send an in-stream error after this many chunks, then end
+  int bad_json_after =
+      -1;  // >= 0: send a malformed chunk after this many chunks
+  int stall_after =
+      -1;  // >= 0: stop sending (keep the connection) after this many chunks
+  bool no_done = false;    // end the stream without data: [DONE]
+  bool no_finish = false;  // no finish_reason chunk
+  bool usage = true;       // honour stream_options.include_usage
+  int64_t ping_us = 0;     // > 0: SSE comment every ping_us while waiting
   bool drop_before_headers = false;  // close the connection without answering
 
   // Parses "ttft=120ms;gap=20ms;tokens=16;status=503;no_done=1" (durations
@@ -59,8 +64,9 @@ struct FakePlan {
 struct FakeTruth {
   uint64_t index = 0;
   int64_t t_received_ns = 0;
-  std::vector<int64_t> chunk_write_ns;  // content and reasoning chunks, in order
-  int64_t t_done_ns = 0;                // [DONE] (or the full body) written
+  std::vector<int64_t>
+      chunk_write_ns;     // content and reasoning chunks, in order
+  int64_t t_done_ns = 0;  // [DONE] (or the full body) written
   int64_t completion_tokens = 0;
   std::string path;
   std::string body;  // the request body
@@ -69,7 +75,9 @@ struct FakeTruth {
 struct FakeServerOptions {
   FakePlan default_plan;
   // Optional per-request plan (after the header): (request index, request).
-  std::function<FakePlan(uint64_t index, const http::ServerRequest& request, const FakePlan& base)> plan_fn;
+  std::function<FakePlan(uint64_t index, const http::ServerRequest& request,
+                         const FakePlan& base)>
+      plan_fn;
   std::string tls_cert_file, tls_key_file;
   bool record_truth = true;
   bool reuse_port = false;  // several servers (threads) on one port
@@ -93,7 +101,8 @@ class FakeOpenAiServer {
 
  private:
   struct Stream;
-  void Handle(http::ServerRequest&& request, std::shared_ptr<http::ResponseWriter> writer);
+  void Handle(http::ServerRequest&& request,
+              std::shared_ptr<http::ResponseWriter> writer);
 
   FakeServerOptions options_;
   http::EventLoop loop_;
@@ -103,7 +112,8 @@ class FakeOpenAiServer {
   mutable std::mutex mu_;
   std::vector<FakeTruth> truths_;
   uint64_t next_index_ = 0;  // loop thread only
-  std::unordered_map<Stream*, std::shared_ptr<Stream>> streams_;  // loop thread only
+  std::unordered_map<Stream*, std::shared_ptr<Stream>>
+      streams_;  // loop thread only
   std::unique_ptr<http::Timer> keepalive_;
 };
 

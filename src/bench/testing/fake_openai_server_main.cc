@@ -1,11 +1,12 @@
 // fake_openai_server: runs the deterministic fake OpenAI server in the
 // foreground (for manual runs and side-by-side load tool comparisons).
-//   fake_openai_server --port 8000 --plan "ttft=100ms;gap=20ms;tokens=32" [--threads 4] [--startup-delay-ms 500]
+//   fake_openai_server --port 8000 --plan "ttft=100ms;gap=20ms;tokens=32"
+//   [--threads 4] [--startup-delay-ms 500]
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <algorithm>
 #include <memory>
 #include <string>
 #include <thread>
@@ -25,22 +26,27 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--port") == 0 && i + 1 < argc) {
       port = static_cast<uint16_t>(std::atoi(argv[++i]));
-    } else if (std::strcmp(argv[i], "--startup-delay-ms") == 0 && i + 1 < argc) {
+    } else if (std::strcmp(argv[i], "--startup-delay-ms") == 0 &&
+               i + 1 < argc) {
       // Simulates a server that loads for a while before it listens.
-      std::this_thread::sleep_for(std::chrono::milliseconds(std::atoi(argv[++i])));
+      std::this_thread::sleep_for(
+          std::chrono::milliseconds(std::atoi(argv[++i])));
     } else if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
       threads = std::max(1, std::atoi(argv[++i]));
     } else if (std::strcmp(argv[i], "--plan") == 0 && i + 1 < argc) {
       plan = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: fake_openai_server [--port N] [--threads N] [--plan 'ttft=100ms;gap=20ms;tokens=32']\n");
+      std::fprintf(stderr,
+                   "usage: fake_openai_server [--port N] [--threads N] [--plan "
+                   "'ttft=100ms;gap=20ms;tokens=32']\n");
       return 2;
     }
   }
   redline::bench::testing::FakeServerOptions options;
   options.record_truth = false;
   if (!plan.empty()) {
-    auto p = redline::bench::testing::FakePlan::Parse(plan, options.default_plan);
+    auto p =
+        redline::bench::testing::FakePlan::Parse(plan, options.default_plan);
     if (!p.ok()) {
       std::fprintf(stderr, "%s\n", p.status().ToString().c_str());
       return 2;
@@ -49,9 +55,11 @@ int main(int argc, char** argv) {
   }
   // One server (loop thread) per --threads, all on the same port.
   options.reuse_port = threads > 1;
-  std::vector<std::unique_ptr<redline::bench::testing::FakeOpenAiServer>> servers;
+  std::vector<std::unique_ptr<redline::bench::testing::FakeOpenAiServer>>
+      servers;
   for (int t = 0; t < threads; ++t) {
-    servers.push_back(std::make_unique<redline::bench::testing::FakeOpenAiServer>(options));
+    servers.push_back(
+        std::make_unique<redline::bench::testing::FakeOpenAiServer>(options));
     auto bound = servers.back()->Start(port);
     if (!bound.ok()) {
       std::fprintf(stderr, "%s\n", bound.status().ToString().c_str());
@@ -59,7 +67,8 @@ int main(int argc, char** argv) {
     }
     port = *bound;
   }
-  std::printf("listening on %s (%d thread%s)\n", servers[0]->BaseUrl().c_str(), threads, threads == 1 ? "" : "s");
+  std::printf("listening on %s (%d thread%s)\n", servers[0]->BaseUrl().c_str(),
+              threads, threads == 1 ? "" : "s");
   std::fflush(stdout);
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);

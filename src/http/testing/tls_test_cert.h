@@ -11,7 +11,8 @@ namespace redline::http::testing {
 
 // Creates `dir`/cert.pem and `dir`/key.pem (EC P-256, valid for one day,
 // subjectAltName DNS:localhost, IP:127.0.0.1).
-Status WriteSelfSignedCert(const std::string& dir, std::string* cert_path, std::string* key_path);
+Status WriteSelfSignedCert(const std::string& dir, std::string* cert_path,
+                           std::string* key_path);
 
 }  // namespace redline::http::testing
 

@@ -88,7 +88,8 @@ int32_t BlockDot(DType type, const uint8_t* block, const int8_t* xq) {
 }
 
 void MatMulQuantRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
-  const int64_t block_bytes = a.type == DType::kQ8_0 ? sizeof(BlockQ8_0) : sizeof(BlockQ4_0);
+  const int64_t block_bytes =
+      a.type == DType::kQ8_0 ? sizeof(BlockQ8_0) : sizeof(BlockQ4_0);
   const int64_t n_blocks = a.cols / kQkBlock;
   for (int64_t r = row_begin; r < row_end; ++r) {
     const uint8_t* row = a.w + r * a.row_bytes;
@@ -99,7 +100,9 @@ void MatMulQuantRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
       for (int64_t b = 0; b < n_blocks; ++b) {
         const uint8_t* block = row + b * block_bytes;
         const float scale = Fp16ToFp32(LoadU16(block)) * xd[b];
-        sum = std::fma(static_cast<float>(BlockDot(a.type, block, xq + b * kQkBlock)), scale, sum);
+        sum = std::fma(
+            static_cast<float>(BlockDot(a.type, block, xq + b * kQkBlock)),
+            scale, sum);
       }
       a.y[t * a.y_stride + r] = sum;
     }
@@ -112,7 +115,8 @@ void FillMatMulTable(KernelTable* table) {
   table->quantize_q8 = &QuantizeQ8Activations;
   table->matmul[static_cast<int>(DType::kF32)] = &MatMulFloatRows<DType::kF32>;
   table->matmul[static_cast<int>(DType::kF16)] = &MatMulFloatRows<DType::kF16>;
-  table->matmul[static_cast<int>(DType::kBF16)] = &MatMulFloatRows<DType::kBF16>;
+  table->matmul[static_cast<int>(DType::kBF16)] =
+      &MatMulFloatRows<DType::kBF16>;
   table->matmul[static_cast<int>(DType::kQ8_0)] = &MatMulQuantRows;
   table->matmul[static_cast<int>(DType::kQ4_0)] = &MatMulQuantRows;
 }

@@ -9,7 +9,8 @@
 namespace redline::kernels::ref {
 namespace {
 
-void RmsNorm(const float* x, const float* weight, int64_t n, float eps, float* out) {
+void RmsNorm(const float* x, const float* weight, int64_t n, float eps,
+             float* out) {
   double sum = 0.0;
   for (int64_t i = 0; i < n; ++i) sum += static_cast<double>(x[i] * x[i]);
   const float mean = static_cast<float>(sum / static_cast<double>(n));
@@ -38,7 +39,8 @@ float SiluExp(float x) {
   const float n = std::fma(x, 0x1.715476p+0f, kShift) - kShift;
   const float b = std::fma(-n, 0x1.7f7d1cp-20f, std::fma(-n, 0x1.62e4p-1f, x));
   const float b2 = b * b;
-  const float high = std::fma(std::fma(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), b2, std::fma(0x1.555e66p-3f, b, 0x1.fffdb6p-2f));
+  const float high = std::fma(std::fma(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), b2,
+                              std::fma(0x1.555e66p-3f, b, 0x1.fffdb6p-2f));
   const float poly = std::fma(high, b2, std::fma(0x1.ffffecp-1f, b, 1.0f));
   if (std::fabs(n) > 192.0f) return n > 0.0f ? INFINITY : 0.0f;
   return std::ldexp(poly, static_cast<int>(n));
@@ -55,7 +57,8 @@ void Add(const float* x, int64_t n, float* y) {
   for (int64_t i = 0; i < n; ++i) y[i] += x[i];
 }
 
-void Rope(float* x, int64_t n_heads, int64_t head_dim, const float* cos_sin, RopeStyle style) {
+void Rope(float* x, int64_t n_heads, int64_t head_dim, const float* cos_sin,
+          RopeStyle style) {
   const int64_t half = head_dim / 2;
   // kNorm rotates (2i, 2i+1); kNeox rotates (i, i + half).
   const int64_t stride = style == RopeStyle::kNorm ? 2 : 1;
@@ -74,8 +77,8 @@ void Rope(float* x, int64_t n_heads, int64_t head_dim, const float* cos_sin, Rop
 }
 
 void AttentionHead(const float* q, const float* k, const float* v, int64_t n_kv,
-                   int64_t head_dim, int64_t kv_stride, float scale, float* scores,
-                   float* out) {
+                   int64_t head_dim, int64_t kv_stride, float scale,
+                   float* scores, float* out) {
   for (int64_t i = 0; i < n_kv; ++i) {
     double dot = 0.0;
     for (int64_t d = 0; d < head_dim; ++d) {
@@ -86,15 +89,17 @@ void AttentionHead(const float* q, const float* k, const float* v, int64_t n_kv,
   Softmax(scores, n_kv);
   for (int64_t d = 0; d < head_dim; ++d) {
     double sum = 0.0;
-    for (int64_t i = 0; i < n_kv; ++i) sum += static_cast<double>(scores[i]) * v[i * kv_stride + d];
+    for (int64_t i = 0; i < n_kv; ++i)
+      sum += static_cast<double>(scores[i]) * v[i * kv_stride + d];
     out[d] = static_cast<float>(sum);
   }
 }
 
 float RoundToHalf(float x) { return Fp16ToFp32(Fp32ToFp16(x)); }
 
-void AttentionHeadF16(const float* q, const uint16_t* k, const uint16_t* v, int64_t n_kv,
-                      int64_t head_dim, int64_t kv_stride, float scale, float* work, float* out) {
+void AttentionHeadF16(const float* q, const uint16_t* k, const uint16_t* v,
+                      int64_t n_kv, int64_t head_dim, int64_t kv_stride,
+                      float scale, float* work, float* out) {
   float* q16 = work;
   float* acc = work + head_dim;  // binary16 values held as f32
   for (int64_t d = 0; d < head_dim; ++d) {
@@ -108,7 +113,8 @@ void AttentionHeadF16(const float* q, const uint16_t* k, const uint16_t* v, int6
     const uint16_t* vi = v + i * kv_stride;
     // Products of two binary16 values are exact in f32.
     double dot = 0.0;
-    for (int64_t d = 0; d < head_dim; ++d) dot += static_cast<double>(q16[d] * Fp16ToFp32(ki[d]));
+    for (int64_t d = 0; d < head_dim; ++d)
+      dot += static_cast<double>(q16[d] * Fp16ToFp32(ki[d]));
     const float s = static_cast<float>(dot) * scale;
     float ms = 1.0f;  // rescales acc and sum when s is a new max
     float vs = 1.0f;  // exp(s - max)
@@ -119,7 +125,8 @@ void AttentionHeadF16(const float* q, const uint16_t* k, const uint16_t* v, int6
     } else {
       vs = std::exp(s - max);
     }
-    for (int64_t d = 0; d < head_dim; ++d) acc[d] = RoundToHalf(std::fma(Fp16ToFp32(vi[d]), vs, acc[d]));
+    for (int64_t d = 0; d < head_dim; ++d)
+      acc[d] = RoundToHalf(std::fma(Fp16ToFp32(vi[d]), vs, acc[d]));
     // ggml's `S = S*ms + vs`, rounded twice (GCC does not contract it there).
     sum = sum * ms + vs;
   }

@@ -93,8 +93,9 @@ inline void CompilerBarrier() { __asm__ volatile("" ::: "memory"); }
 // Activation tiles: tile j, block b holds tokens [16j, 16j + 16) (zeros past
 // n_tokens) as B[k][4t + i] = x[16j + t][32b + 4k + i], 8 rows of 64 bytes,
 // and their 16 scales.
-void PackQ8Tiles(const Q8Activations& xq, int64_t n_tokens, int64_t cols, int64_t tile_begin,
-                 int64_t tile_end, int8_t* tiles, float* tile_d) {
+void PackQ8Tiles(const Q8Activations& xq, int64_t n_tokens, int64_t cols,
+                 int64_t tile_begin, int64_t tile_end, int8_t* tiles,
+                 float* tile_d) {
   const int64_t n_blocks = cols / kQk;
   const __m512i token_offsets = _mm512_mullo_epi32(
       _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
@@ -104,19 +105,22 @@ void PackQ8Tiles(const Q8Activations& xq, int64_t n_tokens, int64_t cols, int64_
       _mm512_set1_epi32(static_cast<int>(xq.d_stride)));
   for (int64_t j = tile_begin; j < tile_end; ++j) {
     const int64_t left = n_tokens - j * kTile;
-    const __mmask16 valid =
-        left >= kTile ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << left) - 1);
+    const __mmask16 valid = left >= kTile
+                                ? static_cast<__mmask16>(0xffff)
+                                : static_cast<__mmask16>((1u << left) - 1);
     const int8_t* x = xq.qs + j * kTile * xq.qs_stride;
     const float* d = xq.d + j * kTile * xq.d_stride;
     for (int64_t b = 0; b < n_blocks; ++b) {
       int8_t* out = tiles + (j * n_blocks + b) * (kQk * kTile);
       for (int k = 0; k < kQk / 4; ++k) {
-        const __m512i v = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), valid, token_offsets,
-                                                      x + b * kQk + 4 * k, 1);
+        const __m512i v =
+            _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), valid,
+                                        token_offsets, x + b * kQk + 4 * k, 1);
         _mm512_store_si512(static_cast<void*>(out + 64 * k), v);
       }
       _mm512_store_ps(tile_d + (j * n_blocks + b) * kTile,
-                      _mm512_mask_i32gather_ps(_mm512_setzero_ps(), valid, d_offsets, d + b, 4));
+                      _mm512_mask_i32gather_ps(_mm512_setzero_ps(), valid,
+                                               d_offsets, d + b, 4));
     }
   }
 }
@@ -124,13 +128,16 @@ void PackQ8Tiles(const Q8Activations& xq, int64_t n_tokens, int64_t cols, int64_
 // d_w of blocks [b0, b0 + nb) for 16 rows starting at `rows`, as
 // dw[b][row] in f32.
 template <int64_t kBlockBytes>
-void LoadRowScales(const uint8_t* rows, int64_t row_bytes, int64_t b0, int64_t nb, float* dw) {
+void LoadRowScales(const uint8_t* rows, int64_t row_bytes, int64_t b0,
+                   int64_t nb, float* dw) {
   const __m512i offsets = _mm512_mullo_epi32(
       _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
       _mm512_set1_epi32(static_cast<int>(row_bytes)));
   for (int64_t b = 0; b < nb; ++b) {
-    const __m512i raw = _mm512_i32gather_epi32(offsets, rows + (b0 + b) * kBlockBytes, 1);
-    _mm512_store_ps(dw + b * kTile, _mm512_cvtph_ps(_mm512_cvtepi32_epi16(raw)));
+    const __m512i raw =
+        _mm512_i32gather_epi32(offsets, rows + (b0 + b) * kBlockBytes, 1);
+    _mm512_store_ps(dw + b * kTile,
+                    _mm512_cvtph_ps(_mm512_cvtepi32_epi16(raw)));
   }
 }
 
@@ -138,8 +145,10 @@ void LoadRowScales(const uint8_t* rows, int64_t row_bytes, int64_t b0, int64_t n
 // A panel, contiguous so each A tile load touches 8 cache lines rather than
 // 16-32 (blocks are 34 or 18 bytes and straddle lines). Q4_0 becomes q - 8.
 template <DType kType>
-void UnpackRows(const uint8_t* rows, int64_t row_bytes, int64_t b0, int64_t nb, int8_t* out) {
-  constexpr int64_t kBlockBytes = kType == DType::kQ8_0 ? kQ8BlockBytes : kQ4BlockBytes;
+void UnpackRows(const uint8_t* rows, int64_t row_bytes, int64_t b0, int64_t nb,
+                int8_t* out) {
+  constexpr int64_t kBlockBytes =
+      kType == DType::kQ8_0 ? kQ8BlockBytes : kQ4BlockBytes;
   const __m256i low4 = _mm256_set1_epi8(0x0f);
   const __m256i eight = _mm256_set1_epi8(8);
   for (int r = 0; r < kTile; ++r) {
@@ -148,10 +157,15 @@ void UnpackRows(const uint8_t* rows, int64_t row_bytes, int64_t b0, int64_t nb, 
     for (int64_t b = 0; b < nb; ++b) {
       __m256i q;
       if constexpr (kType == DType::kQ8_0) {
-        q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + b * kBlockBytes + 2));
+        q = _mm256_loadu_si256(
+            reinterpret_cast<const __m256i*>(row + b * kBlockBytes + 2));
       } else {
-        const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + b * kBlockBytes + 2));
-        q = _mm256_sub_epi8(_mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), low4), eight);
+        const __m128i raw = _mm_loadu_si128(
+            reinterpret_cast<const __m128i*>(row + b * kBlockBytes + 2));
+        q = _mm256_sub_epi8(
+            _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw),
+                             low4),
+            eight);
       }
       _mm256_store_si256(reinterpret_cast<__m256i*>(dst + b * kQk), q);
     }
@@ -159,30 +173,33 @@ void UnpackRows(const uint8_t* rows, int64_t row_bytes, int64_t b0, int64_t nb, 
 }
 
 // acc[r] += f32(C[r]) * d_w[r] * d_x, for the 16 rows of one block.
-inline void ScaleBlock(const int32_t* c, const float* dw, const float* dx, __m512* acc) {
+inline void ScaleBlock(const int32_t* c, const float* dw, const float* dx,
+                       __m512* acc) {
   const __m512 vdx = _mm512_load_ps(dx);
 #pragma GCC unroll 16
   for (int r = 0; r < kTile; ++r) {
     const __m512 scale = _mm512_mul_ps(_mm512_set1_ps(dw[r]), vdx);
-    const __m512 dot = _mm512_cvtepi32_ps(_mm512_load_si512(static_cast<const void*>(c + r * kTile)));
+    const __m512 dot = _mm512_cvtepi32_ps(
+        _mm512_load_si512(static_cast<const void*>(c + r * kTile)));
     acc[r] = _mm512_fmadd_ps(dot, scale, acc[r]);
   }
 }
 
 // One block through the tiles: C = A(block b of the panel) x B(block b of
 // token tile). kC, kA, kB are tile register numbers.
-#define RL_TILE_BLOCK(kC, kA, kB, b)                                  \
-  do {                                                                \
-    _tile_zero(kC);                                                   \
-    _tile_loadd(kA, panel + (b) * kQk, kChunkBlocks * kQk);           \
-    _tile_loadd(kB, btiles + (b) * (kQk * kTile), kTile * 4);         \
-    _tile_dpbssd(kC, kA, kB);                                         \
+#define RL_TILE_BLOCK(kC, kA, kB, b)                          \
+  do {                                                        \
+    _tile_zero(kC);                                           \
+    _tile_loadd(kA, panel + (b)*kQk, kChunkBlocks * kQk);     \
+    _tile_loadd(kB, btiles + (b) * (kQk * kTile), kTile * 4); \
+    _tile_dpbssd(kC, kA, kB);                                 \
   } while (0)
 
 // Rows [r0, r0 + 16) of y for all tokens.
 template <DType kType>
 void RowTile(const MatMulArgs& a, int64_t r0) {
-  constexpr int64_t kBlockBytes = kType == DType::kQ8_0 ? kQ8BlockBytes : kQ4BlockBytes;
+  constexpr int64_t kBlockBytes =
+      kType == DType::kQ8_0 ? kQ8BlockBytes : kQ4BlockBytes;
   const int64_t n_blocks = a.cols / kQk;
   const int64_t n_tiles = (a.n_tokens + kTile - 1) / kTile;
   const uint8_t* rows = a.w + r0 * a.row_bytes;
@@ -192,7 +209,8 @@ void RowTile(const MatMulArgs& a, int64_t r0) {
   alignas(64) float out[kTile * kTile];
 
   for (int64_t b0 = 0; b0 < n_blocks; b0 += kChunkBlocks) {
-    const int64_t nb = n_blocks - b0 < kChunkBlocks ? n_blocks - b0 : kChunkBlocks;
+    const int64_t nb =
+        n_blocks - b0 < kChunkBlocks ? n_blocks - b0 : kChunkBlocks;
     LoadRowScales<kBlockBytes>(rows, a.row_bytes, b0, nb, dw);
     UnpackRows<kType>(rows, a.row_bytes, b0, nb, panel);
     CompilerBarrier();
@@ -212,7 +230,8 @@ void RowTile(const MatMulArgs& a, int64_t r0) {
         _tile_stored(RL_TMM_C1, c[1], kTile * 4);
         _tile_stored(RL_TMM_C2, c[2], kTile * 4);
         _tile_stored(RL_TMM_C3, c[3], kTile * 4);
-        for (int i = 0; i < 4; ++i) ScaleBlock(c[i], dw + (b + i) * kTile, dx + (b + i) * kTile, acc);
+        for (int i = 0; i < 4; ++i)
+          ScaleBlock(c[i], dw + (b + i) * kTile, dx + (b + i) * kTile, acc);
       }
       for (; b < nb; ++b) {
         RL_TILE_BLOCK(RL_TMM_C0, RL_TMM_A0, RL_TMM_B0, b);
@@ -221,7 +240,8 @@ void RowTile(const MatMulArgs& a, int64_t r0) {
       }
       // acc[r] lane t -> y[16j + t, r0 + r]; later chunks add.
       for (int r = 0; r < kTile; ++r) _mm512_store_ps(out + r * kTile, acc[r]);
-      const int64_t n_t = a.n_tokens - j * kTile < kTile ? a.n_tokens - j * kTile : kTile;
+      const int64_t n_t =
+          a.n_tokens - j * kTile < kTile ? a.n_tokens - j * kTile : kTile;
       for (int64_t t = 0; t < n_t; ++t) {
         float* y = a.y + (j * kTile + t) * a.y_stride + r0;
         if (b0 == 0) {
@@ -238,7 +258,8 @@ void RowTile(const MatMulArgs& a, int64_t r0) {
 
 template <DType kType>
 void MatMulRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
-  const MatMulRowsFn vnni = kType == DType::kQ8_0 ? &avx512::MatMulRowsQ8_0 : &avx512::MatMulRowsQ4_0;
+  const MatMulRowsFn vnni =
+      kType == DType::kQ8_0 ? &avx512::MatMulRowsQ8_0 : &avx512::MatMulRowsQ4_0;
   if (a.n_tokens < kMinTokens || a.xtiles == nullptr) {
     vnni(a, row_begin, row_end);
     return;

@@ -62,21 +62,25 @@ void QuantizeQ8(const float* x, int64_t cols, int8_t* qs, float* d) {
       v[j] = _mm256_loadu_ps(x + b * kQk + 8 * j);
       amax = _mm256_max_ps(amax, _mm256_andnot_ps(sign_mask, v[j]));
     }
-    // As ggml's x86 quantizer (see ref/matmul.cc): x * (127 / amax), half to even.
+    // As ggml's x86 quantizer (see ref/matmul.cc): x * (127 / amax), half to
+    // even.
     const float max = HMax(amax);
     const float scale = max / 127.0f;
     const float inv = max != 0.0f ? 127.0f / max : 0.0f;
     const __m256 vinv = _mm256_set1_ps(inv);
     __m256i q[4];
     for (int j = 0; j < 4; ++j) {
-      q[j] = _mm256_cvtps_epi32(_mm256_round_ps(_mm256_mul_ps(v[j], vinv), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+      q[j] = _mm256_cvtps_epi32(
+          _mm256_round_ps(_mm256_mul_ps(v[j], vinv),
+                          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
     }
     // Pack 4 x 8 int32 to 32 int8; packs work per 128-bit lane, so undo the
     // lane interleave with a final permute.
     const __m256i p01 = _mm256_packs_epi32(q[0], q[1]);
     const __m256i p23 = _mm256_packs_epi32(q[2], q[3]);
     const __m256i p = _mm256_packs_epi16(p01, p23);
-    const __m256i ordered = _mm256_permutevar8x32_epi32(p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    const __m256i ordered = _mm256_permutevar8x32_epi32(
+        p, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(qs + b * kQk), ordered);
     d[b] = _cvtsh_ss(_cvtss_sh(scale, _MM_FROUND_TO_NEAREST_INT));
   }
@@ -86,11 +90,14 @@ void QuantizeQ8(const float* x, int64_t cols, int8_t* qs, float* d) {
 // Quantized weights.
 
 // Sum over pairs of u8 x s8 products, widened to 8 lanes of s32.
-inline __m256i MaddPairsToI32(__m256i s16) { return _mm256_madd_epi16(s16, _mm256_set1_epi16(1)); }
+inline __m256i MaddPairsToI32(__m256i s16) {
+  return _mm256_madd_epi16(s16, _mm256_set1_epi16(1));
+}
 
 template <DType kType, int R, int T>
 void QuantTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
-  constexpr int64_t kBlockBytes = kType == DType::kQ8_0 ? kQ8BlockBytes : kQ4BlockBytes;
+  constexpr int64_t kBlockBytes =
+      kType == DType::kQ8_0 ? kQ8BlockBytes : kQ4BlockBytes;
   const int64_t n_blocks = a.cols / kQk;
   const uint8_t* w[R];
   for (int r = 0; r < R; ++r) w[r] = a.w + (r0 + r) * a.row_bytes;
@@ -116,8 +123,10 @@ void QuantTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
       if constexpr (kType == DType::kQ8_0) {
         wq[r] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 2));
       } else {
-        const __m128i raw = _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 2));
-        wq[r] = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw), _mm256_set1_epi8(0x0f));
+        const __m128i raw =
+            _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 2));
+        wq[r] = _mm256_and_si256(_mm256_set_m128i(_mm_srli_epi16(raw, 4), raw),
+                                 _mm256_set1_epi8(0x0f));
       }
     }
     // For Q8_0 keep |w| next to w (w is still needed for the signs).
@@ -128,10 +137,12 @@ void QuantTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
     }
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) {
-      const __m256i xv = _mm256_load_si256(reinterpret_cast<const __m256i*>(xq[t] + b * kQk));
+      const __m256i xv =
+          _mm256_load_si256(reinterpret_cast<const __m256i*>(xq[t] + b * kQk));
       const float dx = xd[t][b];
       __m256i corr = _mm256_setzero_si256();
-      if constexpr (kType == DType::kQ4_0) corr = _mm256_maddubs_epi16(_mm256_set1_epi8(8), xv);
+      if constexpr (kType == DType::kQ4_0)
+        corr = _mm256_maddubs_epi16(_mm256_set1_epi8(8), xv);
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
         __m256i s16;
@@ -148,7 +159,8 @@ void QuantTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 8
-    for (int t = 0; t < T; ++t) a.y[(t0 + t) * a.y_stride + r0 + r] = HSum(acc[r][t]);
+    for (int t = 0; t < T; ++t)
+      a.y[(t0 + t) * a.y_stride + r0 + r] = HSum(acc[r][t]);
   }
 }
 
@@ -160,9 +172,11 @@ inline __m256 LoadWeights8(const uint8_t* p) {
   if constexpr (kType == DType::kF32) {
     return _mm256_loadu_ps(reinterpret_cast<const float*>(p));
   } else if constexpr (kType == DType::kF16) {
-    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    return _mm256_cvtph_ps(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   } else {
-    const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+    const __m256i wide = _mm256_cvtepu16_epi32(
+        _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
     return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
   }
 }
@@ -188,7 +202,8 @@ void FloatTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
     for (int t = 0; t < T; ++t) {
       const __m256 xv = _mm256_loadu_ps(xp[t]);
 #pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) acc[r][t] = _mm256_fmadd_ps(wv[r], xv, acc[r][t]);
+      for (int r = 0; r < R; ++r)
+        acc[r][t] = _mm256_fmadd_ps(wv[r], xv, acc[r][t]);
     }
   };
   int64_t c = 0;
@@ -207,7 +222,8 @@ void FloatTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
     const uint8_t* wp[R];
     const float* xp[T];
     for (int r = 0; r < R; ++r) {
-      std::memcpy(wbuf[r], w[r] + c * kElemBytes, static_cast<size_t>(rem * kElemBytes));
+      std::memcpy(wbuf[r], w[r] + c * kElemBytes,
+                  static_cast<size_t>(rem * kElemBytes));
       wp[r] = wbuf[r];
     }
     for (int t = 0; t < T; ++t) {
@@ -219,7 +235,8 @@ void FloatTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 8
-    for (int t = 0; t < T; ++t) a.y[(t0 + t) * a.y_stride + r0 + r] = HSum(acc[r][t]);
+    for (int t = 0; t < T; ++t)
+      a.y[(t0 + t) * a.y_stride + r0 + r] = HSum(acc[r][t]);
   }
 }
 
@@ -239,10 +256,18 @@ template <DType kType, int R>
 void TileTokens(const MatMulArgs& a, int64_t r0, int64_t t0, int64_t n_tokens) {
   static_assert(kPrefillTokens == 4);
   switch (n_tokens) {
-    case 1: Tile<kType, R, 1>(a, r0, t0); break;
-    case 2: Tile<kType, R, 2>(a, r0, t0); break;
-    case 3: Tile<kType, R, 3>(a, r0, t0); break;
-    default: Tile<kType, R, 4>(a, r0, t0); break;
+    case 1:
+      Tile<kType, R, 1>(a, r0, t0);
+      break;
+    case 2:
+      Tile<kType, R, 2>(a, r0, t0);
+      break;
+    case 3:
+      Tile<kType, R, 3>(a, r0, t0);
+      break;
+    default:
+      Tile<kType, R, 4>(a, r0, t0);
+      break;
   }
 }
 
@@ -250,7 +275,8 @@ template <DType kType>
 void MatMulRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
   if (a.n_tokens == 1) {
     int64_t r = row_begin;
-    for (; r + kDecodeRows <= row_end; r += kDecodeRows) Tile<kType, kDecodeRows, 1>(a, r, 0);
+    for (; r + kDecodeRows <= row_end; r += kDecodeRows)
+      Tile<kType, kDecodeRows, 1>(a, r, 0);
     for (; r < row_end; ++r) Tile<kType, 1, 1>(a, r, 0);
     return;
   }

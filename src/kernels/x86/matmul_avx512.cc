@@ -38,19 +38,24 @@ constexpr int kPrefillTokens = 4;
 inline int64_t Min(int64_t a, int64_t b) { return a < b ? a : b; }
 
 inline __mmask16 FirstLanes16(int64_t n) {
-  return n >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n) - 1);
+  return n >= 16 ? static_cast<__mmask16>(0xffff)
+                 : static_cast<__mmask16>((1u << n) - 1);
 }
 
 // Sums of 4 vectors: lane i of the result is the sum of v[i]'s lanes.
 inline __m128 Reduce4(__m512 v0, __m512 v1, __m512 v2, __m512 v3) {
   // Interleave pairs so each step halves the width and keeps 4 sums apart.
-  const __m512 s01 = _mm512_add_ps(_mm512_unpacklo_ps(v0, v1), _mm512_unpackhi_ps(v0, v1));
-  const __m512 s23 = _mm512_add_ps(_mm512_unpacklo_ps(v2, v3), _mm512_unpackhi_ps(v2, v3));
+  const __m512 s01 =
+      _mm512_add_ps(_mm512_unpacklo_ps(v0, v1), _mm512_unpackhi_ps(v0, v1));
+  const __m512 s23 =
+      _mm512_add_ps(_mm512_unpacklo_ps(v2, v3), _mm512_unpackhi_ps(v2, v3));
   // Per 128-bit chunk: s01 = [a0 a1 a0 a1], s23 = [a2 a3 a2 a3] (partial).
-  const __m512 s = _mm512_add_ps(_mm512_shuffle_ps(s01, s23, _MM_SHUFFLE(1, 0, 1, 0)),
-                                 _mm512_shuffle_ps(s01, s23, _MM_SHUFFLE(3, 2, 3, 2)));
-  const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(s),
-                                 _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s), 1)));
+  const __m512 s =
+      _mm512_add_ps(_mm512_shuffle_ps(s01, s23, _MM_SHUFFLE(1, 0, 1, 0)),
+                    _mm512_shuffle_ps(s01, s23, _MM_SHUFFLE(3, 2, 3, 2)));
+  const __m256 h = _mm256_add_ps(
+      _mm512_castps512_ps256(s),
+      _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s), 1)));
   return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
 }
 
@@ -93,7 +98,7 @@ constexpr MaxIndexTable MakeMaxIndex() {
   for (int level = 0; level < 4; ++level) {
     const int width = 16 >> level;  // lanes per block in the inputs
     const int half = width / 2;
-    const int n_seg = 16 / width;   // blocks per input vector
+    const int n_seg = 16 / width;  // blocks per input vector
     for (int j = 0; j < 16; ++j) {
       const int seg = j / half, off = j % half;
       const int base = seg < n_seg ? seg * width : 16 + (seg - n_seg) * width;
@@ -106,9 +111,12 @@ constexpr MaxIndexTable MakeMaxIndex() {
 constexpr MaxIndexTable kMaxIndex = MakeMaxIndex();
 
 inline __m512 CombineMax(__m512 a, __m512 b, int level) {
-  const __m512i i1 = _mm512_load_si512(static_cast<const void*>(kMaxIndex.first[level]));
-  const __m512i i2 = _mm512_load_si512(static_cast<const void*>(kMaxIndex.second[level]));
-  return _mm512_max_ps(_mm512_permutex2var_ps(a, i1, b), _mm512_permutex2var_ps(a, i2, b));
+  const __m512i i1 =
+      _mm512_load_si512(static_cast<const void*>(kMaxIndex.first[level]));
+  const __m512i i2 =
+      _mm512_load_si512(static_cast<const void*>(kMaxIndex.second[level]));
+  return _mm512_max_ps(_mm512_permutex2var_ps(a, i1, b),
+                       _mm512_permutex2var_ps(a, i2, b));
 }
 
 // Quantizes 16 blocks at a time: the 16 block maxima come out of one
@@ -122,27 +130,38 @@ void QuantizeQ8(const float* x, int64_t cols, int8_t* qs, float* d) {
     __m512 m[16];
     for (int k = 0; k < 16; ++k) {
       const __mmask16 valid = k < nb ? static_cast<__mmask16>(0xffff) : 0;
-      m[k] = _mm512_max_ps(_mm512_abs_ps(_mm512_maskz_loadu_ps(valid, xg + k * kQk)),
-                           _mm512_abs_ps(_mm512_maskz_loadu_ps(valid, xg + k * kQk + 16)));
+      m[k] = _mm512_max_ps(
+          _mm512_abs_ps(_mm512_maskz_loadu_ps(valid, xg + k * kQk)),
+          _mm512_abs_ps(_mm512_maskz_loadu_ps(valid, xg + k * kQk + 16)));
     }
     for (int level = 0, n = 16; n > 1; ++level, n /= 2) {
-      for (int k = 0; k < n / 2; ++k) m[k] = CombineMax(m[2 * k], m[2 * k + 1], level);
+      for (int k = 0; k < n / 2; ++k)
+        m[k] = CombineMax(m[2 * k], m[2 * k + 1], level);
     }
-    // As ggml's x86 quantizer (see ref/matmul.cc): x * (127 / amax), half to even.
+    // As ggml's x86 quantizer (see ref/matmul.cc): x * (127 / amax), half to
+    // even.
     const __m512 scale = _mm512_div_ps(m[0], _mm512_set1_ps(127.0f));
-    const __mmask16 nonzero = _mm512_cmp_ps_mask(m[0], _mm512_setzero_ps(), _CMP_NEQ_UQ);
+    const __mmask16 nonzero =
+        _mm512_cmp_ps_mask(m[0], _mm512_setzero_ps(), _CMP_NEQ_UQ);
     alignas(64) float inv[16];
-    _mm512_store_ps(inv, _mm512_maskz_div_ps(nonzero, _mm512_set1_ps(127.0f), m[0]));
-    _mm512_mask_storeu_ps(d + g, FirstLanes16(nb),
-                          _mm512_cvtph_ps(_mm512_cvtps_ph(scale, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
+    _mm512_store_ps(inv,
+                    _mm512_maskz_div_ps(nonzero, _mm512_set1_ps(127.0f), m[0]));
+    _mm512_mask_storeu_ps(
+        d + g, FirstLanes16(nb),
+        _mm512_cvtph_ps(_mm512_cvtps_ph(
+            scale, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC)));
     for (int64_t k = 0; k < nb; ++k) {
       const __m512 vinv = _mm512_set1_ps(inv[k]);
-      const __m512i q0 = _mm512_cvt_roundps_epi32(_mm512_mul_ps(_mm512_loadu_ps(xg + k * kQk), vinv),
-                                                  _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-      const __m512i q1 = _mm512_cvt_roundps_epi32(_mm512_mul_ps(_mm512_loadu_ps(xg + k * kQk + 16), vinv),
-                                                  _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + (g + k) * kQk), _mm512_cvtepi32_epi8(q0));
-      _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + (g + k) * kQk + 16), _mm512_cvtepi32_epi8(q1));
+      const __m512i q0 = _mm512_cvt_roundps_epi32(
+          _mm512_mul_ps(_mm512_loadu_ps(xg + k * kQk), vinv),
+          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      const __m512i q1 = _mm512_cvt_roundps_epi32(
+          _mm512_mul_ps(_mm512_loadu_ps(xg + k * kQk + 16), vinv),
+          _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + (g + k) * kQk),
+                       _mm512_cvtepi32_epi8(q0));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(qs + (g + k) * kQk + 16),
+                       _mm512_cvtepi32_epi8(q1));
     }
   }
 }
@@ -165,7 +184,8 @@ template <>
 struct QuantTraits<DType::kQ8_0> {
   static constexpr int64_t kBlockBytes = kQ8BlockBytes;
   static constexpr int kUnitBlocks = 2;
-  static constexpr char kOffset = static_cast<char>(128);  // the u8 operand is w + 128
+  static constexpr char kOffset =
+      static_cast<char>(128);  // the u8 operand is w + 128
 };
 template <>
 struct QuantTraits<DType::kQ4_0> {
@@ -184,8 +204,8 @@ inline __m512 LoadBlockScales(const uint8_t* first_block, int64_t n) {
   const __m512i offsets = _mm512_mullo_epi32(
       _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
       _mm512_set1_epi32(static_cast<int>(kBlockBytes)));
-  const __m512i raw = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), FirstLanes16(n), offsets,
-                                                   first_block, 1);
+  const __m512i raw = _mm512_mask_i32gather_epi32(
+      _mm512_setzero_si512(), FirstLanes16(n), offsets, first_block, 1);
   return _mm512_cvtph_ps(_mm512_cvtepi32_epi16(raw));
 }
 
@@ -198,34 +218,47 @@ struct WeightUnit {
 };
 
 inline __m128i LoadQs16(const uint8_t* block, bool present) {
-  return _mm_maskz_loadu_epi8(present ? static_cast<__mmask16>(0xffff) : 0, block + 2);
+  return _mm_maskz_loadu_epi8(present ? static_cast<__mmask16>(0xffff) : 0,
+                              block + 2);
 }
 
 template <DType kType, bool kFull>
 inline WeightUnit LoadWeightUnit(const uint8_t* block, int64_t n) {
   WeightUnit u;
   if constexpr (kType == DType::kQ8_0) {
-    const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 2));
+    const __m256i lo =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 2));
     const __m256i hi =
         kFull || n > 1
-            ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + kQ8BlockBytes + 2))
-            : _mm256_set1_epi8(static_cast<char>(0x80));  // w = 0 after the flip below
-    u.a = _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1),
-                           _mm512_set1_epi8(static_cast<char>(0x80)));
+            ? _mm256_loadu_si256(
+                  reinterpret_cast<const __m256i*>(block + kQ8BlockBytes + 2))
+            : _mm256_set1_epi8(
+                  static_cast<char>(0x80));  // w = 0 after the flip below
+    u.a =
+        _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1),
+                         _mm512_set1_epi8(static_cast<char>(0x80)));
   } else {
     __m256i lo, hi;
     if constexpr (kFull) {
       lo = _mm256_inserti128_si256(
-          _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 2))),
-          _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + kQ4BlockBytes + 2)), 1);
+          _mm256_castsi128_si256(
+              _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 2))),
+          _mm_loadu_si128(
+              reinterpret_cast<const __m128i*>(block + kQ4BlockBytes + 2)),
+          1);
       hi = _mm256_inserti128_si256(
-          _mm256_castsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 2 * kQ4BlockBytes + 2))),
-          _mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 3 * kQ4BlockBytes + 2)), 1);
+          _mm256_castsi128_si256(_mm_loadu_si128(
+              reinterpret_cast<const __m128i*>(block + 2 * kQ4BlockBytes + 2))),
+          _mm_loadu_si128(
+              reinterpret_cast<const __m128i*>(block + 3 * kQ4BlockBytes + 2)),
+          1);
     } else {
-      lo = _mm256_inserti128_si256(_mm256_castsi128_si256(LoadQs16(block, true)),
-                                   LoadQs16(block + kQ4BlockBytes, n > 1), 1);
-      hi = _mm256_inserti128_si256(_mm256_castsi128_si256(LoadQs16(block + 2 * kQ4BlockBytes, n > 2)),
-                                   LoadQs16(block + 3 * kQ4BlockBytes, n > 3), 1);
+      lo =
+          _mm256_inserti128_si256(_mm256_castsi128_si256(LoadQs16(block, true)),
+                                  LoadQs16(block + kQ4BlockBytes, n > 1), 1);
+      hi = _mm256_inserti128_si256(
+          _mm256_castsi128_si256(LoadQs16(block + 2 * kQ4BlockBytes, n > 2)),
+          LoadQs16(block + 3 * kQ4BlockBytes, n > 3), 1);
     }
     const __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
     const __m512i mask = _mm512_set1_epi8(0x0f);
@@ -253,7 +286,8 @@ inline ActivationUnit LoadActivationUnit(const int8_t* x) {
     const __m512i x1 = _mm512_load_si512(static_cast<const void*>(x + 64));
     u.a = _mm512_shuffle_i64x2(x0, x1, 0x88);  // elements 0-15 of b0..b3
     u.b = _mm512_shuffle_i64x2(x0, x1, 0xdd);  // elements 16-31 of b0..b3
-    sum = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(_mm512_setzero_si512(), offset, u.a), offset, u.b);
+    sum = _mm512_dpbusd_epi32(
+        _mm512_dpbusd_epi32(_mm512_setzero_si512(), offset, u.a), offset, u.b);
   } else {
     u.a = x0;
     u.b = _mm512_setzero_si512();
@@ -266,7 +300,8 @@ inline ActivationUnit LoadActivationUnit(const int8_t* x) {
 template <DType kType>
 inline __m512i UnitDot(const WeightUnit& w, const ActivationUnit& x) {
   const __m512i dot = _mm512_dpbusd_epi32(x.corr, w.a, x.a);
-  if constexpr (kType == DType::kQ4_0) return _mm512_dpbusd_epi32(dot, w.b, x.b);
+  if constexpr (kType == DType::kQ4_0)
+    return _mm512_dpbusd_epi32(dot, w.b, x.b);
   return dot;
 }
 
@@ -277,24 +312,32 @@ inline __m512i UnitDot(const WeightUnit& w, const ActivationUnit& x) {
 // Integer sums are exact, so the lane order inside a block does not matter.
 template <int kUnit>
 inline __m512 BlockSums(__m512i v0, __m512i v1, __m512i v2, __m512i v3) {
-  const __m512i s01 = _mm512_add_epi32(_mm512_unpacklo_epi32(v0, v1), _mm512_unpackhi_epi32(v0, v1));
-  const __m512i s23 = _mm512_add_epi32(_mm512_unpacklo_epi32(v2, v3), _mm512_unpackhi_epi32(v2, v3));
+  const __m512i s01 = _mm512_add_epi32(_mm512_unpacklo_epi32(v0, v1),
+                                       _mm512_unpackhi_epi32(v0, v1));
+  const __m512i s23 = _mm512_add_epi32(_mm512_unpacklo_epi32(v2, v3),
+                                       _mm512_unpackhi_epi32(v2, v3));
   const __m512 a = _mm512_castsi512_ps(s01);
   const __m512 b = _mm512_castsi512_ps(s23);
-  __m512i sums = _mm512_add_epi32(_mm512_castps_si512(_mm512_shuffle_ps(a, b, _MM_SHUFFLE(1, 0, 1, 0))),
-                                  _mm512_castps_si512(_mm512_shuffle_ps(a, b, _MM_SHUFFLE(3, 2, 3, 2))));
+  __m512i sums = _mm512_add_epi32(
+      _mm512_castps_si512(_mm512_shuffle_ps(a, b, _MM_SHUFFLE(1, 0, 1, 0))),
+      _mm512_castps_si512(_mm512_shuffle_ps(a, b, _MM_SHUFFLE(3, 2, 3, 2))));
   if constexpr (kUnit == 2) {
-    sums = _mm512_add_epi32(sums, _mm512_shuffle_i32x4(sums, sums, _MM_SHUFFLE(2, 3, 0, 1)));
+    sums = _mm512_add_epi32(
+        sums, _mm512_shuffle_i32x4(sums, sums, _MM_SHUFFLE(2, 3, 0, 1)));
   }
   return _mm512_cvtepi32_ps(sums);
 }
 
 inline __m128 Chunk(__m512 v, int c) {
   switch (c) {
-    case 0: return _mm512_castps512_ps128(v);
-    case 1: return _mm512_extractf32x4_ps(v, 1);
-    case 2: return _mm512_extractf32x4_ps(v, 2);
-    default: return _mm512_extractf32x4_ps(v, 3);
+    case 0:
+      return _mm512_castps512_ps128(v);
+    case 1:
+      return _mm512_extractf32x4_ps(v, 1);
+    case 2:
+      return _mm512_extractf32x4_ps(v, 2);
+    default:
+      return _mm512_extractf32x4_ps(v, 3);
   }
 }
 
@@ -333,17 +376,19 @@ void QuantTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
       __m512 ws[4];
 #pragma GCC unroll 4
       for (int r = 0; r < 4; ++r) {
-        ws[r] = r < R ? LoadBlockScales<kBlockBytes>(w[r] + g * kBlockBytes, nb) : _mm512_setzero_ps();
+        ws[r] = r < R ? LoadBlockScales<kBlockBytes>(w[r] + g * kBlockBytes, nb)
+                      : _mm512_setzero_ps();
       }
       // 4 x 16 -> 16 x 4: per 128-bit chunk c, o[k] = rows of block 4c + k.
       const __m512 t0v = _mm512_unpacklo_ps(ws[0], ws[1]);
       const __m512 t1v = _mm512_unpackhi_ps(ws[0], ws[1]);
       const __m512 t2v = _mm512_unpacklo_ps(ws[2], ws[3]);
       const __m512 t3v = _mm512_unpackhi_ps(ws[2], ws[3]);
-      const __m512 o[4] = {_mm512_shuffle_ps(t0v, t2v, _MM_SHUFFLE(1, 0, 1, 0)),
-                           _mm512_shuffle_ps(t0v, t2v, _MM_SHUFFLE(3, 2, 3, 2)),
-                           _mm512_shuffle_ps(t1v, t3v, _MM_SHUFFLE(1, 0, 1, 0)),
-                           _mm512_shuffle_ps(t1v, t3v, _MM_SHUFFLE(3, 2, 3, 2))};
+      const __m512 o[4] = {
+          _mm512_shuffle_ps(t0v, t2v, _MM_SHUFFLE(1, 0, 1, 0)),
+          _mm512_shuffle_ps(t0v, t2v, _MM_SHUFFLE(3, 2, 3, 2)),
+          _mm512_shuffle_ps(t1v, t3v, _MM_SHUFFLE(1, 0, 1, 0)),
+          _mm512_shuffle_ps(t1v, t3v, _MM_SHUFFLE(3, 2, 3, 2))};
 #pragma GCC unroll 4
       for (int k = 0; k < 4; ++k) {
         for (int c = 0; c < 4; ++c) _mm_store_ps(wd[4 * c + k], Chunk(o[k], c));
@@ -356,17 +401,22 @@ void QuantTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
       const int n_valid = static_cast<int>(Min(kUnit, nb - u * kUnit));
       WeightUnit wu[R];
 #pragma GCC unroll 4
-      for (int r = 0; r < R; ++r) wu[r] = LoadWeightUnit<kType, kFull>(w[r] + b * kBlockBytes, nb - u * kUnit);
+      for (int r = 0; r < R; ++r)
+        wu[r] = LoadWeightUnit<kType, kFull>(w[r] + b * kBlockBytes,
+                                             nb - u * kUnit);
 #pragma GCC unroll 4
       for (int t = 0; t < T; ++t) {
         const ActivationUnit xu = LoadActivationUnit<kType>(xq[t] + b * kQk);
         __m512i dots[4];
 #pragma GCC unroll 4
-        for (int r = 0; r < 4; ++r) dots[r] = r < R ? UnitDot<kType>(wu[r], xu) : _mm512_setzero_si512();
-        const __m512 sums = BlockSums<kUnit>(dots[0], dots[1], dots[2], dots[3]);
+        for (int r = 0; r < 4; ++r)
+          dots[r] = r < R ? UnitDot<kType>(wu[r], xu) : _mm512_setzero_si512();
+        const __m512 sums =
+            BlockSums<kUnit>(dots[0], dots[1], dots[2], dots[3]);
         for (int k = 0; k < n_valid; ++k) {
           const int chunk = kUnit == 2 ? 2 * k : k;
-          const __m128 scale = _mm_mul_ps(_mm_load_ps(wd[u * kUnit + k]), _mm_set1_ps(xd[t][b + k]));
+          const __m128 scale = _mm_mul_ps(_mm_load_ps(wd[u * kUnit + k]),
+                                          _mm_set1_ps(xd[t][b + k]));
           acc[t] = _mm_fmadd_ps(Chunk(sums, chunk), scale, acc[t]);
         }
       }
@@ -378,7 +428,8 @@ void QuantTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
 
   constexpr __mmask8 kRows = static_cast<__mmask8>((1u << R) - 1);
 #pragma GCC unroll 4
-  for (int t = 0; t < T; ++t) _mm_mask_storeu_ps(a.y + (t0 + t) * a.y_stride + r0, kRows, acc[t]);
+  for (int t = 0; t < T; ++t)
+    _mm_mask_storeu_ps(a.y + (t0 + t) * a.y_stride + r0, kRows, acc[t]);
 }
 
 // ---------------------------------------------------------------------------
@@ -409,8 +460,8 @@ constexpr int64_t kFloatStep = kType == DType::kBF16 ? 32 : 16;
 // Columns [c_begin, c_end) only; c_begin a multiple of kFloatStep. With
 // `accumulate`, adds to y (column chunks after the first).
 template <DType kType, int R, int T>
-void FloatTile(const MatMulArgs& a, int64_t r0, int64_t t0, int64_t c_begin, int64_t c_end,
-               bool accumulate) {
+void FloatTile(const MatMulArgs& a, int64_t r0, int64_t t0, int64_t c_begin,
+               int64_t c_end, bool accumulate) {
   constexpr int64_t kStep = kFloatStep<kType>;
   const uint8_t* w[R];
   for (int r = 0; r < R; ++r) w[r] = a.w + (r0 + r) * a.row_bytes;
@@ -422,15 +473,19 @@ void FloatTile(const MatMulArgs& a, int64_t r0, int64_t t0, int64_t c_begin, int
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) acc[r][t] = _mm512_setzero_ps();
   }
-  const __m512i even = _mm512_load_si512(static_cast<const void*>(kBf16Index.even));
-  const __m512i odd = _mm512_load_si512(static_cast<const void*>(kBf16Index.odd));
+  const __m512i even =
+      _mm512_load_si512(static_cast<const void*>(kBf16Index.even));
+  const __m512i odd =
+      _mm512_load_si512(static_cast<const void*>(kBf16Index.odd));
 
   // kMasked handles the last partial step: masked loads read zeros past cols.
   auto step = [&](int64_t c, auto masked) {
     constexpr bool kMasked = decltype(masked)::value;
     const int64_t rem = a.cols - c;
     if constexpr (kType == DType::kBF16) {
-      const __mmask32 wm = kMasked ? static_cast<__mmask32>((uint64_t{1} << rem) - 1) : ~__mmask32{0};
+      const __mmask32 wm =
+          kMasked ? static_cast<__mmask32>((uint64_t{1} << rem) - 1)
+                  : ~__mmask32{0};
       const __mmask16 m0 = FirstLanes16(rem);
       const __mmask16 m1 = FirstLanes16(rem > 16 ? rem - 16 : 0);
       __m512 we[R], wo[R];
@@ -439,13 +494,15 @@ void FloatTile(const MatMulArgs& a, int64_t r0, int64_t t0, int64_t c_begin, int
         const __m512i raw = kMasked ? _mm512_maskz_loadu_epi16(wm, w[r] + 2 * c)
                                     : _mm512_loadu_si512(w[r] + 2 * c);
         we[r] = _mm512_castsi512_ps(_mm512_slli_epi32(raw, 16));
-        wo[r] = _mm512_castsi512_ps(_mm512_and_si512(raw, _mm512_set1_epi32(static_cast<int>(0xffff0000u))));
+        wo[r] = _mm512_castsi512_ps(_mm512_and_si512(
+            raw, _mm512_set1_epi32(static_cast<int>(0xffff0000u))));
       }
 #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) {
-        const __m512 x0 = kMasked ? _mm512_maskz_loadu_ps(m0, x[t] + c) : _mm512_loadu_ps(x[t] + c);
-        const __m512 x1 =
-            kMasked ? _mm512_maskz_loadu_ps(m1, x[t] + c + 16) : _mm512_loadu_ps(x[t] + c + 16);
+        const __m512 x0 = kMasked ? _mm512_maskz_loadu_ps(m0, x[t] + c)
+                                  : _mm512_loadu_ps(x[t] + c);
+        const __m512 x1 = kMasked ? _mm512_maskz_loadu_ps(m1, x[t] + c + 16)
+                                  : _mm512_loadu_ps(x[t] + c + 16);
         const __m512 xe = _mm512_permutex2var_ps(x0, even, x1);
         const __m512 xo = _mm512_permutex2var_ps(x0, odd, x1);
 #pragma GCC unroll 8
@@ -465,14 +522,17 @@ void FloatTile(const MatMulArgs& a, int64_t r0, int64_t t0, int64_t c_begin, int
         } else {
           wv[r] = _mm512_cvtph_ps(
               kMasked ? _mm256_maskz_loadu_epi16(m, w[r] + 2 * c)
-                      : _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w[r] + 2 * c)));
+                      : _mm256_loadu_si256(
+                            reinterpret_cast<const __m256i*>(w[r] + 2 * c)));
         }
       }
 #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) {
-        const __m512 xv = kMasked ? _mm512_maskz_loadu_ps(m, x[t] + c) : _mm512_loadu_ps(x[t] + c);
+        const __m512 xv = kMasked ? _mm512_maskz_loadu_ps(m, x[t] + c)
+                                  : _mm512_loadu_ps(x[t] + c);
 #pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) acc[r][t] = _mm512_fmadd_ps(wv[r], xv, acc[r][t]);
+        for (int r = 0; r < R; ++r)
+          acc[r][t] = _mm512_fmadd_ps(wv[r], xv, acc[r][t]);
       }
     }
   };
@@ -492,23 +552,33 @@ constexpr int64_t kFloatChunkCols = 1024;
 
 // Quantized tiles always take all columns (c_begin = 0, c_end = cols).
 template <DType kType, int R, int T>
-void Tile(const MatMulArgs& a, int64_t r0, int64_t t0, int64_t c_begin = 0, int64_t c_end = -1) {
+void Tile(const MatMulArgs& a, int64_t r0, int64_t t0, int64_t c_begin = 0,
+          int64_t c_end = -1) {
   if constexpr (kType == DType::kQ8_0 || kType == DType::kQ4_0) {
     QuantTile<kType, R, T>(a, r0, t0);
   } else {
-    FloatTile<kType, R, T>(a, r0, t0, c_begin, c_end < 0 ? a.cols : c_end, c_begin > 0);
+    FloatTile<kType, R, T>(a, r0, t0, c_begin, c_end < 0 ? a.cols : c_end,
+                           c_begin > 0);
   }
 }
 
 template <DType kType, int R>
-void TileTokens(const MatMulArgs& a, int64_t r0, int64_t t0, int64_t n_tokens, int64_t c0,
-                int64_t c1) {
+void TileTokens(const MatMulArgs& a, int64_t r0, int64_t t0, int64_t n_tokens,
+                int64_t c0, int64_t c1) {
   static_assert(kPrefillTokens == 4);
   switch (n_tokens) {
-    case 1: Tile<kType, R, 1>(a, r0, t0, c0, c1); break;
-    case 2: Tile<kType, R, 2>(a, r0, t0, c0, c1); break;
-    case 3: Tile<kType, R, 3>(a, r0, t0, c0, c1); break;
-    default: Tile<kType, R, 4>(a, r0, t0, c0, c1); break;
+    case 1:
+      Tile<kType, R, 1>(a, r0, t0, c0, c1);
+      break;
+    case 2:
+      Tile<kType, R, 2>(a, r0, t0, c0, c1);
+      break;
+    case 3:
+      Tile<kType, R, 3>(a, r0, t0, c0, c1);
+      break;
+    default:
+      Tile<kType, R, 4>(a, r0, t0, c0, c1);
+      break;
   }
 }
 
@@ -517,10 +587,18 @@ void TileRowsTokens(const MatMulArgs& a, int64_t r0, int64_t n_rows, int64_t t0,
                     int64_t n_tokens, int64_t c0, int64_t c1) {
   static_assert(kPrefillRows == 4);
   switch (n_rows) {
-    case 1: TileTokens<kType, 1>(a, r0, t0, n_tokens, c0, c1); break;
-    case 2: TileTokens<kType, 2>(a, r0, t0, n_tokens, c0, c1); break;
-    case 3: TileTokens<kType, 3>(a, r0, t0, n_tokens, c0, c1); break;
-    default: TileTokens<kType, 4>(a, r0, t0, n_tokens, c0, c1); break;
+    case 1:
+      TileTokens<kType, 1>(a, r0, t0, n_tokens, c0, c1);
+      break;
+    case 2:
+      TileTokens<kType, 2>(a, r0, t0, n_tokens, c0, c1);
+      break;
+    case 3:
+      TileTokens<kType, 3>(a, r0, t0, n_tokens, c0, c1);
+      break;
+    default:
+      TileTokens<kType, 4>(a, r0, t0, n_tokens, c0, c1);
+      break;
   }
 }
 
@@ -528,7 +606,8 @@ template <DType kType>
 void MatMulRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
   if (a.n_tokens == 1) {
     int64_t r = row_begin;
-    for (; r + kDecodeRows <= row_end; r += kDecodeRows) Tile<kType, kDecodeRows, 1>(a, r, 0);
+    for (; r + kDecodeRows <= row_end; r += kDecodeRows)
+      Tile<kType, kDecodeRows, 1>(a, r, 0);
     for (; r < row_end; ++r) Tile<kType, 1, 1>(a, r, 0);
     return;
   }
@@ -541,7 +620,8 @@ void MatMulRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
     for (int64_t r = row_begin; r < row_end; r += kPrefillRows) {
       const int64_t n_rows = Min(kPrefillRows, row_end - r);
       for (int64_t t = 0; t < a.n_tokens; t += kPrefillTokens) {
-        TileRowsTokens<kType>(a, r, n_rows, t, Min(kPrefillTokens, a.n_tokens - t), c0, c1);
+        TileRowsTokens<kType>(a, r, n_rows, t,
+                              Min(kPrefillTokens, a.n_tokens - t), c0, c1);
       }
     }
   }
@@ -549,11 +629,13 @@ void MatMulRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
 
 }  // namespace
 
-void MatMulRowsQ8_0(const MatMulArgs& args, int64_t row_begin, int64_t row_end) {
+void MatMulRowsQ8_0(const MatMulArgs& args, int64_t row_begin,
+                    int64_t row_end) {
   MatMulRows<DType::kQ8_0>(args, row_begin, row_end);
 }
 
-void MatMulRowsQ4_0(const MatMulArgs& args, int64_t row_begin, int64_t row_end) {
+void MatMulRowsQ4_0(const MatMulArgs& args, int64_t row_begin,
+                    int64_t row_end) {
   MatMulRows<DType::kQ4_0>(args, row_begin, row_end);
 }
 

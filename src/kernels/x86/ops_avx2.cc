@@ -16,7 +16,8 @@ inline float HSum(__m256 v) {
 }
 
 inline double HSum(__m256d v) {
-  __m128d s = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
+  __m128d s =
+      _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
   s = _mm_add_sd(s, _mm_unpackhi_pd(s, s));
   return _mm_cvtsd_f64(s);
 }
@@ -33,9 +34,11 @@ inline float HMax(__m256 v) {
 // to [-87.3, 88.3] so n stays a normal exponent; below -87.3 the result is
 // flushed to 0 and above 88.72 it is inf.
 inline __m256 Exp(__m256 x) {
-  const __m256 xc = _mm256_max_ps(_mm256_min_ps(x, _mm256_set1_ps(88.3f)), _mm256_set1_ps(-87.3f));
-  const __m256 n = _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(1.44269504f)),
-                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m256 xc = _mm256_max_ps(_mm256_min_ps(x, _mm256_set1_ps(88.3f)),
+                                  _mm256_set1_ps(-87.3f));
+  const __m256 n =
+      _mm256_round_ps(_mm256_mul_ps(xc, _mm256_set1_ps(1.44269504f)),
+                      _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), xc);
   r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
   __m256 p = _mm256_set1_ps(1.0f / 5040);
@@ -46,9 +49,11 @@ inline __m256 Exp(__m256 x) {
   p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(0.5f));
   p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
   p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.0f));
-  const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  const __m256i bits = _mm256_slli_epi32(
+      _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
   __m256 result = _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
-  result = _mm256_and_ps(result, _mm256_cmp_ps(x, _mm256_set1_ps(-87.3f), _CMP_GE_OQ));
+  result = _mm256_and_ps(result,
+                         _mm256_cmp_ps(x, _mm256_set1_ps(-87.3f), _CMP_GE_OQ));
   return _mm256_blendv_ps(result, _mm256_set1_ps(__builtin_inff()),
                           _mm256_cmp_ps(x, _mm256_set1_ps(88.72f), _CMP_GT_OQ));
 }
@@ -56,13 +61,15 @@ inline __m256 Exp(__m256 x) {
 // Loads the first `n` (< 8) floats, zeros after.
 inline __m256 LoadPartial(const float* p, int64_t n) {
   const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), idx);
+  const __m256i mask =
+      _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), idx);
   return _mm256_maskload_ps(p, mask);
 }
 
 inline void StorePartial(float* p, int64_t n, __m256 v) {
   const __m256i idx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), idx);
+  const __m256i mask =
+      _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), idx);
   _mm256_maskstore_ps(p, mask, v);
 }
 
@@ -71,7 +78,8 @@ inline void AccumulateF64(__m256 v, __m256d* lo, __m256d* hi) {
   *hi = _mm256_add_pd(*hi, _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
 }
 
-void RmsNorm(const float* x, const float* weight, int64_t n, float eps, float* out) {
+void RmsNorm(const float* x, const float* weight, int64_t n, float eps,
+             float* out) {
   __m256d lo = _mm256_setzero_pd(), hi = _mm256_setzero_pd();
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
@@ -91,7 +99,8 @@ void RmsNorm(const float* x, const float* weight, int64_t n, float eps, float* o
   }
   if (i < n) {
     const __m256 v = _mm256_mul_ps(LoadPartial(x + i, n - i), scale);
-    StorePartial(out + i, n - i, _mm256_mul_ps(v, LoadPartial(weight + i, n - i)));
+    StorePartial(out + i, n - i,
+                 _mm256_mul_ps(v, LoadPartial(weight + i, n - i)));
   }
 }
 
@@ -110,14 +119,19 @@ void Softmax(float* x, int64_t n) {
   }
   if (i < n) {
     const __m256 e = Exp(_mm256_sub_ps(LoadPartial(x + i, n - i), vm));
-    const __m256 e_valid = _mm256_and_ps(e, _mm256_castsi256_ps(_mm256_cmpgt_epi32(
-        _mm256_set1_epi32(static_cast<int>(n - i)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))));
+    const __m256 e_valid =
+        _mm256_and_ps(e, _mm256_castsi256_ps(_mm256_cmpgt_epi32(
+                             _mm256_set1_epi32(static_cast<int>(n - i)),
+                             _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))));
     StorePartial(x + i, n - i, e_valid);
     AccumulateF64(e_valid, &lo, &hi);
   }
-  const __m256 inv = _mm256_set1_ps(static_cast<float>(1.0 / HSum(_mm256_add_pd(lo, hi))));
-  for (i = 0; i + 8 <= n; i += 8) _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), inv));
-  if (i < n) StorePartial(x + i, n - i, _mm256_mul_ps(LoadPartial(x + i, n - i), inv));
+  const __m256 inv =
+      _mm256_set1_ps(static_cast<float>(1.0 / HSum(_mm256_add_pd(lo, hi))));
+  for (i = 0; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_loadu_ps(x + i), inv));
+  if (i < n)
+    StorePartial(x + i, n - i, _mm256_mul_ps(LoadPartial(x + i, n - i), inv));
 }
 
 // e^x exactly as ref/ops.cc SiluExp computes it (see there). 2^n is built
@@ -128,7 +142,8 @@ inline float SiluExpScalar(float x) {
   const float n = std::fma(x, 0x1.715476p+0f, kShift) - kShift;
   const float b = std::fma(-n, 0x1.7f7d1cp-20f, std::fma(-n, 0x1.62e4p-1f, x));
   const float b2 = b * b;
-  const float high = std::fma(std::fma(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), b2, std::fma(0x1.555e66p-3f, b, 0x1.fffdb6p-2f));
+  const float high = std::fma(std::fma(0x1.0e4020p-7f, b, 0x1.573e2ep-5f), b2,
+                              std::fma(0x1.555e66p-3f, b, 0x1.fffdb6p-2f));
   const float poly = std::fma(high, b2, std::fma(0x1.ffffecp-1f, b, 1.0f));
   if (std::fabs(n) > 192.0f) return n > 0.0f ? __builtin_inff() : 0.0f;
   return std::ldexp(poly, static_cast<int>(n));
@@ -136,45 +151,58 @@ inline float SiluExpScalar(float x) {
 
 inline __m256 SiluExp(__m256 x) {
   const __m256 shift = _mm256_set1_ps(0x1.8p23f);
-  const __m256 n = _mm256_sub_ps(_mm256_fmadd_ps(x, _mm256_set1_ps(0x1.715476p+0f), shift), shift);
+  const __m256 n = _mm256_sub_ps(
+      _mm256_fmadd_ps(x, _mm256_set1_ps(0x1.715476p+0f), shift), shift);
   const __m256 abs_n = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), n);
-  if (_mm256_movemask_ps(_mm256_cmp_ps(abs_n, _mm256_set1_ps(126.0f), _CMP_GT_OQ)) != 0) {
+  if (_mm256_movemask_ps(
+          _mm256_cmp_ps(abs_n, _mm256_set1_ps(126.0f), _CMP_GT_OQ)) != 0) {
     alignas(32) float lanes[8];
     _mm256_store_ps(lanes, x);
     for (float& lane : lanes) lane = SiluExpScalar(lane);
     return _mm256_load_ps(lanes);
   }
-  const __m256 b = _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.7f7d1cp-20f),
-                                    _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.62e4p-1f), x));
+  const __m256 b =
+      _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.7f7d1cp-20f),
+                       _mm256_fnmadd_ps(n, _mm256_set1_ps(0x1.62e4p-1f), x));
   const __m256 b2 = _mm256_mul_ps(b, b);
-  const __m256 high = _mm256_fmadd_ps(
-      _mm256_fmadd_ps(_mm256_set1_ps(0x1.0e4020p-7f), b, _mm256_set1_ps(0x1.573e2ep-5f)), b2,
-      _mm256_fmadd_ps(_mm256_set1_ps(0x1.555e66p-3f), b, _mm256_set1_ps(0x1.fffdb6p-2f)));
-  const __m256 poly =
-      _mm256_fmadd_ps(high, b2, _mm256_fmadd_ps(_mm256_set1_ps(0x1.ffffecp-1f), b, _mm256_set1_ps(1.0f)));
-  const __m256i bits = _mm256_slli_epi32(_mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
+  const __m256 high =
+      _mm256_fmadd_ps(_mm256_fmadd_ps(_mm256_set1_ps(0x1.0e4020p-7f), b,
+                                      _mm256_set1_ps(0x1.573e2ep-5f)),
+                      b2,
+                      _mm256_fmadd_ps(_mm256_set1_ps(0x1.555e66p-3f), b,
+                                      _mm256_set1_ps(0x1.fffdb6p-2f)));
+  const __m256 poly = _mm256_fmadd_ps(
+      high, b2,
+      _mm256_fmadd_ps(_mm256_set1_ps(0x1.ffffecp-1f), b, _mm256_set1_ps(1.0f)));
+  const __m256i bits = _mm256_slli_epi32(
+      _mm256_add_epi32(_mm256_cvtps_epi32(n), _mm256_set1_epi32(127)), 23);
   return _mm256_mul_ps(poly, _mm256_castsi256_ps(bits));
 }
 
 inline __m256 SiluMul8(__m256 g, __m256 u) {
   const __m256 e = SiluExp(_mm256_sub_ps(_mm256_setzero_ps(), g));
-  return _mm256_mul_ps(_mm256_div_ps(g, _mm256_add_ps(_mm256_set1_ps(1.0f), e)), u);
+  return _mm256_mul_ps(_mm256_div_ps(g, _mm256_add_ps(_mm256_set1_ps(1.0f), e)),
+                       u);
 }
 
 void SiluMul(const float* gate, const float* up, int64_t n, float* out) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    _mm256_storeu_ps(out + i, SiluMul8(_mm256_loadu_ps(gate + i), _mm256_loadu_ps(up + i)));
+    _mm256_storeu_ps(
+        out + i, SiluMul8(_mm256_loadu_ps(gate + i), _mm256_loadu_ps(up + i)));
   }
   if (i < n) {
-    StorePartial(out + i, n - i, SiluMul8(LoadPartial(gate + i, n - i), LoadPartial(up + i, n - i)));
+    StorePartial(
+        out + i, n - i,
+        SiluMul8(LoadPartial(gate + i, n - i), LoadPartial(up + i, n - i)));
   }
 }
 
 void Add(const float* x, int64_t n, float* y) {
   int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
-    _mm256_storeu_ps(y + i, _mm256_add_ps(_mm256_loadu_ps(y + i), _mm256_loadu_ps(x + i)));
+    _mm256_storeu_ps(
+        y + i, _mm256_add_ps(_mm256_loadu_ps(y + i), _mm256_loadu_ps(x + i)));
   }
   for (; i < n; ++i) y[i] += x[i];
 }
@@ -183,18 +211,25 @@ inline float Dot(const float* a, const float* b, int64_t n) {
   __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
   int64_t i = 0;
   for (; i + 16 <= n; i += 16) {
-    acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
-    acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8), _mm256_loadu_ps(b + i + 8), acc1);
+    acc0 =
+        _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+    acc1 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i + 8),
+                           _mm256_loadu_ps(b + i + 8), acc1);
   }
-  for (; i + 8 <= n; i += 8) acc0 = _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
-  if (i < n) acc1 = _mm256_fmadd_ps(LoadPartial(a + i, n - i), LoadPartial(b + i, n - i), acc1);
+  for (; i + 8 <= n; i += 8)
+    acc0 =
+        _mm256_fmadd_ps(_mm256_loadu_ps(a + i), _mm256_loadu_ps(b + i), acc0);
+  if (i < n)
+    acc1 = _mm256_fmadd_ps(LoadPartial(a + i, n - i), LoadPartial(b + i, n - i),
+                           acc1);
   return HSum(_mm256_add_ps(acc0, acc1));
 }
 
 void AttentionHead(const float* q, const float* k, const float* v, int64_t n_kv,
-                   int64_t head_dim, int64_t kv_stride, float scale, float* scores,
-                   float* out) {
-  for (int64_t i = 0; i < n_kv; ++i) scores[i] = scale * Dot(q, k + i * kv_stride, head_dim);
+                   int64_t head_dim, int64_t kv_stride, float scale,
+                   float* scores, float* out) {
+  for (int64_t i = 0; i < n_kv; ++i)
+    scores[i] = scale * Dot(q, k + i * kv_stride, head_dim);
   Softmax(scores, n_kv);
   // out = sum_i p_i v_i, 32 dimensions (4 accumulators) at a time.
   for (int64_t d0 = 0; d0 < head_dim; d0 += 32) {
@@ -212,7 +247,8 @@ void AttentionHead(const float* q, const float* k, const float* v, int64_t n_kv,
         if (width[j] == 8) {
           acc[j] = _mm256_fmadd_ps(p, _mm256_loadu_ps(vi + 8 * j), acc[j]);
         } else if (width[j] > 0) {
-          acc[j] = _mm256_fmadd_ps(p, LoadPartial(vi + 8 * j, width[j]), acc[j]);
+          acc[j] =
+              _mm256_fmadd_ps(p, LoadPartial(vi + 8 * j, width[j]), acc[j]);
         }
       }
     }
@@ -228,7 +264,8 @@ void AttentionHead(const float* q, const float* k, const float* v, int64_t n_kv,
 
 // Rounds f32 lanes to binary16 and back (round to nearest even).
 inline __m256 RoundToHalf(__m256 x) {
-  return _mm256_cvtph_ps(_mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  return _mm256_cvtph_ps(
+      _mm256_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 }
 
 inline __m256 LoadHalf8(const uint16_t* p) {
@@ -239,18 +276,20 @@ inline __m256 LoadHalf8(const uint16_t* p) {
 // accumulators over 32-element steps, folded 0+2, 1+3, 0+1, then two
 // horizontal adds; the tail past the last full step adds f32 products in f64.
 inline float DotHalf(const float* q16, const uint16_t* k, int64_t n) {
-  __m256 sum[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(),
-                   _mm256_setzero_ps()};
+  __m256 sum[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(),
+                   _mm256_setzero_ps(), _mm256_setzero_ps()};
   const int64_t full = n & ~int64_t{31};
   for (int64_t i = 0; i < full; i += 32) {
     for (int j = 0; j < 4; ++j) {
-      sum[j] = _mm256_fmadd_ps(LoadHalf8(k + i + 8 * j), _mm256_loadu_ps(q16 + i + 8 * j), sum[j]);
+      sum[j] = _mm256_fmadd_ps(LoadHalf8(k + i + 8 * j),
+                               _mm256_loadu_ps(q16 + i + 8 * j), sum[j]);
     }
   }
   sum[0] = _mm256_add_ps(sum[0], sum[2]);
   sum[1] = _mm256_add_ps(sum[1], sum[3]);
   sum[0] = _mm256_add_ps(sum[0], sum[1]);
-  const __m128 t0 = _mm_add_ps(_mm256_castps256_ps128(sum[0]), _mm256_extractf128_ps(sum[0], 1));
+  const __m128 t0 = _mm_add_ps(_mm256_castps256_ps128(sum[0]),
+                               _mm256_extractf128_ps(sum[0], 1));
   const __m128 t1 = _mm_hadd_ps(t0, t0);
   double dot = _mm_cvtss_f32(_mm_hadd_ps(t1, t1));
   for (int64_t i = full; i < n; ++i) {
@@ -259,8 +298,9 @@ inline float DotHalf(const float* q16, const uint16_t* k, int64_t n) {
   return static_cast<float>(dot);
 }
 
-void AttentionHeadF16(const float* q, const uint16_t* k, const uint16_t* v, int64_t n_kv,
-                      int64_t head_dim, int64_t kv_stride, float scale, float* work, float* out) {
+void AttentionHeadF16(const float* q, const uint16_t* k, const uint16_t* v,
+                      int64_t n_kv, int64_t head_dim, int64_t kv_stride,
+                      float scale, float* work, float* out) {
   float* q16 = work;
   float* acc = work + head_dim;  // binary16 values held as f32
   int64_t d = 0;
@@ -291,12 +331,14 @@ void AttentionHeadF16(const float* q, const uint16_t* k, const uint16_t* v, int6
     for (d = 0; d + 8 <= head_dim; d += 8) {
       __m256 a = _mm256_loadu_ps(acc + d);
       if (new_max) a = RoundToHalf(_mm256_mul_ps(a, vms));
-      _mm256_storeu_ps(acc + d, RoundToHalf(_mm256_fmadd_ps(LoadHalf8(vi + d), vvs, a)));
+      _mm256_storeu_ps(acc + d,
+                       RoundToHalf(_mm256_fmadd_ps(LoadHalf8(vi + d), vvs, a)));
     }
     for (; d < head_dim; ++d) {
       float a = acc[d];
       if (new_max) a = _cvtsh_ss(_cvtss_sh(a * ms, _MM_FROUND_TO_NEAREST_INT));
-      acc[d] = _cvtsh_ss(_cvtss_sh(std::fma(_cvtsh_ss(vi[d]), vs, a), _MM_FROUND_TO_NEAREST_INT));
+      acc[d] = _cvtsh_ss(_cvtss_sh(std::fma(_cvtsh_ss(vi[d]), vs, a),
+                                   _MM_FROUND_TO_NEAREST_INT));
     }
     sum = sum * ms + vs;  // rounded twice, as in ggml (see ref/ops.cc)
   }

@@ -10,7 +10,8 @@ namespace redline::kernels::avx512 {
 namespace {
 
 inline __mmask16 FirstLanes16(int64_t n) {
-  return n >= 16 ? static_cast<__mmask16>(0xffff) : static_cast<__mmask16>((1u << n) - 1);
+  return n >= 16 ? static_cast<__mmask16>(0xffff)
+                 : static_cast<__mmask16>((1u << n) - 1);
 }
 
 // exp(x) for f32 lanes: x = n ln2 + r, |r| <= ln2/2, e^r by its Taylor
@@ -19,9 +20,11 @@ inline __mmask16 FirstLanes16(int64_t n) {
 // underflow. Relative error about 2 ulp (kernels_test bounds it). Inputs are
 // clamped to [-104, 89] so -inf gives 0 (exp(-104) underflows to 0).
 inline __m512 Exp(__m512 x) {
-  x = _mm512_max_ps(_mm512_min_ps(x, _mm512_set1_ps(89.0f)), _mm512_set1_ps(-104.0f));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)),
-                                        _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  x = _mm512_max_ps(_mm512_min_ps(x, _mm512_set1_ps(89.0f)),
+                    _mm512_set1_ps(-104.0f));
+  const __m512 n =
+      _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504f)),
+                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   // Cody-Waite: ln2 = hi + lo with hi exact in 9 bits so n * hi is exact.
   __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
   r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
@@ -41,13 +44,17 @@ inline __m512 Exp(__m512 x) {
 inline void AccumulateSquares(__m512 v, __m512d* lo, __m512d* hi) {
   const __m512 sq = _mm512_mul_ps(v, v);
   *lo = _mm512_add_pd(*lo, _mm512_cvtps_pd(_mm512_castps512_ps256(sq)));
-  *hi = _mm512_add_pd(*hi, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(sq), 1))));
+  *hi =
+      _mm512_add_pd(*hi, _mm512_cvtps_pd(_mm256_castpd_ps(
+                             _mm512_extractf64x4_pd(_mm512_castps_pd(sq), 1))));
 }
 
-void RmsNorm(const float* x, const float* weight, int64_t n, float eps, float* out) {
+void RmsNorm(const float* x, const float* weight, int64_t n, float eps,
+             float* out) {
   __m512d lo = _mm512_setzero_pd(), hi = _mm512_setzero_pd();
   for (int64_t i = 0; i < n; i += 16) {
-    AccumulateSquares(_mm512_maskz_loadu_ps(FirstLanes16(n - i), x + i), &lo, &hi);
+    AccumulateSquares(_mm512_maskz_loadu_ps(FirstLanes16(n - i), x + i), &lo,
+                      &hi);
   }
   const double sum = _mm512_reduce_add_pd(_mm512_add_pd(lo, hi));
   const float mean = static_cast<float>(sum / static_cast<double>(n));
@@ -55,28 +62,36 @@ void RmsNorm(const float* x, const float* weight, int64_t n, float eps, float* o
   for (int64_t i = 0; i < n; i += 16) {
     const __mmask16 m = FirstLanes16(n - i);
     const __m512 v = _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), scale);
-    _mm512_mask_storeu_ps(out + i, m, _mm512_mul_ps(v, _mm512_maskz_loadu_ps(m, weight + i)));
+    _mm512_mask_storeu_ps(
+        out + i, m, _mm512_mul_ps(v, _mm512_maskz_loadu_ps(m, weight + i)));
   }
 }
 
 void Softmax(float* x, int64_t n) {
   __m512 vmax = _mm512_set1_ps(-__builtin_inff());
   for (int64_t i = 0; i < n; i += 16) {
-    vmax = _mm512_mask_max_ps(vmax, FirstLanes16(n - i), vmax, _mm512_maskz_loadu_ps(FirstLanes16(n - i), x + i));
+    vmax =
+        _mm512_mask_max_ps(vmax, FirstLanes16(n - i), vmax,
+                           _mm512_maskz_loadu_ps(FirstLanes16(n - i), x + i));
   }
   const __m512 max = _mm512_set1_ps(_mm512_reduce_max_ps(vmax));
   __m512d lo = _mm512_setzero_pd(), hi = _mm512_setzero_pd();
   for (int64_t i = 0; i < n; i += 16) {
     const __mmask16 m = FirstLanes16(n - i);
-    const __m512 e = _mm512_maskz_mov_ps(m, Exp(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), max)));
+    const __m512 e = _mm512_maskz_mov_ps(
+        m, Exp(_mm512_sub_ps(_mm512_maskz_loadu_ps(m, x + i), max)));
     _mm512_mask_storeu_ps(x + i, m, e);
     lo = _mm512_add_pd(lo, _mm512_cvtps_pd(_mm512_castps512_ps256(e)));
-    hi = _mm512_add_pd(hi, _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(e), 1))));
+    hi =
+        _mm512_add_pd(hi, _mm512_cvtps_pd(_mm256_castpd_ps(
+                              _mm512_extractf64x4_pd(_mm512_castps_pd(e), 1))));
   }
-  const __m512 inv = _mm512_set1_ps(static_cast<float>(1.0 / _mm512_reduce_add_pd(_mm512_add_pd(lo, hi))));
+  const __m512 inv = _mm512_set1_ps(
+      static_cast<float>(1.0 / _mm512_reduce_add_pd(_mm512_add_pd(lo, hi))));
   for (int64_t i = 0; i < n; i += 16) {
     const __mmask16 m = FirstLanes16(n - i);
-    _mm512_mask_storeu_ps(x + i, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), inv));
+    _mm512_mask_storeu_ps(x + i, m,
+                          _mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), inv));
   }
 }
 
@@ -84,20 +99,28 @@ void Softmax(float* x, int64_t n) {
 // the exact, correctly rounded 2^n scaling that ldexp gives.
 inline __m512 SiluExp(__m512 x) {
   const __m512 shift = _mm512_set1_ps(0x1.8p23f);
-  const __m512 n = _mm512_sub_ps(_mm512_fmadd_ps(x, _mm512_set1_ps(0x1.715476p+0f), shift), shift);
-  const __m512 b = _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.7f7d1cp-20f),
-                                    _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.62e4p-1f), x));
+  const __m512 n = _mm512_sub_ps(
+      _mm512_fmadd_ps(x, _mm512_set1_ps(0x1.715476p+0f), shift), shift);
+  const __m512 b =
+      _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.7f7d1cp-20f),
+                       _mm512_fnmadd_ps(n, _mm512_set1_ps(0x1.62e4p-1f), x));
   const __m512 b2 = _mm512_mul_ps(b, b);
-  const __m512 high = _mm512_fmadd_ps(
-      _mm512_fmadd_ps(_mm512_set1_ps(0x1.0e4020p-7f), b, _mm512_set1_ps(0x1.573e2ep-5f)), b2,
-      _mm512_fmadd_ps(_mm512_set1_ps(0x1.555e66p-3f), b, _mm512_set1_ps(0x1.fffdb6p-2f)));
-  const __m512 poly =
-      _mm512_fmadd_ps(high, b2, _mm512_fmadd_ps(_mm512_set1_ps(0x1.ffffecp-1f), b, _mm512_set1_ps(1.0f)));
+  const __m512 high =
+      _mm512_fmadd_ps(_mm512_fmadd_ps(_mm512_set1_ps(0x1.0e4020p-7f), b,
+                                      _mm512_set1_ps(0x1.573e2ep-5f)),
+                      b2,
+                      _mm512_fmadd_ps(_mm512_set1_ps(0x1.555e66p-3f), b,
+                                      _mm512_set1_ps(0x1.fffdb6p-2f)));
+  const __m512 poly = _mm512_fmadd_ps(
+      high, b2,
+      _mm512_fmadd_ps(_mm512_set1_ps(0x1.ffffecp-1f), b, _mm512_set1_ps(1.0f)));
   const __m512 result = _mm512_scalef_ps(poly, n);
-  const __mmask16 out_of_range = _mm512_cmp_ps_mask(_mm512_abs_ps(n), _mm512_set1_ps(192.0f), _CMP_GT_OQ);
+  const __mmask16 out_of_range =
+      _mm512_cmp_ps_mask(_mm512_abs_ps(n), _mm512_set1_ps(192.0f), _CMP_GT_OQ);
   if (out_of_range == 0) return result;
-  const __m512 limit = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(n, _mm512_setzero_ps(), _CMP_GT_OQ),
-                                            _mm512_setzero_ps(), _mm512_set1_ps(__builtin_inff()));
+  const __m512 limit = _mm512_mask_blend_ps(
+      _mm512_cmp_ps_mask(n, _mm512_setzero_ps(), _CMP_GT_OQ),
+      _mm512_setzero_ps(), _mm512_set1_ps(__builtin_inff()));
   return _mm512_mask_blend_ps(out_of_range, result, limit);
 }
 
@@ -107,7 +130,8 @@ void SiluMul(const float* gate, const float* up, int64_t n, float* out) {
     const __mmask16 m = FirstLanes16(n - i);
     const __m512 g = _mm512_maskz_loadu_ps(m, gate + i);
     const __m512 u = _mm512_maskz_loadu_ps(m, up + i);
-    const __m512 silu = _mm512_div_ps(g, _mm512_add_ps(one, SiluExp(_mm512_sub_ps(_mm512_setzero_ps(), g))));
+    const __m512 silu = _mm512_div_ps(
+        g, _mm512_add_ps(one, SiluExp(_mm512_sub_ps(_mm512_setzero_ps(), g))));
     _mm512_mask_storeu_ps(out + i, m, _mm512_mul_ps(silu, u));
   }
 }
@@ -115,7 +139,9 @@ void SiluMul(const float* gate, const float* up, int64_t n, float* out) {
 void Add(const float* x, int64_t n, float* y) {
   for (int64_t i = 0; i < n; i += 16) {
     const __mmask16 m = FirstLanes16(n - i);
-    _mm512_mask_storeu_ps(y + i, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, y + i), _mm512_maskz_loadu_ps(m, x + i)));
+    _mm512_mask_storeu_ps(y + i, m,
+                          _mm512_add_ps(_mm512_maskz_loadu_ps(m, y + i),
+                                        _mm512_maskz_loadu_ps(m, x + i)));
   }
 }
 
@@ -123,51 +149,61 @@ inline float Dot(const float* a, const float* b, int64_t n) {
   __m512 acc0 = _mm512_setzero_ps(), acc1 = _mm512_setzero_ps();
   int64_t i = 0;
   for (; i + 32 <= n; i += 32) {
-    acc0 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), acc0);
-    acc1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16), _mm512_loadu_ps(b + i + 16), acc1);
+    acc0 =
+        _mm512_fmadd_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i), acc0);
+    acc1 = _mm512_fmadd_ps(_mm512_loadu_ps(a + i + 16),
+                           _mm512_loadu_ps(b + i + 16), acc1);
   }
   for (; i < n; i += 16) {
     const __mmask16 m = FirstLanes16(n - i);
-    acc0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i), acc0);
+    acc0 = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, a + i),
+                           _mm512_maskz_loadu_ps(m, b + i), acc0);
   }
   return _mm512_reduce_add_ps(_mm512_add_ps(acc0, acc1));
 }
 
 // Sums of 4 vectors: lane i of the result is the sum of v[i]'s lanes.
 inline __m128 Reduce4(__m512 v0, __m512 v1, __m512 v2, __m512 v3) {
-  const __m512 s01 = _mm512_add_ps(_mm512_unpacklo_ps(v0, v1), _mm512_unpackhi_ps(v0, v1));
-  const __m512 s23 = _mm512_add_ps(_mm512_unpacklo_ps(v2, v3), _mm512_unpackhi_ps(v2, v3));
-  const __m512 s = _mm512_add_ps(_mm512_shuffle_ps(s01, s23, _MM_SHUFFLE(1, 0, 1, 0)),
-                                 _mm512_shuffle_ps(s01, s23, _MM_SHUFFLE(3, 2, 3, 2)));
-  const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(s),
-                                 _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s), 1)));
+  const __m512 s01 =
+      _mm512_add_ps(_mm512_unpacklo_ps(v0, v1), _mm512_unpackhi_ps(v0, v1));
+  const __m512 s23 =
+      _mm512_add_ps(_mm512_unpacklo_ps(v2, v3), _mm512_unpackhi_ps(v2, v3));
+  const __m512 s =
+      _mm512_add_ps(_mm512_shuffle_ps(s01, s23, _MM_SHUFFLE(1, 0, 1, 0)),
+                    _mm512_shuffle_ps(s01, s23, _MM_SHUFFLE(3, 2, 3, 2)));
+  const __m256 h = _mm256_add_ps(
+      _mm512_castps512_ps256(s),
+      _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s), 1)));
   return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
 }
 
 // scores[i] = scale * q . k_i, four keys at a time (four independent FMA
 // chains and one combined reduction).
-void Scores(const float* q, const float* k, int64_t n_kv, int64_t head_dim, int64_t kv_stride,
-            float scale, float* scores) {
+void Scores(const float* q, const float* k, int64_t n_kv, int64_t head_dim,
+            int64_t kv_stride, float scale, float* scores) {
   const __m128 vscale = _mm_set1_ps(scale);
   int64_t i = 0;
   for (; i + 4 <= n_kv; i += 4) {
     const float* k0 = k + i * kv_stride;
-    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps()};
+    __m512 acc[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(),
+                     _mm512_setzero_ps(), _mm512_setzero_ps()};
     for (int64_t d = 0; d < head_dim; d += 16) {
       const __mmask16 m = FirstLanes16(head_dim - d);
       const __m512 qv = _mm512_maskz_loadu_ps(m, q + d);
       for (int j = 0; j < 4; ++j) {
-        acc[j] = _mm512_fmadd_ps(qv, _mm512_maskz_loadu_ps(m, k0 + j * kv_stride + d), acc[j]);
+        acc[j] = _mm512_fmadd_ps(
+            qv, _mm512_maskz_loadu_ps(m, k0 + j * kv_stride + d), acc[j]);
       }
     }
-    _mm_storeu_ps(scores + i, _mm_mul_ps(vscale, Reduce4(acc[0], acc[1], acc[2], acc[3])));
+    _mm_storeu_ps(scores + i,
+                  _mm_mul_ps(vscale, Reduce4(acc[0], acc[1], acc[2], acc[3])));
   }
   for (; i < n_kv; ++i) scores[i] = scale * Dot(q, k + i * kv_stride, head_dim);
 }
 
 void AttentionHead(const float* q, const float* k, const float* v, int64_t n_kv,
-                   int64_t head_dim, int64_t kv_stride, float scale, float* scores,
-                   float* out) {
+                   int64_t head_dim, int64_t kv_stride, float scale,
+                   float* scores, float* out) {
   Scores(q, k, n_kv, head_dim, kv_stride, scale, scores);
   Softmax(scores, n_kv);
   // out = sum_i p_i v_i, 64 dimensions (4 accumulators) at a time.
@@ -183,16 +219,19 @@ void AttentionHead(const float* q, const float* k, const float* v, int64_t n_kv,
       const __m512 p = _mm512_set1_ps(scores[i]);
       const float* vi = v + i * kv_stride + d0;
       for (int j = 0; j < 4; ++j) {
-        acc[j] = _mm512_fmadd_ps(p, _mm512_maskz_loadu_ps(m[j], vi + 16 * j), acc[j]);
+        acc[j] = _mm512_fmadd_ps(p, _mm512_maskz_loadu_ps(m[j], vi + 16 * j),
+                                 acc[j]);
       }
     }
-    for (int j = 0; j < 4; ++j) _mm512_mask_storeu_ps(out + d0 + 16 * j, m[j], acc[j]);
+    for (int j = 0; j < 4; ++j)
+      _mm512_mask_storeu_ps(out + d0 + 16 * j, m[j], acc[j]);
   }
 }
 
 // Rounds f32 lanes to binary16 and back (round to nearest even).
 inline __m512 RoundToHalf(__m512 x) {
-  return _mm512_cvtph_ps(_mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  return _mm512_cvtph_ps(
+      _mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
 }
 
 inline __m512 LoadHalf16(__mmask16 m, const uint16_t* p) {
@@ -204,13 +243,13 @@ inline __m512 LoadHalf16(__mmask16 m, const uint16_t* p) {
 // _mm512_reduce_add_ps; the tail past the last full step adds f32 products
 // in f64.
 inline float DotHalf(const float* q16, const uint16_t* k, int64_t n) {
-  __m512 sum[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(),
-                   _mm512_setzero_ps()};
+  __m512 sum[4] = {_mm512_setzero_ps(), _mm512_setzero_ps(),
+                   _mm512_setzero_ps(), _mm512_setzero_ps()};
   const int64_t full = n & ~int64_t{63};
   for (int64_t i = 0; i < full; i += 64) {
     for (int j = 0; j < 4; ++j) {
-      sum[j] = _mm512_fmadd_ps(LoadHalf16(0xffff, k + i + 16 * j), _mm512_loadu_ps(q16 + i + 16 * j),
-                               sum[j]);
+      sum[j] = _mm512_fmadd_ps(LoadHalf16(0xffff, k + i + 16 * j),
+                               _mm512_loadu_ps(q16 + i + 16 * j), sum[j]);
     }
   }
   sum[0] = _mm512_add_ps(sum[0], sum[2]);
@@ -223,13 +262,15 @@ inline float DotHalf(const float* q16, const uint16_t* k, int64_t n) {
   return static_cast<float>(dot);
 }
 
-void AttentionHeadF16(const float* q, const uint16_t* k, const uint16_t* v, int64_t n_kv,
-                      int64_t head_dim, int64_t kv_stride, float scale, float* work, float* out) {
+void AttentionHeadF16(const float* q, const uint16_t* k, const uint16_t* v,
+                      int64_t n_kv, int64_t head_dim, int64_t kv_stride,
+                      float scale, float* work, float* out) {
   float* q16 = work;
   float* acc = work + head_dim;  // binary16 values held as f32
   for (int64_t d = 0; d < head_dim; d += 16) {
     const __mmask16 m = FirstLanes16(head_dim - d);
-    _mm512_mask_storeu_ps(q16 + d, m, RoundToHalf(_mm512_maskz_loadu_ps(m, q + d)));
+    _mm512_mask_storeu_ps(q16 + d, m,
+                          RoundToHalf(_mm512_maskz_loadu_ps(m, q + d)));
     _mm512_mask_storeu_ps(acc + d, m, _mm512_setzero_ps());
   }
   float max = -INFINITY;
@@ -252,14 +293,17 @@ void AttentionHeadF16(const float* q, const uint16_t* k, const uint16_t* v, int6
       const __mmask16 m = FirstLanes16(head_dim - d);
       __m512 a = _mm512_maskz_loadu_ps(m, acc + d);
       if (new_max) a = RoundToHalf(_mm512_mul_ps(a, vms));
-      _mm512_mask_storeu_ps(acc + d, m, RoundToHalf(_mm512_fmadd_ps(LoadHalf16(m, vi + d), vvs, a)));
+      _mm512_mask_storeu_ps(
+          acc + d, m,
+          RoundToHalf(_mm512_fmadd_ps(LoadHalf16(m, vi + d), vvs, a)));
     }
     sum = sum * ms + vs;  // rounded twice, as in ggml (see ref/ops.cc)
   }
   const __m512 inv = _mm512_set1_ps(sum == 0.0f ? 0.0f : 1.0f / sum);
   for (int64_t d = 0; d < head_dim; d += 16) {
     const __mmask16 m = FirstLanes16(head_dim - d);
-    _mm512_mask_storeu_ps(out + d, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, acc + d), inv));
+    _mm512_mask_storeu_ps(
+        out + d, m, _mm512_mul_ps(_mm512_maskz_loadu_ps(m, acc + d), inv));
   }
 }
 

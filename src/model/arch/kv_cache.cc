@@ -9,12 +9,15 @@
 
 namespace redline::model {
 
-std::string_view KvTypeName(KvType type) { return type == KvType::kF16 ? "f16" : "f32"; }
+std::string_view KvTypeName(KvType type) {
+  return type == KvType::kF16 ? "f16" : "f32";
+}
 
 Result<KvType> ParseKvType(std::string_view name) {
   if (name == "f32") return KvType::kF32;
   if (name == "f16") return KvType::kF16;
-  return Status::InvalidArgument(fmt::format("KV cache type \"{}\" is not one of f16, f32", name));
+  return Status::InvalidArgument(
+      fmt::format("KV cache type \"{}\" is not one of f16, f32", name));
 }
 
 int64_t KvTypeBytes(KvType type) { return type == KvType::kF16 ? 2 : 4; }
@@ -29,7 +32,8 @@ KvCache::KvCache(int64_t n_layer, int64_t n_ctx, int64_t kv_dim, KvType type)
       k_(new std::byte[n_layer * n_ctx * kv_dim * KvTypeBytes(type)]),
       v_(new std::byte[n_layer * n_ctx * kv_dim * KvTypeBytes(type)]) {}
 
-void KvCache::Store(int64_t layer, int64_t pos, const float* k, const float* v) {
+void KvCache::Store(int64_t layer, int64_t pos, const float* k,
+                    const float* v) {
   RL_DCHECK(layer >= 0 && layer < n_layer_ && pos >= 0 && pos < n_ctx_);
   const int64_t offset = Offset(layer, pos);
   if (type_ == KvType::kF32) {
@@ -46,14 +50,16 @@ void KvCache::Store(int64_t layer, int64_t pos, const float* k, const float* v) 
 }
 
 void KvCache::CopyPrefixFrom(const KvCache& other, int64_t n) {
-  RL_CHECK(other.n_layer_ == n_layer_ && other.kv_dim_ == kv_dim_ && other.type_ == type_ &&
-           n <= n_ctx_ && n <= other.n_ctx_);
+  RL_CHECK(other.n_layer_ == n_layer_ && other.kv_dim_ == kv_dim_ &&
+           other.type_ == type_ && n <= n_ctx_ && n <= other.n_ctx_);
   const int64_t elem = KvTypeBytes(type_);
   for (int64_t l = 0; l < n_layer_; ++l) {
     const int64_t offset = Offset(l, 0) * elem;
     const int64_t other_offset = other.Offset(l, 0) * elem;
-    std::memcpy(k_.get() + offset, other.k_.get() + other_offset, n * kv_dim_ * elem);
-    std::memcpy(v_.get() + offset, other.v_.get() + other_offset, n * kv_dim_ * elem);
+    std::memcpy(k_.get() + offset, other.k_.get() + other_offset,
+                n * kv_dim_ * elem);
+    std::memcpy(v_.get() + offset, other.v_.get() + other_offset,
+                n * kv_dim_ * elem);
   }
   n_used_ = n;
 }

@@ -35,13 +35,16 @@ int64_t KvTypeBytes(KvType type);  // bytes per element: 4 or 2
 class KvCache {
  public:
   // Cost: 2 * n_layer * n_ctx * kv_dim * KvTypeBytes(type) bytes.
-  KvCache(int64_t n_layer, int64_t n_ctx, int64_t kv_dim, KvType type = KvType::kF32);
+  KvCache(int64_t n_layer, int64_t n_ctx, int64_t kv_dim,
+          KvType type = KvType::kF32);
 
   int64_t n_layer() const { return n_layer_; }
   int64_t n_ctx() const { return n_ctx_; }
   int64_t kv_dim() const { return kv_dim_; }
   KvType type() const { return type_; }
-  int64_t SizeBytes() const { return 2 * n_layer_ * n_ctx_ * kv_dim_ * KvTypeBytes(type_); }
+  int64_t SizeBytes() const {
+    return 2 * n_layer_ * n_ctx_ * kv_dim_ * KvTypeBytes(type_);
+  }
 
   // Positions [0, n_used) hold valid entries. The forward pass does not track
   // this; owners (generator, scheduler) do, e.g. to reuse a shared prefix.
@@ -74,7 +77,9 @@ class KvCache {
   void CopyPrefixFrom(const KvCache& other, int64_t n);
 
  private:
-  int64_t Offset(int64_t layer, int64_t pos) const { return (layer * n_ctx_ + pos) * kv_dim_; }
+  int64_t Offset(int64_t layer, int64_t pos) const {
+    return (layer * n_ctx_ + pos) * kv_dim_;
+  }
 
   int64_t n_layer_, n_ctx_, kv_dim_;
   KvType type_;

@@ -9,7 +9,8 @@ namespace redline::model {
 
 Model::~Model() = default;
 
-Result<std::unique_ptr<Model>> Model::Load(const std::string& path, const LoadOptions& options) {
+Result<std::unique_ptr<Model>> Model::Load(const std::string& path,
+                                           const LoadOptions& options) {
   auto report = [&](double p) {
     if (options.progress) options.progress(p);
   };
@@ -31,14 +32,16 @@ Result<std::unique_ptr<Model>> Model::Load(const std::string& path, const LoadOp
     if (tok.ok()) {
       m->tokenizer_ = std::move(tok).value();
       if (m->tokenizer_->vocab_size() > m->config_.vocab_size) {
-        m->tokenizer_status_ = Status::InvalidArgument("vocabulary is larger than the embedding table");
+        m->tokenizer_status_ = Status::InvalidArgument(
+            "vocabulary is larger than the embedding table");
         m->tokenizer_.reset();
       }
     } else {
       m->tokenizer_status_ = tok.status();
     }
   }
-  if (auto t = m->file_->GetString("tokenizer.chat_template"); t.ok()) m->chat_template_ = *t;
+  if (auto t = m->file_->GetString("tokenizer.chat_template"); t.ok())
+    m->chat_template_ = *t;
   report(0.3);
   MappedFile* mapping = m->file_->mapping();
   if (mapping != nullptr) {
@@ -54,8 +57,10 @@ Result<std::unique_ptr<Model>> Model::Load(const std::string& path, const LoadOp
       const size_t step = std::max<size_t>(size / 64, kPage);
       for (size_t chunk = 0; chunk < size; chunk += step) {
         const size_t end = std::min(size, chunk + step);
-        for (size_t off = chunk; off < end; off += kPage) sink = sink + data[off];
-        report(0.3 + 0.7 * static_cast<double>(end) / static_cast<double>(size));
+        for (size_t off = chunk; off < end; off += kPage)
+          sink = sink + data[off];
+        report(0.3 +
+               0.7 * static_cast<double>(end) / static_cast<double>(size));
       }
     }
   }
@@ -66,7 +71,8 @@ Result<std::unique_ptr<Model>> Model::Load(const std::string& path, const LoadOp
 std::string Model::WeightTypeSummary() const {
   std::set<std::string_view> types;
   for (const LayerWeights& l : weights_.layers) {
-    for (const auto* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) {
+    for (const auto* w :
+         {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) {
       types.insert(kernels::DTypeName(w->type));
     }
   }

@@ -22,8 +22,9 @@ namespace redline::model {
 class Tokenizer;
 
 struct LoadOptions {
-  bool mlock = false;     // pin weights in RAM (fails with a clear error if not permitted)
-  bool prefetch = true;   // ask the kernel to read the file ahead
+  bool mlock =
+      false;  // pin weights in RAM (fails with a clear error if not permitted)
+  bool prefetch = true;  // ask the kernel to read the file ahead
   bool load_tokenizer = true;
   // Called with progress in [0, 1] while loading (from the loading thread).
   std::function<void(double)> progress;
@@ -31,7 +32,8 @@ struct LoadOptions {
 
 class Model {
  public:
-  static Result<std::unique_ptr<Model>> Load(const std::string& path, const LoadOptions& options = {});
+  static Result<std::unique_ptr<Model>> Load(const std::string& path,
+                                             const LoadOptions& options = {});
   ~Model();
 
   const ModelConfig& config() const { return config_; }

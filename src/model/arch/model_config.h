@@ -17,22 +17,22 @@ enum class Arch { kLlama, kQwen2 };
 
 struct ModelConfig {
   Arch arch = Arch::kLlama;
-  std::string arch_name;      // "llama" or "qwen2" as in general.architecture
-  std::string name;           // general.name, may be empty
-  int64_t vocab_size = 0;     // rows of token_embd
+  std::string arch_name;   // "llama" or "qwen2" as in general.architecture
+  std::string name;        // general.name, may be empty
+  int64_t vocab_size = 0;  // rows of token_embd
   int64_t embedding_length = 0;  // n_embd
   int64_t block_count = 0;       // layers
   int64_t feed_forward_length = 0;
   int64_t head_count = 0;
   int64_t head_count_kv = 0;
-  int64_t head_dim = 0;          // key_length (default n_embd / head_count)
+  int64_t head_dim = 0;  // key_length (default n_embd / head_count)
   int64_t context_length_train = 0;
   float rms_norm_eps = 1e-5f;
   float rope_freq_base = 10000.0f;
   int64_t rope_dimension_count = 0;  // rotated dims per head (default head_dim)
   kernels::RopeStyle rope_style = kernels::RopeStyle::kNorm;
-  bool has_qkv_bias = false;        // qwen2
-  bool tied_embeddings = false;     // no output.weight: reuse token_embd
+  bool has_qkv_bias = false;     // qwen2
+  bool tied_embeddings = false;  // no output.weight: reuse token_embd
 
   int64_t q_dim() const { return head_count * head_dim; }
   int64_t kv_dim() const { return head_count_kv * head_dim; }

@@ -17,7 +17,8 @@ using gguf::TensorType;
 using gguf::Value;
 
 // Tokens with fixed ids at the start of every synthetic vocabulary.
-constexpr const char* kSpecialTokens[] = {"<unk>", "<s>", "</s>", "<|im_start|>", "<|im_end|>"};
+constexpr const char* kSpecialTokens[] = {"<unk>", "<s>", "</s>",
+                                          "<|im_start|>", "<|im_end|>"};
 constexpr int32_t kNumSpecial = 5;
 constexpr int32_t kFirstByteToken = kNumSpecial;
 constexpr int32_t kFirstPiece = kFirstByteToken + 256;
@@ -30,8 +31,10 @@ constexpr float kLayerOutputScale = 0.25f;
 
 // ChatML, the format SmolLM2 and Qwen2.5 instruct models use.
 constexpr const char* kChatMlTemplate =
-    "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' + message['content'] + "
-    "'<|im_end|>' + '\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}"
+    "{% for message in messages %}{{ '<|im_start|>' + message['role'] + '\\n' "
+    "+ message['content'] + "
+    "'<|im_end|>' + '\\n' }}{% endfor %}{% if add_generation_prompt %}{{ "
+    "'<|im_start|>assistant\\n' }}"
     "{% endif %}";
 
 uint64_t SplitMix64(uint64_t& state) {
@@ -49,17 +52,23 @@ uint64_t HashName(std::string_view s, uint64_t seed) {
 
 // Uniform in [-1, 1): std 1/sqrt(3).
 inline float UniformSym(uint64_t& state) {
-  return static_cast<float>(static_cast<int64_t>(SplitMix64(state) >> 40) - (1ll << 23)) *
+  return static_cast<float>(static_cast<int64_t>(SplitMix64(state) >> 40) -
+                            (1ll << 23)) *
          (1.0f / static_cast<float>(1 << 23));
 }
 
 TensorType ToTensorType(kernels::DType t) {
   switch (t) {
-    case kernels::DType::kF32: return TensorType::kF32;
-    case kernels::DType::kF16: return TensorType::kF16;
-    case kernels::DType::kBF16: return TensorType::kBF16;
-    case kernels::DType::kQ8_0: return TensorType::kQ8_0;
-    case kernels::DType::kQ4_0: return TensorType::kQ4_0;
+    case kernels::DType::kF32:
+      return TensorType::kF32;
+    case kernels::DType::kF16:
+      return TensorType::kF16;
+    case kernels::DType::kBF16:
+      return TensorType::kBF16;
+    case kernels::DType::kQ8_0:
+      return TensorType::kQ8_0;
+    case kernels::DType::kQ4_0:
+      return TensorType::kQ4_0;
   }
   return TensorType::kF32;
 }
@@ -67,11 +76,16 @@ TensorType ToTensorType(kernels::DType t) {
 // general.file_type values (llama_ftype) of llama.cpp.
 uint32_t FileType(kernels::DType t) {
   switch (t) {
-    case kernels::DType::kF32: return 0;
-    case kernels::DType::kF16: return 1;
-    case kernels::DType::kQ4_0: return 2;
-    case kernels::DType::kQ8_0: return 7;
-    case kernels::DType::kBF16: return 32;
+    case kernels::DType::kF32:
+      return 0;
+    case kernels::DType::kF16:
+      return 1;
+    case kernels::DType::kQ4_0:
+      return 2;
+    case kernels::DType::kQ8_0:
+      return 7;
+    case kernels::DType::kBF16:
+      return 32;
   }
   return 0;
 }
@@ -80,9 +94,11 @@ uint32_t FileType(kernels::DType t) {
 std::vector<std::string> MakePieces(int64_t count) {
   std::vector<std::string> pieces;
   pieces.reserve(count);
-  const std::string space = "\xe2\x96\x81";  // U+2581, SentencePiece's space mark
+  const std::string space =
+      "\xe2\x96\x81";  // U+2581, SentencePiece's space mark
   auto push = [&](std::string s) {
-    if (static_cast<int64_t>(pieces.size()) < count) pieces.push_back(std::move(s));
+    if (static_cast<int64_t>(pieces.size()) < count)
+      pieces.push_back(std::move(s));
   };
   push(space);
   for (int ch = 33; ch < 127; ++ch) {
@@ -93,7 +109,8 @@ std::vector<std::string> MakePieces(int64_t count) {
   static const char kVowels[] = "aeiou";
   std::vector<std::string> syllables;
   for (char c : std::string_view(kConsonants)) {
-    for (char v : std::string_view(kVowels)) syllables.push_back(std::string{c, v});
+    for (char v : std::string_view(kVowels))
+      syllables.push_back(std::string{c, v});
   }
   // Words of 1, 2, 3, ... syllables, each as "▁word" and "word".
   std::vector<std::string> words = syllables;
@@ -120,12 +137,14 @@ std::vector<std::string> MakePieces(int64_t count) {
 // head size, from the published scaling rule (factor 32, low/high frequency
 // factors 1 and 4, original context 8192).
 std::vector<float> Llama3RopeFactors(float base, int64_t head_dim) {
-  constexpr double kFactor = 32.0, kLow = 1.0, kHigh = 4.0, kOriginalCtx = 8192.0;
+  constexpr double kFactor = 32.0, kLow = 1.0, kHigh = 4.0,
+                   kOriginalCtx = 8192.0;
   const double low_wavelen = kOriginalCtx / kLow;
   const double high_wavelen = kOriginalCtx / kHigh;
   std::vector<float> factors(head_dim / 2);
   for (int64_t i = 0; i < head_dim / 2; ++i) {
-    const double freq = 1.0 / std::pow(static_cast<double>(base), 2.0 * i / static_cast<double>(head_dim));
+    const double freq = 1.0 / std::pow(static_cast<double>(base),
+                                       2.0 * i / static_cast<double>(head_dim));
     const double wavelen = 2.0 * std::numbers::pi / freq;
     double f;
     if (wavelen < high_wavelen) {
@@ -152,69 +171,112 @@ Result<SyntheticSpec> SyntheticPreset(std::string_view name) {
   s.preset = std::string(name);
   if (name == "tiny") {
     s.arch = Arch::kLlama;
-    s.vocab_size = 512; s.embedding_length = 64; s.block_count = 2; s.feed_forward_length = 192;
-    s.head_count = 4; s.head_count_kv = 2; s.context_length = 2048;
+    s.vocab_size = 512;
+    s.embedding_length = 64;
+    s.block_count = 2;
+    s.feed_forward_length = 192;
+    s.head_count = 4;
+    s.head_count_kv = 2;
+    s.context_length = 2048;
     s.tied_embeddings = false;
   } else if (name == "tiny-qwen2") {
     s.arch = Arch::kQwen2;
-    s.vocab_size = 640; s.embedding_length = 64; s.block_count = 2; s.feed_forward_length = 160;
-    s.head_count = 4; s.head_count_kv = 1; s.context_length = 2048;
-    s.rms_norm_eps = 1e-6f; s.rope_freq_base = 1000000.0f;
+    s.vocab_size = 640;
+    s.embedding_length = 64;
+    s.block_count = 2;
+    s.feed_forward_length = 160;
+    s.head_count = 4;
+    s.head_count_kv = 1;
+    s.context_length = 2048;
+    s.rms_norm_eps = 1e-6f;
+    s.rope_freq_base = 1000000.0f;
   } else if (name == "smollm2-135m") {
     s.arch = Arch::kLlama;
-    s.vocab_size = 49152; s.embedding_length = 576; s.block_count = 30; s.feed_forward_length = 1536;
-    s.head_count = 9; s.head_count_kv = 3; s.context_length = 8192;
+    s.vocab_size = 49152;
+    s.embedding_length = 576;
+    s.block_count = 30;
+    s.feed_forward_length = 1536;
+    s.head_count = 9;
+    s.head_count_kv = 3;
+    s.context_length = 8192;
     s.rope_freq_base = 100000.0f;
   } else if (name == "qwen2.5-0.5b") {
     s.arch = Arch::kQwen2;
-    s.vocab_size = 151936; s.embedding_length = 896; s.block_count = 24; s.feed_forward_length = 4864;
-    s.head_count = 14; s.head_count_kv = 2; s.context_length = 32768;
-    s.rms_norm_eps = 1e-6f; s.rope_freq_base = 1000000.0f;
+    s.vocab_size = 151936;
+    s.embedding_length = 896;
+    s.block_count = 24;
+    s.feed_forward_length = 4864;
+    s.head_count = 14;
+    s.head_count_kv = 2;
+    s.context_length = 32768;
+    s.rms_norm_eps = 1e-6f;
+    s.rope_freq_base = 1000000.0f;
   } else if (name == "llama3.2-1b") {
     s.arch = Arch::kLlama;
-    s.vocab_size = 128256; s.embedding_length = 2048; s.block_count = 16; s.feed_forward_length = 8192;
-    s.head_count = 32; s.head_count_kv = 8; s.context_length = 131072;
-    s.rope_freq_base = 500000.0f; s.llama3_rope_scaling = true;
+    s.vocab_size = 128256;
+    s.embedding_length = 2048;
+    s.block_count = 16;
+    s.feed_forward_length = 8192;
+    s.head_count = 32;
+    s.head_count_kv = 8;
+    s.context_length = 131072;
+    s.rope_freq_base = 500000.0f;
+    s.llama3_rope_scaling = true;
   } else {
-    return Status::InvalidArgument(fmt::format("unknown preset '{}' (known: {})", name,
-                                               fmt::join(SyntheticPresetNames(), ", ")));
+    return Status::InvalidArgument(
+        fmt::format("unknown preset '{}' (known: {})", name,
+                    fmt::join(SyntheticPresetNames(), ", ")));
   }
   return s;
 }
 
 Result<kernels::DType> ParseDType(std::string_view name) {
-  for (auto t : {kernels::DType::kF32, kernels::DType::kF16, kernels::DType::kBF16, kernels::DType::kQ8_0,
-                 kernels::DType::kQ4_0}) {
+  for (auto t :
+       {kernels::DType::kF32, kernels::DType::kF16, kernels::DType::kBF16,
+        kernels::DType::kQ8_0, kernels::DType::kQ4_0}) {
     if (kernels::DTypeName(t) == name) return t;
   }
-  return Status::InvalidArgument(fmt::format("unknown weight type '{}' (known: f32, f16, bf16, q8_0, q4_0)", name));
+  return Status::InvalidArgument(fmt::format(
+      "unknown weight type '{}' (known: f32, f16, bf16, q8_0, q4_0)", name));
 }
 
-Status WriteSyntheticModel(const SyntheticSpec& s, kernels::DType type, uint64_t seed, const std::string& path,
+Status WriteSyntheticModel(const SyntheticSpec& s, kernels::DType type,
+                           uint64_t seed, const std::string& path,
                            ThreadPool& pool) {
-  if (s.vocab_size < kFirstPiece + 1) return Status::InvalidArgument("vocabulary too small");
+  if (s.vocab_size < kFirstPiece + 1)
+    return Status::InvalidArgument("vocabulary too small");
   const std::string arch(ArchName(s.arch));
   const int64_t head_dim = s.embedding_length / s.head_count;
   const int64_t kv_dim = s.head_count_kv * head_dim;
   gguf::GgufWriter w;
   w.Set("general.architecture", Value::Str(arch));
   w.Set("general.type", Value::Str("model"));
-  w.Set("general.name", Value::Str(fmt::format("redline-synthetic-{}", s.preset)));
+  w.Set("general.name",
+        Value::Str(fmt::format("redline-synthetic-{}", s.preset)));
   w.Set("general.file_type", Value::U32(FileType(type)));
   w.Set("general.quantization_version", Value::U32(2));
   w.Set(arch + ".vocab_size", Value::U32(static_cast<uint32_t>(s.vocab_size)));
-  w.Set(arch + ".context_length", Value::U32(static_cast<uint32_t>(s.context_length)));
-  w.Set(arch + ".embedding_length", Value::U32(static_cast<uint32_t>(s.embedding_length)));
-  w.Set(arch + ".block_count", Value::U32(static_cast<uint32_t>(s.block_count)));
-  w.Set(arch + ".feed_forward_length", Value::U32(static_cast<uint32_t>(s.feed_forward_length)));
-  w.Set(arch + ".attention.head_count", Value::U32(static_cast<uint32_t>(s.head_count)));
-  w.Set(arch + ".attention.head_count_kv", Value::U32(static_cast<uint32_t>(s.head_count_kv)));
+  w.Set(arch + ".context_length",
+        Value::U32(static_cast<uint32_t>(s.context_length)));
+  w.Set(arch + ".embedding_length",
+        Value::U32(static_cast<uint32_t>(s.embedding_length)));
+  w.Set(arch + ".block_count",
+        Value::U32(static_cast<uint32_t>(s.block_count)));
+  w.Set(arch + ".feed_forward_length",
+        Value::U32(static_cast<uint32_t>(s.feed_forward_length)));
+  w.Set(arch + ".attention.head_count",
+        Value::U32(static_cast<uint32_t>(s.head_count)));
+  w.Set(arch + ".attention.head_count_kv",
+        Value::U32(static_cast<uint32_t>(s.head_count_kv)));
   w.Set(arch + ".attention.layer_norm_rms_epsilon", Value::F32(s.rms_norm_eps));
   w.Set(arch + ".rope.freq_base", Value::F32(s.rope_freq_base));
   if (s.arch == Arch::kLlama) {
-    w.Set(arch + ".rope.dimension_count", Value::U32(static_cast<uint32_t>(head_dim)));
-    w.Set(arch + ".attention.key_length", Value::U32(static_cast<uint32_t>(head_dim)));
-    w.Set(arch + ".attention.value_length", Value::U32(static_cast<uint32_t>(head_dim)));
+    w.Set(arch + ".rope.dimension_count",
+          Value::U32(static_cast<uint32_t>(head_dim)));
+    w.Set(arch + ".attention.key_length",
+          Value::U32(static_cast<uint32_t>(head_dim)));
+    w.Set(arch + ".attention.value_length",
+          Value::U32(static_cast<uint32_t>(head_dim)));
   }
 
   // Vocabulary: SentencePiece ("llama") with byte fallback.
@@ -232,7 +294,8 @@ Status WriteSyntheticModel(const SyntheticSpec& s, kernels::DType type, uint64_t
     scores.push_back(0.0f);
     types.push_back(6);  // byte
   }
-  const std::vector<std::string> pieces = MakePieces(s.vocab_size - kFirstPiece);
+  const std::vector<std::string> pieces =
+      MakePieces(s.vocab_size - kFirstPiece);
   for (size_t i = 0; i < pieces.size(); ++i) {
     tokens.push_back(pieces[i]);
     scores.push_back(-static_cast<float>(i));
@@ -254,26 +317,34 @@ Status WriteSyntheticModel(const SyntheticSpec& s, kernels::DType type, uint64_t
   ThreadPool* p = &pool;
   // A random matrix [rows, cols] with entries uniform, standard deviation
   // `stddev`, quantized to `t` row by row on all threads.
-  auto matrix = [&](const std::string& name, int64_t rows, int64_t cols, float stddev, kernels::DType t,
+  auto matrix = [&](const std::string& name, int64_t rows, int64_t cols,
+                    float stddev, kernels::DType t,
                     float special_row_scale = 1.0f) {
     const uint64_t name_seed = HashName(name, seed);
     const float amplitude = stddev * std::sqrt(3.0f);
-    w.AddTensor(name, ToTensorType(t), {cols, rows}, [=](std::span<uint8_t> dst) {
-      const int64_t row_bytes = kernels::RowBytes(t, cols);
-      p->ParallelFor(rows, 64, [&](int64_t begin, int64_t end, int) {
-        std::vector<float> row(cols);
-        for (int64_t r = begin; r < end; ++r) {
-          uint64_t state = name_seed ^ (static_cast<uint64_t>(r) * 0x9e3779b97f4a7c15ull);
-          // Special and byte tokens get small rows, so a random model rarely
-          // ends early or emits raw bytes: its output reads as words.
-          const float scale = amplitude * (r < kFirstPiece ? special_row_scale : 1.0f);
-          for (int64_t c = 0; c < cols; ++c) row[c] = UniformSym(state) * scale;
-          kernels::QuantizeRow(t, row.data(), cols, dst.data() + r * row_bytes);
-        }
-      });
-    });
+    w.AddTensor(
+        name, ToTensorType(t), {cols, rows}, [=](std::span<uint8_t> dst) {
+          const int64_t row_bytes = kernels::RowBytes(t, cols);
+          p->ParallelFor(rows, 64, [&](int64_t begin, int64_t end, int) {
+            std::vector<float> row(cols);
+            for (int64_t r = begin; r < end; ++r) {
+              uint64_t state = name_seed ^ (static_cast<uint64_t>(r) *
+                                            0x9e3779b97f4a7c15ull);
+              // Special and byte tokens get small rows, so a random model
+              // rarely ends early or emits raw bytes: its output reads as
+              // words.
+              const float scale =
+                  amplitude * (r < kFirstPiece ? special_row_scale : 1.0f);
+              for (int64_t c = 0; c < cols; ++c)
+                row[c] = UniformSym(state) * scale;
+              kernels::QuantizeRow(t, row.data(), cols,
+                                   dst.data() + r * row_bytes);
+            }
+          });
+        });
   };
-  auto vector = [&](const std::string& name, int64_t n, float center, float spread) {
+  auto vector = [&](const std::string& name, int64_t n, float center,
+                    float spread) {
     const uint64_t name_seed = HashName(name, seed);
     w.AddTensor(name, TensorType::kF32, {n}, [=](std::span<uint8_t> dst) {
       uint64_t state = name_seed;
@@ -302,12 +373,15 @@ Status WriteSyntheticModel(const SyntheticSpec& s, kernels::DType type, uint64_t
     matrix("output.weight", s.vocab_size, d, out_std, type, 0.05f);
   }
   if (s.llama3_rope_scaling) {
-    const std::vector<float> factors = Llama3RopeFactors(s.rope_freq_base, head_dim);
-    w.AddTensor("rope_freqs.weight", TensorType::kF32, {head_dim / 2}, [factors](std::span<uint8_t> dst) {
-      std::memcpy(dst.data(), factors.data(), factors.size() * 4);
-    });
+    const std::vector<float> factors =
+        Llama3RopeFactors(s.rope_freq_base, head_dim);
+    w.AddTensor("rope_freqs.weight", TensorType::kF32, {head_dim / 2},
+                [factors](std::span<uint8_t> dst) {
+                  std::memcpy(dst.data(), factors.data(), factors.size() * 4);
+                });
   }
-  const float ff_std = 1.0f / std::sqrt(static_cast<float>(s.feed_forward_length));
+  const float ff_std =
+      1.0f / std::sqrt(static_cast<float>(s.feed_forward_length));
   for (int64_t i = 0; i < s.block_count; ++i) {
     const std::string b = fmt::format("blk.{}.", i);
     vector(b + "attn_norm.weight", d, 1.0f, 0.1f);
@@ -323,7 +397,8 @@ Status WriteSyntheticModel(const SyntheticSpec& s, kernels::DType type, uint64_t
     vector(b + "ffn_norm.weight", d, 1.0f, 0.1f);
     matrix(b + "ffn_gate.weight", s.feed_forward_length, d, in_std, type);
     matrix(b + "ffn_up.weight", s.feed_forward_length, d, in_std, type);
-    matrix(b + "ffn_down.weight", d, s.feed_forward_length, kLayerOutputScale * ff_std, type);
+    matrix(b + "ffn_down.weight", d, s.feed_forward_length,
+           kLayerOutputScale * ff_std, type);
   }
   return w.Write(path);
 }

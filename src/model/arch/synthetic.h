@@ -32,7 +32,8 @@ struct SyntheticSpec {
   float rms_norm_eps = 1e-5f;
   float rope_freq_base = 10000.0f;
   bool tied_embeddings = true;
-  bool llama3_rope_scaling = false;  // write rope_freqs.weight as Llama 3.x does
+  bool llama3_rope_scaling =
+      false;  // write rope_freqs.weight as Llama 3.x does
 };
 
 // "tiny", "tiny-qwen2", "smollm2-135m", "qwen2.5-0.5b", "llama3.2-1b".
@@ -44,8 +45,9 @@ Result<kernels::DType> ParseDType(std::string_view name);
 
 // Writes the model. Same spec, type and seed give the same bytes.
 // Cost: generates every weight (~1 s per 100M parameters on 2 cores).
-Status WriteSyntheticModel(const SyntheticSpec& spec, kernels::DType type, uint64_t seed,
-                           const std::string& path, ThreadPool& pool);
+Status WriteSyntheticModel(const SyntheticSpec& spec, kernels::DType type,
+                           uint64_t seed, const std::string& path,
+                           ThreadPool& pool);
 
 }  // namespace redline::model
 

@@ -11,11 +11,15 @@
 
 namespace redline::model {
 
-Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights, ThreadPool& pool,
-                         int64_t max_batch_tokens)
-    : config_(config), weights_(weights), pool_(pool), max_batch_(std::max<int64_t>(1, max_batch_tokens)) {
+Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights,
+                         ThreadPool& pool, int64_t max_batch_tokens)
+    : config_(config),
+      weights_(weights),
+      pool_(pool),
+      max_batch_(std::max<int64_t>(1, max_batch_tokens)) {
   const ModelConfig& c = config_;
-  theta_scale_ = std::pow(c.rope_freq_base, -2.0f / static_cast<float>(c.head_dim));
+  theta_scale_ =
+      std::pow(c.rope_freq_base, -2.0f / static_cast<float>(c.head_dim));
   const int64_t b = max_batch_;
   cos_sin_.resize(b * c.head_dim);
   x_.resize(b * c.embedding_length);
@@ -32,7 +36,9 @@ Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights,
   };
   need(weights_.output);
   for (const LayerWeights& l : weights_.layers) {
-    for (const auto* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) need(*w);
+    for (const auto* w :
+         {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
+      need(*w);
   }
   matmul_scratch_.resize(scratch);
 }
@@ -41,23 +47,29 @@ KvCache Transformer::NewCache(int64_t n_ctx, KvType type) const {
   return KvCache(config_.block_count, n_ctx, config_.kv_dim(), type);
 }
 
-void Transformer::MatMul(const kernels::WeightView& w, const float* x, int64_t n, float* y) {
+void Transformer::MatMul(const kernels::WeightView& w, const float* x,
+                         int64_t n, float* y) {
   kernels::MatMul(w, x, n, y, matmul_scratch_, pool_);
 }
 
-Status Transformer::Forward(std::span<const BatchToken> batch, std::span<float> logits) {
+Status Transformer::Forward(std::span<const BatchToken> batch,
+                            std::span<float> logits) {
   const int64_t vocab = config_.vocab_size;
   int64_t want = 0;
   for (const BatchToken& t : batch) {
-    if (t.cache == nullptr) return Status::InvalidArgument("batch token without a KV cache");
+    if (t.cache == nullptr)
+      return Status::InvalidArgument("batch token without a KV cache");
     if (t.token < 0 || t.token >= vocab) {
-      return Status::InvalidArgument(fmt::format("token id {} is outside the vocabulary [0, {})", t.token, vocab));
+      return Status::InvalidArgument(fmt::format(
+          "token id {} is outside the vocabulary [0, {})", t.token, vocab));
     }
     if (t.pos < 0 || t.pos >= t.cache->n_ctx()) {
-      return Status::OutOfRange(fmt::format("position {} is outside the context of {} tokens", t.pos,
-                                            t.cache->n_ctx()));
+      return Status::OutOfRange(
+          fmt::format("position {} is outside the context of {} tokens", t.pos,
+                      t.cache->n_ctx()));
     }
-    if (t.cache->n_layer() != config_.block_count || t.cache->kv_dim() != config_.kv_dim()) {
+    if (t.cache->n_layer() != config_.block_count ||
+        t.cache->kv_dim() != config_.kv_dim()) {
       return Status::InvalidArgument("KV cache shaped for another model");
     }
     want += t.want_logits ? 1 : 0;
@@ -75,12 +87,14 @@ Status Transformer::Forward(std::span<const BatchToken> batch, std::span<float> 
   return Status::Ok();
 }
 
-Status Transformer::ForwardSequence(std::span<const int32_t> tokens, int64_t start_pos, KvCache& cache,
+Status Transformer::ForwardSequence(std::span<const int32_t> tokens,
+                                    int64_t start_pos, KvCache& cache,
                                     std::span<float> last_logits) {
   if (tokens.empty()) return Status::InvalidArgument("no tokens to run");
   std::vector<BatchToken> batch(tokens.size());
   for (size_t i = 0; i < tokens.size(); ++i) {
-    batch[i] = {tokens[i], start_pos + static_cast<int64_t>(i), &cache, i + 1 == tokens.size()};
+    batch[i] = {tokens[i], start_pos + static_cast<int64_t>(i), &cache,
+                i + 1 == tokens.size()};
   }
   return Forward(batch, last_logits);
 }
@@ -94,32 +108,38 @@ void Transformer::Attention(std::span<const BatchToken> batch, int64_t layer) {
   // Per-thread scratch: scores [n_kv] for f32 caches, [2 * head_dim] for f16.
   int64_t stride = 2 * head_dim;
   for (const BatchToken& t : batch) stride = std::max(stride, t.pos + 1);
-  if (scores_stride_ < stride || scores_.size() < static_cast<size_t>(pool_.num_threads() * stride)) {
+  if (scores_stride_ < stride ||
+      scores_.size() < static_cast<size_t>(pool_.num_threads() * stride)) {
     scores_stride_ = stride;
     scores_.resize(pool_.num_threads() * scores_stride_);
   }
-  pool_.ParallelFor(n * c.head_count, 1, [&](int64_t begin, int64_t end, int thread) {
-    float* scratch = scores_.data() + thread * scores_stride_;
-    for (int64_t i = begin; i < end; ++i) {
-      const int64_t t = i / c.head_count;
-      const int64_t h = i % c.head_count;
-      const BatchToken& bt = batch[t];
-      const int64_t g = h / group;
-      const float* q = q_.data() + t * c.q_dim() + h * head_dim;
-      float* out = attn_.data() + t * c.q_dim() + h * head_dim;
-      const KvCache& cache = *bt.cache;
-      if (cache.type() == KvType::kF16) {
-        kernels::AttentionHeadF16(q, cache.KHalf(layer, 0) + g * head_dim, cache.VHalf(layer, 0) + g * head_dim,
-                                  bt.pos + 1, head_dim, c.kv_dim(), scale, scratch, out);
-      } else {
-        kernels::AttentionHead(q, cache.K(layer, 0) + g * head_dim, cache.V(layer, 0) + g * head_dim, bt.pos + 1,
-                               head_dim, c.kv_dim(), scale, scratch, out);
-      }
-    }
-  });
+  pool_.ParallelFor(
+      n * c.head_count, 1, [&](int64_t begin, int64_t end, int thread) {
+        float* scratch = scores_.data() + thread * scores_stride_;
+        for (int64_t i = begin; i < end; ++i) {
+          const int64_t t = i / c.head_count;
+          const int64_t h = i % c.head_count;
+          const BatchToken& bt = batch[t];
+          const int64_t g = h / group;
+          const float* q = q_.data() + t * c.q_dim() + h * head_dim;
+          float* out = attn_.data() + t * c.q_dim() + h * head_dim;
+          const KvCache& cache = *bt.cache;
+          if (cache.type() == KvType::kF16) {
+            kernels::AttentionHeadF16(q, cache.KHalf(layer, 0) + g * head_dim,
+                                      cache.VHalf(layer, 0) + g * head_dim,
+                                      bt.pos + 1, head_dim, c.kv_dim(), scale,
+                                      scratch, out);
+          } else {
+            kernels::AttentionHead(q, cache.K(layer, 0) + g * head_dim,
+                                   cache.V(layer, 0) + g * head_dim, bt.pos + 1,
+                                   head_dim, c.kv_dim(), scale, scratch, out);
+          }
+        }
+      });
 }
 
-Status Transformer::ForwardChunk(std::span<const BatchToken> batch, float* logits) {
+Status Transformer::ForwardChunk(std::span<const BatchToken> batch,
+                                 float* logits) {
   const ModelConfig& c = config_;
   const ModelWeights& w = weights_;
   const int64_t n = static_cast<int64_t>(batch.size());
@@ -128,16 +148,21 @@ Status Transformer::ForwardChunk(std::span<const BatchToken> batch, float* logit
   const int64_t kv_dim = c.kv_dim();
   const int64_t n_ff = c.feed_forward_length;
 
-  for (int64_t t = 0; t < n; ++t) kernels::DequantizeRow(w.token_embd, batch[t].token, x_.data() + t * n_embd);
-  const float* freq_factors = w.rope_freqs.empty() ? nullptr : w.rope_freqs.data();
+  for (int64_t t = 0; t < n; ++t)
+    kernels::DequantizeRow(w.token_embd, batch[t].token,
+                           x_.data() + t * n_embd);
+  const float* freq_factors =
+      w.rope_freqs.empty() ? nullptr : w.rope_freqs.data();
   for (int64_t t = 0; t < n; ++t) {
-    kernels::RopeCosSin(batch[t].pos, c.head_dim / 2, theta_scale_, freq_factors, cos_sin_.data() + t * c.head_dim);
+    kernels::RopeCosSin(batch[t].pos, c.head_dim / 2, theta_scale_,
+                        freq_factors, cos_sin_.data() + t * c.head_dim);
   }
 
   for (int64_t layer = 0; layer < c.block_count; ++layer) {
     const LayerWeights& l = w.layers[layer];
     for (int64_t t = 0; t < n; ++t) {
-      kernels::RmsNorm(x_.data() + t * n_embd, l.attn_norm.data(), n_embd, c.rms_norm_eps, xn_.data() + t * n_embd);
+      kernels::RmsNorm(x_.data() + t * n_embd, l.attn_norm.data(), n_embd,
+                       c.rms_norm_eps, xn_.data() + t * n_embd);
     }
     {
       const kernels::WeightView ws[] = {l.wq, l.wk, l.wv};
@@ -164,7 +189,8 @@ Status Transformer::ForwardChunk(std::span<const BatchToken> batch, float* logit
     kernels::Add(xn_.data(), n * n_embd, x_.data());
 
     for (int64_t t = 0; t < n; ++t) {
-      kernels::RmsNorm(x_.data() + t * n_embd, l.ffn_norm.data(), n_embd, c.rms_norm_eps, xn_.data() + t * n_embd);
+      kernels::RmsNorm(x_.data() + t * n_embd, l.ffn_norm.data(), n_embd,
+                       c.rms_norm_eps, xn_.data() + t * n_embd);
     }
     {
       const kernels::WeightView ws[] = {l.w_gate, l.w_up};
@@ -181,8 +207,8 @@ Status Transformer::ForwardChunk(std::span<const BatchToken> batch, float* logit
   int64_t rows = 0;
   for (int64_t t = 0; t < n; ++t) {
     if (!batch[t].want_logits) continue;
-    kernels::RmsNorm(x_.data() + t * n_embd, w.output_norm.data(), n_embd, c.rms_norm_eps,
-                     xn_.data() + rows * n_embd);
+    kernels::RmsNorm(x_.data() + t * n_embd, w.output_norm.data(), n_embd,
+                     c.rms_norm_eps, xn_.data() + rows * n_embd);
     ++rows;
   }
   if (rows > 0) MatMul(w.output, xn_.data(), rows, logits);

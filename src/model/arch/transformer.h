@@ -1,8 +1,8 @@
 // Transformer: the forward pass of llama- and qwen2-style decoders.
 //
 // Per layer (pre-norm):
-//   h  = x + Wo * Attention(RoPE(Wq*RmsNorm(x) + bq), RoPE(Wk*.. + bk), Wv*.. + bv)
-//   x' = h + Wdown * (SiLU(Wgate*RmsNorm(h)) * (Wup*RmsNorm(h)))
+//   h  = x + Wo * Attention(RoPE(Wq*RmsNorm(x) + bq), RoPE(Wk*.. + bk), Wv*.. +
+//   bv) x' = h + Wdown * (SiLU(Wgate*RmsNorm(h)) * (Wup*RmsNorm(h)))
 // then RmsNorm and the output projection (the token embedding when tied).
 //
 // One call runs a batch of tokens that may belong to different sequences
@@ -32,16 +32,17 @@ namespace redline::model {
 // One token of a forward batch.
 struct BatchToken {
   int32_t token = 0;
-  int64_t pos = 0;           // position in its sequence
-  KvCache* cache = nullptr;  // its sequence's cache; positions < pos must be filled
+  int64_t pos = 0;  // position in its sequence
+  KvCache* cache =
+      nullptr;  // its sequence's cache; positions < pos must be filled
   bool want_logits = false;  // produce a logits row for this token
 };
 
 class Transformer {
  public:
   // Cost: allocates ~max_batch_tokens * (4 * n_embd + 2 * n_ff) floats.
-  Transformer(const ModelConfig& config, const ModelWeights& weights, ThreadPool& pool,
-              int64_t max_batch_tokens = 256);
+  Transformer(const ModelConfig& config, const ModelWeights& weights,
+              ThreadPool& pool, int64_t max_batch_tokens = 256);
 
   const ModelConfig& config() const { return config_; }
   const ModelWeights& weights() const { return weights_; }
@@ -56,15 +57,16 @@ class Transformer {
 
   // Convenience: prefill/decode `tokens` at positions start_pos.. of one
   // sequence; logits [vocab_size] of the last token.
-  Status ForwardSequence(std::span<const int32_t> tokens, int64_t start_pos, KvCache& cache,
-                         std::span<float> last_logits);
+  Status ForwardSequence(std::span<const int32_t> tokens, int64_t start_pos,
+                         KvCache& cache, std::span<float> last_logits);
 
   // A KV cache shaped for this model.
   KvCache NewCache(int64_t n_ctx, KvType type = KvType::kF32) const;
 
  private:
   Status ForwardChunk(std::span<const BatchToken> batch, float* logits);
-  void MatMul(const kernels::WeightView& w, const float* x, int64_t n, float* y);
+  void MatMul(const kernels::WeightView& w, const float* x, int64_t n,
+              float* y);
   void Attention(std::span<const BatchToken> batch, int64_t layer);
 
   const ModelConfig& config_;
@@ -72,10 +74,12 @@ class Transformer {
   ThreadPool& pool_;
   int64_t max_batch_;
   float theta_scale_ = 1.0f;  // rope_freq_base^(-2 / head_dim)
-  std::vector<float> cos_sin_;  // RoPE rotation of each batch token [max_batch, head_dim]
+  std::vector<float>
+      cos_sin_;  // RoPE rotation of each batch token [max_batch, head_dim]
   // Scratch, [max_batch, width] each.
   std::vector<float> x_, xn_, q_, k_, v_, attn_, gate_, up_;
-  std::vector<float> scores_;  // attention scratch [num_threads, scores_stride_]
+  std::vector<float>
+      scores_;  // attention scratch [num_threads, scores_stride_]
   int64_t scores_stride_ = 0;
   std::vector<std::byte> matmul_scratch_;
   std::vector<int64_t> logit_rows_;

@@ -28,11 +28,15 @@ class ReferenceModel {
   // half_kv: attention as over an F16 KV cache (kernels::AttentionHeadF16's
   // arithmetic, written out plainly); otherwise exact f64 attention.
   ReferenceModel(const Model& m, bool round_activations, bool half_kv = false)
-      : c_(m.config()), w_(m.weights()), round_activations_(round_activations), half_kv_(half_kv) {}
+      : c_(m.config()),
+        w_(m.weights()),
+        round_activations_(round_activations),
+        half_kv_(half_kv) {}
 
   // Logits [n_tokens][vocab] for every position of `tokens` from position 0.
   std::vector<std::vector<float>> Run(const std::vector<int32_t>& tokens) {
-    const int64_t d = c_.embedding_length, hd = c_.head_dim, n = static_cast<int64_t>(tokens.size());
+    const int64_t d = c_.embedding_length, hd = c_.head_dim,
+                  n = static_cast<int64_t>(tokens.size());
     std::vector<std::vector<float>> x(n, std::vector<float>(d));
     for (int64_t t = 0; t < n; ++t) x[t] = Row(w_.token_embd, tokens[t]);
     for (int64_t li = 0; li < c_.block_count; ++li) {
@@ -52,21 +56,24 @@ class ReferenceModel {
         for (int64_t h = 0; h < c_.head_count; ++h) {
           const int64_t g = h / group;
           if (half_kv_) {
-            HalfAttention(q[t].data() + h * hd, k, v, g * hd, t + 1, att[t].data() + h * hd);
+            HalfAttention(q[t].data() + h * hd, k, v, g * hd, t + 1,
+                          att[t].data() + h * hd);
             continue;
           }
           std::vector<double> s(t + 1);
           double mx = -1e300;
           for (int64_t p = 0; p <= t; ++p) {
             double dot = 0;
-            for (int64_t i = 0; i < hd; ++i) dot += double(q[t][h * hd + i]) * k[p][g * hd + i];
+            for (int64_t i = 0; i < hd; ++i)
+              dot += double(q[t][h * hd + i]) * k[p][g * hd + i];
             s[p] = dot / std::sqrt(double(hd));
             mx = std::max(mx, s[p]);
           }
           double sum = 0;
           for (auto& e : s) sum += (e = std::exp(e - mx));
           for (int64_t p = 0; p <= t; ++p) {
-            for (int64_t i = 0; i < hd; ++i) att[t][h * hd + i] += float(s[p] / sum * v[p][g * hd + i]);
+            for (int64_t i = 0; i < hd; ++i)
+              att[t][h * hd + i] += float(s[p] / sum * v[p][g * hd + i]);
           }
         }
         auto o = MatVec(l.wo, att[t], {});
@@ -74,13 +81,15 @@ class ReferenceModel {
         auto xn = Norm(x[t], l.ffn_norm);
         auto gate = MatVec(l.w_gate, xn, {});
         auto up = MatVec(l.w_up, xn, {});
-        for (size_t i = 0; i < gate.size(); ++i) gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
+        for (size_t i = 0; i < gate.size(); ++i)
+          gate[i] = gate[i] / (1.0f + std::exp(-gate[i])) * up[i];
         auto down = MatVec(l.w_down, gate, {});
         for (int64_t i = 0; i < d; ++i) x[t][i] += down[i];
       }
     }
     std::vector<std::vector<float>> logits(n);
-    for (int64_t t = 0; t < n; ++t) logits[t] = MatVec(w_.output, Norm(x[t], w_.output_norm), {});
+    for (int64_t t = 0; t < n; ++t)
+      logits[t] = MatVec(w_.output, Norm(x[t], w_.output_norm), {});
     return logits;
   }
 
@@ -103,13 +112,17 @@ class ReferenceModel {
       const float d = amax / 127.0f;
       const float id = amax != 0 ? 127.0f / amax : 0.0f;
       const float d16 = Fp16ToFp32(Fp32ToFp16(d));
-      for (size_t i = b; i < b + 32; ++i) out[i] = std::nearbyint(x[i] * id) * d16;
+      for (size_t i = b; i < b + 32; ++i)
+        out[i] = std::nearbyint(x[i] * id) * d16;
     }
     return out;
   }
-  std::vector<float> MatVec(const kernels::WeightView& w, const std::vector<float>& x_in, const std::vector<float>& b) {
+  std::vector<float> MatVec(const kernels::WeightView& w,
+                            const std::vector<float>& x_in,
+                            const std::vector<float>& b) {
     const bool quantized = w.type == DType::kQ8_0 || w.type == DType::kQ4_0;
-    const std::vector<float> x = round_activations_ && quantized ? RoundToQ8(x_in) : x_in;
+    const std::vector<float> x =
+        round_activations_ && quantized ? RoundToQ8(x_in) : x_in;
     std::vector<float> y(w.rows);
     for (int64_t r = 0; r < w.rows; ++r) {
       auto row = Row(w, r);
@@ -119,7 +132,8 @@ class ReferenceModel {
     }
     return y;
   }
-  std::vector<float> Norm(const std::vector<float>& x, const std::vector<float>& w) {
+  std::vector<float> Norm(const std::vector<float>& x,
+                          const std::vector<float>& w) {
     double ss = 0;
     for (float v : x) ss += double(v) * v;
     const double inv = 1.0 / std::sqrt(ss / x.size() + c_.rms_norm_eps);
@@ -132,14 +146,16 @@ class ReferenceModel {
   // One head over positions [0, n_kv): q, k, v rounded to binary16; one
   // pass with a running max and a binary16 output accumulator.
   void HalfAttention(const float* q, const std::vector<std::vector<float>>& k,
-                     const std::vector<std::vector<float>>& v, int64_t offset, int64_t n_kv, float* out) {
+                     const std::vector<std::vector<float>>& v, int64_t offset,
+                     int64_t n_kv, float* out) {
     const int64_t hd = c_.head_dim;
     const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
     std::vector<float> acc(hd, 0.0f);
     float max = -INFINITY, sum = 0.0f;
     for (int64_t p = 0; p < n_kv; ++p) {
       double dot = 0;
-      for (int64_t i = 0; i < hd; ++i) dot += double(Half(q[i])) * Half(k[p][offset + i]);
+      for (int64_t i = 0; i < hd; ++i)
+        dot += double(Half(q[i])) * Half(k[p][offset + i]);
       const float s = static_cast<float>(dot) * scale;
       float ms = 1.0f, vs = 1.0f;
       if (s > max) {
@@ -149,7 +165,8 @@ class ReferenceModel {
       } else {
         vs = std::exp(s - max);
       }
-      for (int64_t i = 0; i < hd; ++i) acc[i] = Half(std::fma(Half(v[p][offset + i]), vs, acc[i]));
+      for (int64_t i = 0; i < hd; ++i)
+        acc[i] = Half(std::fma(Half(v[p][offset + i]), vs, acc[i]));
       sum = sum * ms + vs;
     }
     for (int64_t i = 0; i < hd; ++i) out[i] = acc[i] * (1.0f / sum);
@@ -162,8 +179,10 @@ class ReferenceModel {
         double freq = std::pow(double(c_.rope_freq_base), -2.0 * i / hd);
         if (!w_.rope_freqs.empty()) freq /= w_.rope_freqs[i];
         const double a = pos * freq;
-        const int64_t i0 = c_.rope_style == kernels::RopeStyle::kNorm ? 2 * i : i;
-        const int64_t i1 = c_.rope_style == kernels::RopeStyle::kNorm ? 2 * i + 1 : i + hd / 2;
+        const int64_t i0 =
+            c_.rope_style == kernels::RopeStyle::kNorm ? 2 * i : i;
+        const int64_t i1 =
+            c_.rope_style == kernels::RopeStyle::kNorm ? 2 * i + 1 : i + hd / 2;
         const double x0 = x[h * hd + i0], x1 = x[h * hd + i1];
         x[h * hd + i0] = float(x0 * std::cos(a) - x1 * std::sin(a));
         x[h * hd + i1] = float(x0 * std::sin(a) + x1 * std::cos(a));
@@ -182,8 +201,9 @@ std::string TempModel(const std::string& preset, DType type) {
   // One file per process: ctest runs the tests of this binary in parallel
   // processes, which must not write the same file at once.
   const std::string path = (std::filesystem::temp_directory_path() /
-                            ("redline_transformer_test_" + preset + "_" + std::string(kernels::DTypeName(type)) +
-                             "_" + std::to_string(::getpid()) + ".gguf"))
+                            ("redline_transformer_test_" + preset + "_" +
+                             std::string(kernels::DTypeName(type)) + "_" +
+                             std::to_string(::getpid()) + ".gguf"))
                                .string();
   if (!std::filesystem::exists(path)) {
     ThreadPool pool(2);
@@ -202,11 +222,16 @@ std::string TempModel(const std::string& preset, DType type) {
 // runs differ by ~2e-6.
 double Tolerance(DType t) {
   switch (t) {
-    case DType::kF32: return 2e-3;
-    case DType::kF16: return 2e-3;
-    case DType::kBF16: return 2e-3;
-    case DType::kQ8_0: return 0.5;
-    case DType::kQ4_0: return 0.5;
+    case DType::kF32:
+      return 2e-3;
+    case DType::kF16:
+      return 2e-3;
+    case DType::kBF16:
+      return 2e-3;
+    case DType::kQ8_0:
+      return 0.5;
+    case DType::kQ4_0:
+      return 0.5;
   }
   return 0;
 }
@@ -232,7 +257,8 @@ TEST_P(TransformerVsReference, LogitsMatchForPrefillAndDecode) {
   auto m = Model::Load(TempModel(tc.preset, tc.type));
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   const ModelConfig& c = (*m)->config();
-  const std::vector<int32_t> tokens = {1, 300, 301, 17, 455, 262, 263, 390, 5, 499, 270, 271, 272};
+  const std::vector<int32_t> tokens = {1,   300, 301, 17,  455, 262, 263,
+                                       390, 5,   499, 270, 271, 272};
   const bool half_kv = tc.kv_type == KvType::kF16;
   ReferenceModel ref(**m, /*round_activations=*/true, half_kv);
   auto expected = ref.Run(tokens);
@@ -248,21 +274,28 @@ TEST_P(TransformerVsReference, LogitsMatchForPrefillAndDecode) {
   double max_diff = 0, max_float_diff = 0;
   auto compare = [&](size_t t) {
     for (int64_t i = 0; i < c.vocab_size; ++i) {
-      max_diff = std::max<double>(max_diff, std::abs(logits[i] - expected[t][i]));
-      max_float_diff = std::max<double>(max_float_diff, std::abs(logits[i] - expected_float[t][i]));
+      max_diff =
+          std::max<double>(max_diff, std::abs(logits[i] - expected[t][i]));
+      max_float_diff = std::max<double>(
+          max_float_diff, std::abs(logits[i] - expected_float[t][i]));
     }
   };
-  ASSERT_TRUE(tf.ForwardSequence(std::span(tokens).first(9), 0, cache, logits).ok());
+  ASSERT_TRUE(
+      tf.ForwardSequence(std::span(tokens).first(9), 0, cache, logits).ok());
   compare(8);
   for (size_t t = 9; t < tokens.size(); ++t) {
-    ASSERT_TRUE(tf.ForwardSequence(std::span(&tokens[t], 1), t, cache, logits).ok());
+    ASSERT_TRUE(
+        tf.ForwardSequence(std::span(&tokens[t], 1), t, cache, logits).ok());
     compare(t);
   }
   RecordProperty("maxdiff", std::to_string(max_diff));
-  std::printf("%s %s %s kv %s: max |logit diff| = %.3g vs reference (tolerance %.3g), %.3g vs float reference (%.3g)\n",
-              tc.preset.c_str(), std::string(kernels::DTypeName(tc.type)).c_str(),
-              std::string(kernels::IsaName(tc.isa)).c_str(), std::string(KvTypeName(tc.kv_type)).c_str(), max_diff, Tolerance(tc.type), max_float_diff,
-              FloatTolerance(tc.type));
+  std::printf(
+      "%s %s %s kv %s: max |logit diff| = %.3g vs reference (tolerance %.3g), "
+      "%.3g vs float reference (%.3g)\n",
+      tc.preset.c_str(), std::string(kernels::DTypeName(tc.type)).c_str(),
+      std::string(kernels::IsaName(tc.isa)).c_str(),
+      std::string(KvTypeName(tc.kv_type)).c_str(), max_diff, Tolerance(tc.type),
+      max_float_diff, FloatTolerance(tc.type));
   EXPECT_LE(max_diff, Tolerance(tc.type));
   EXPECT_LE(max_float_diff, FloatTolerance(tc.type));
   kernels::SetActiveIsa(kernels::AvailableIsas().back());
@@ -271,27 +304,31 @@ TEST_P(TransformerVsReference, LogitsMatchForPrefillAndDecode) {
 std::vector<Case> AllCases() {
   std::vector<Case> cases;
   for (const char* preset : {"tiny", "tiny-qwen2"}) {
-    for (DType t : {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0}) {
-      for (kernels::Isa isa : kernels::AvailableIsas()) cases.push_back({preset, t, isa});
+    for (DType t :
+         {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0}) {
+      for (kernels::Isa isa : kernels::AvailableIsas())
+        cases.push_back({preset, t, isa});
     }
     for (DType t : {DType::kF32, DType::kQ8_0}) {
-      for (kernels::Isa isa : kernels::AvailableIsas()) cases.push_back({preset, t, isa, KvType::kF16});
+      for (kernels::Isa isa : kernels::AvailableIsas())
+        cases.push_back({preset, t, isa, KvType::kF16});
     }
   }
   return cases;
 }
 
-INSTANTIATE_TEST_SUITE_P(AllTypes, TransformerVsReference, ::testing::ValuesIn(AllCases()),
-                         [](const auto& info) {
-                           std::string name = info.param.preset + "_" +
-                                              std::string(kernels::DTypeName(info.param.type)) + "_" +
-                                              std::string(kernels::IsaName(info.param.isa)) +
-                                              (info.param.kv_type == KvType::kF16 ? "_kvf16" : "");
-                           for (char& ch : name) {
-                             if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
-                           }
-                           return name;
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    AllTypes, TransformerVsReference, ::testing::ValuesIn(AllCases()),
+    [](const auto& info) {
+      std::string name = info.param.preset + "_" +
+                         std::string(kernels::DTypeName(info.param.type)) +
+                         "_" + std::string(kernels::IsaName(info.param.isa)) +
+                         (info.param.kv_type == KvType::kF16 ? "_kvf16" : "");
+      for (char& ch : name) {
+        if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+      }
+      return name;
+    });
 
 // Two sequences in one batch give the same logits as each run alone.
 TEST(TransformerTest, MixedBatchEqualsSeparateRuns) {
@@ -308,8 +345,10 @@ TEST(TransformerTest, MixedBatchEqualsSeparateRuns) {
 
   KvCache ca2 = tf.NewCache(32), cb2 = tf.NewCache(32);
   std::vector<BatchToken> batch;
-  for (size_t i = 0; i < a.size(); ++i) batch.push_back({a[i], int64_t(i), &ca2, i + 1 == a.size()});
-  for (size_t i = 0; i < b.size(); ++i) batch.push_back({b[i], int64_t(i), &cb2, i + 1 == b.size()});
+  for (size_t i = 0; i < a.size(); ++i)
+    batch.push_back({a[i], int64_t(i), &ca2, i + 1 == a.size()});
+  for (size_t i = 0; i < b.size(); ++i)
+    batch.push_back({b[i], int64_t(i), &cb2, i + 1 == b.size()});
   std::vector<float> both(2 * c.vocab_size);
   ASSERT_TRUE(tf.Forward(batch, both).ok());
   for (int64_t i = 0; i < c.vocab_size; ++i) {
@@ -327,11 +366,14 @@ TEST(TransformerTest, BadInputsAreErrors) {
   KvCache cache = tf.NewCache(4);
   std::vector<float> logits(c.vocab_size);
   const std::vector<int32_t> bad_id = {1, int32_t(c.vocab_size)};
-  EXPECT_EQ(tf.ForwardSequence(bad_id, 0, cache, logits).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(tf.ForwardSequence(bad_id, 0, cache, logits).code(),
+            StatusCode::kInvalidArgument);
   const std::vector<int32_t> too_long = {1, 2, 3, 4, 5};
-  EXPECT_EQ(tf.ForwardSequence(too_long, 0, cache, logits).code(), StatusCode::kOutOfRange);
+  EXPECT_EQ(tf.ForwardSequence(too_long, 0, cache, logits).code(),
+            StatusCode::kOutOfRange);
   std::vector<float> small(3);
-  EXPECT_EQ(tf.ForwardSequence(std::vector<int32_t>{1}, 0, cache, small).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(tf.ForwardSequence(std::vector<int32_t>{1}, 0, cache, small).code(),
+            StatusCode::kInvalidArgument);
 }
 
 TEST(TransformerTest, GreedyDecodingIsDeterministic) {
@@ -347,9 +389,12 @@ TEST(TransformerTest, GreedyDecodingIsDeterministic) {
     std::vector<int32_t> prompt = {1, 290, 291, 292};
     EXPECT_TRUE(tf.ForwardSequence(prompt, 0, cache, logits).ok());
     for (int i = 0; i < 24; ++i) {
-      int32_t next = int32_t(std::max_element(logits.begin(), logits.end()) - logits.begin());
+      int32_t next = int32_t(std::max_element(logits.begin(), logits.end()) -
+                             logits.begin());
       out.push_back(next);
-      EXPECT_TRUE(tf.ForwardSequence(std::span(&next, 1), prompt.size() + i, cache, logits).ok());
+      EXPECT_TRUE(tf.ForwardSequence(std::span(&next, 1), prompt.size() + i,
+                                     cache, logits)
+                      .ok());
     }
     return out;
   };

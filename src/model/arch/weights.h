@@ -23,11 +23,12 @@ struct LayerWeights {
   kernels::WeightView wk;        // [kv_dim, n_embd]
   kernels::WeightView wv;        // [kv_dim, n_embd]
   kernels::WeightView wo;        // [n_embd, q_dim]
-  std::vector<float> bq, bk, bv; // [q_dim], [kv_dim], [kv_dim]; empty without biases
-  std::vector<float> ffn_norm;   // [n_embd]
-  kernels::WeightView w_gate;    // [n_ff, n_embd]
-  kernels::WeightView w_up;      // [n_ff, n_embd]
-  kernels::WeightView w_down;    // [n_embd, n_ff]
+  std::vector<float> bq, bk,
+      bv;  // [q_dim], [kv_dim], [kv_dim]; empty without biases
+  std::vector<float> ffn_norm;  // [n_embd]
+  kernels::WeightView w_gate;   // [n_ff, n_embd]
+  kernels::WeightView w_up;     // [n_ff, n_embd]
+  kernels::WeightView w_down;   // [n_embd, n_ff]
 };
 
 struct ModelWeights {
@@ -46,8 +47,10 @@ struct ModelWeights {
 
 // Finds, type-checks and shape-checks every tensor the architecture needs.
 // Fills config->vocab_size and config->tied_embeddings. Errors name the
-// tensor: "tensor blk.3.attn_k.weight has shape [896, 256], expected [896, 128]".
-Result<ModelWeights> LoadWeights(const gguf::GgufFile& file, ModelConfig* config);
+// tensor: "tensor blk.3.attn_k.weight has shape [896, 256], expected [896,
+// 128]".
+Result<ModelWeights> LoadWeights(const gguf::GgufFile& file,
+                                 ModelConfig* config);
 
 }  // namespace redline::model
 

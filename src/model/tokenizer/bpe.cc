@@ -10,13 +10,14 @@ namespace redline::model::tokenizer_internal {
 BpeModel::BpeModel(const Vocab& vocab, bool ignore_merges)
     : vocab_(vocab), ignore_merges_(ignore_merges) {
   for (int b = 0; b < 256; ++b) {
-    byte_ids_[static_cast<size_t>(b)] = vocab.Find(byte_level::ByteToText(static_cast<uint8_t>(b)));
+    byte_ids_[static_cast<size_t>(b)] =
+        vocab.Find(byte_level::ByteToText(static_cast<uint8_t>(b)));
   }
 }
 
-std::unique_ptr<BpeModel> BpeModel::Create(const Vocab& vocab,
-                                           const std::vector<std::string>& merges,
-                                           bool ignore_merges) {
+std::unique_ptr<BpeModel> BpeModel::Create(
+    const Vocab& vocab, const std::vector<std::string>& merges,
+    bool ignore_merges) {
   std::unique_ptr<BpeModel> model(new BpeModel(vocab, ignore_merges));
   model->merges_.Reserve(merges.size());
   std::string joined;
@@ -27,15 +28,17 @@ std::unique_ptr<BpeModel> BpeModel::Create(const Vocab& vocab,
     const size_t space = merge.find(' ', 1);
     if (space == std::string::npos) continue;
     const std::string_view left(merge.data(), space);
-    const std::string_view right(merge.data() + space + 1, merge.size() - space - 1);
+    const std::string_view right(merge.data() + space + 1,
+                                 merge.size() - space - 1);
     const int32_t left_id = vocab.Find(left);
     const int32_t right_id = vocab.Find(right);
     joined.assign(left);
     joined.append(right);
     const int32_t merged_id = vocab.Find(joined);
     if (left_id < 0 || right_id < 0 || merged_id < 0) continue;
-    model->merges_.Insert(left_id, right_id,
-                          MergeTable::Merge{static_cast<int32_t>(rank), merged_id});
+    model->merges_.Insert(
+        left_id, right_id,
+        MergeTable::Merge{static_cast<int32_t>(rank), merged_id});
   }
   return model;
 }
@@ -118,7 +121,8 @@ void BpeModel::MergeLong(std::vector<int32_t>* ids_ptr) const {
     const int32_t right = next[left];
     // Stale if either side changed since the candidate was queued (a
     // symbol's text only grows, so equal ids mean an unchanged symbol).
-    if (ids[left] != c.left_id || right < 0 || ids[static_cast<size_t>(right)] != c.right_id) {
+    if (ids[left] != c.left_id || right < 0 ||
+        ids[static_cast<size_t>(right)] != c.right_id) {
       continue;
     }
     ids[left] = c.merged_id;
@@ -130,11 +134,13 @@ void BpeModel::MergeLong(std::vector<int32_t>* ids_ptr) const {
     push(c.left);
   }
   size_t out = 0;
-  for (int32_t i = 0; i >= 0; i = next[static_cast<size_t>(i)]) ids[out++] = ids[static_cast<size_t>(i)];
+  for (int32_t i = 0; i >= 0; i = next[static_cast<size_t>(i)])
+    ids[out++] = ids[static_cast<size_t>(i)];
   ids.resize(out);
 }
 
-void BpeModel::EncodeUncached(std::string_view word, std::vector<int32_t>* out) const {
+void BpeModel::EncodeUncached(std::string_view word,
+                              std::vector<int32_t>* out) const {
   thread_local std::vector<int32_t> ids;
   if (ignore_merges_) {
     thread_local std::string mapped;
@@ -147,7 +153,8 @@ void BpeModel::EncodeUncached(std::string_view word, std::vector<int32_t>* out) 
     }
   }
   ids.resize(word.size());
-  for (size_t i = 0; i < word.size(); ++i) ids[i] = byte_ids_[static_cast<uint8_t>(word[i])];
+  for (size_t i = 0; i < word.size(); ++i)
+    ids[i] = byte_ids_[static_cast<uint8_t>(word[i])];
   if (ids.size() <= kShortWordBytes) {
     MergeShort(&ids);
   } else {
@@ -160,7 +167,8 @@ void BpeModel::EncodeUncached(std::string_view word, std::vector<int32_t>* out) 
   }
 }
 
-void BpeModel::EncodeWord(std::string_view word, std::vector<int32_t>* out) const {
+void BpeModel::EncodeWord(std::string_view word,
+                          std::vector<int32_t>* out) const {
   if (word.empty()) return;
   if (word.size() > WordCache::kMaxWordBytes) {
     EncodeUncached(word, out);

@@ -32,9 +32,9 @@ class BpeModel {
  public:
   // `merges` are "left right" strings in rank order. Merges whose parts or
   // result are not tokens are skipped (they could never apply).
-  static std::unique_ptr<BpeModel> Create(const Vocab& vocab,
-                                          const std::vector<std::string>& merges,
-                                          bool ignore_merges);
+  static std::unique_ptr<BpeModel> Create(
+      const Vocab& vocab, const std::vector<std::string>& merges,
+      bool ignore_merges);
 
   // Appends the tokens of one word (raw bytes, not yet byte-level mapped).
   // A byte whose character is not in the vocabulary is dropped (llama.cpp

@@ -16,7 +16,8 @@ struct Tables {
     codepoint_to_byte.fill(-1);
     uint32_t next = 256;
     for (uint32_t b = 0; b < 256; ++b) {
-      const bool printable = (b >= 0x21 && b <= 0x7E) || (b >= 0xA1 && b <= 0xAC) ||
+      const bool printable = (b >= 0x21 && b <= 0x7E) ||
+                             (b >= 0xA1 && b <= 0xAC) ||
                              (b >= 0xAE && b <= 0xFF);
       const uint32_t cp = printable ? b : next++;
       utf8::AppendCodepoint(cp, &byte_to_text[b]);

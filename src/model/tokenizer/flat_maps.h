@@ -74,7 +74,8 @@ class StringIdIndex {
   }
 
   // Returns the id for `key`, or -1.
-  int32_t Find(const std::vector<std::string>& keys, std::string_view key) const {
+  int32_t Find(const std::vector<std::string>& keys,
+               std::string_view key) const {
     if (slots_.empty()) return -1;
     const uint64_t h = HashBytes(key);
     const auto tag = static_cast<uint32_t>(h >> 32);

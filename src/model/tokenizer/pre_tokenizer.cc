@@ -47,79 +47,120 @@ struct Entry {
 // Names and expressions follow llama.cpp's llama-vocab.cpp (which names
 // each `tokenizer.ggml.pre` its converter writes).
 const std::vector<Entry>& Registry() {
-  static const std::vector<Entry> registry = {
-      // llama.cpp's fallback for BPE vocabularies without a known pre.
-      {{"default"},
-       {R"re([\p{P}\$\+<=>\^~\|]+)re",
-        R"re('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S))re",
-        R"re(\p{N}+)re", R"re([0-9][0-9][0-9])re"}},
-      {{"gpt-2", "gpt2", "phi-2", "mpt", "olmo", "jais", "jina-es", "jina-de", "gigachat",
-        "jina-v2-es", "jina-v2-de", "jina-v1-en", "jina-v2-code", "roberta-bpe", "a.x-4.0",
-        "mellum", "modern-bert", "trillion", "granite-docling", "exaone4"},
-       {kGpt2}},
-      {{"llama-bpe", "llama3", "llama-v3", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2",
-        "jina-v5-nano"},
-       {kLlama3},
-       /*ignore_merges=*/true,
-       /*add_bos=*/true},
-      {{"dbrx", "smaug-bpe"}, {kLlama3}},
-      {{"chatglm-bpe", "glm4"}, {kLlama3}, false, false, /*no_bos=*/true},
-      // Qwen's tokenizer.json normalizes to NFC before splitting.
-      {{"qwen2", "deepseek-r1-qwen"}, {kQwen2}, false, false, false, /*nfc=*/true},
-      {{"kormo", "f2llmv2", "stablelm2", "hunyuan", "solar-open", "megrez"}, {kQwen2}},
-      {{"qwen35"}, {kQwen35}, false, false, false, /*nfc=*/true},
-      // The letter class is the cased letters (Lu, Ll, Lt) of the original;
-      // six Greek Extended / letterlike code points are escaped because they
-      // have singleton canonical decompositions that text tools "normalize"
-      // into different (out-of-order) characters.
-      {{"deepseek-llm"},
-       {R"re([\r\n])re",
-        R"re(\s?[A-Za-zµÀ-ÖØ-öø-ƺƼ-ƿǄ-ʓʕ-ʯͰ-ͳͶͷͻ-ͽͿΆΈ-ΊΌΎ-ΡΣ-ϵϷ-ҁҊ-ԯԱ-ՖႠ-ჅᎠ-Ᏽᏸ-ᏽᲐ-ᲺᲽ-Ჿᴀ-ᴫᵫ-ᵷᵹ-ᶚḀ-ἕἘ-Ἕἠ-ὅὈ-Ὅὐ-ὗὙὛὝὟ-\x{1F7D}ᾀ-ᾴᾶ-ᾼ\x{1FBE}ῂ-ῄῆ-ῌῐ-\x{1FD3}ῖ-\x{1FDB}ῠ-Ῥῲ-ῴῶ-ῼℂℇℊ-ℓℕℙ-ℝℤ\x{2126}ℨ\x{212A}-ℭℯ-ℴℹℼ-ℿⅅ-ⅉⅎↃↄⰀ-ⱻⱾ-ⳤⳫ-ⳮⳲⳳꙀ-ꙭꚀ-ꚛꜢ-ꝯꝱ-ꞇꞋ-ꞎꭰ-ꮿﬀ-ﬆﬓ-ﬗＡ-Ｚａ-ｚ𐐀-𐑏𐒰-𐓓𐓘-𐓻𐲀-𐲲𐳀-𐳲𑢠-𑣟𞤀-𞥃]+)re",
-        R"re(\s?[!-/:-~！-／：-～‘-‟　-。]+)re", R"re(\s+$)re", kCjkDeepseek, R"re(\p{N}+)re"}},
-      {{"deepseek-coder"},
-       {R"re([\r\n])re", R"re(\s?\p{L}+)re", R"re(\s?\p{P}+)re", kCjkDeepseek, R"re(\p{N})re"}},
-      {{"deepseek-v3", "hunyuan-dense", "joyai-llm", "hy_v4"},
-       {R"re(\p{N}{1,3})re", R"re([一-龥぀-ゟ゠-ヿ]+)re", kDeepseekV3Main}},
-      {{"spark2_5"},
-       {R"re(\p{N}{1,3})re", R"re([一-龥぀-ゟ゠-ヿ]+)re",
-        R"re([!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+| ?[\p{P}\p{S}]+|[\r\n]|\s+(?!\S)|\s+)re",
-        R"re(\p{N})re"}},
-      {{"falcon"}, {R"re([\p{P}\$\+<=>\^~\|`]+)re", kGpt2, R"re([0-9][0-9][0-9])re"}},
-      {{"starcoder", "refact", "command-r", "smollm", "codeshell", "exaone", "minerva-7b",
-        "mellum2"},
-       {R"re(\p{N})re", kGpt2}},
-      {{"poro-chat", "bloom", "gpt3-finnish"}, {kPoro}},
-      {{"viking"}, {kPoro, R"re(\p{N})re"}},
-      {{"tekken"},
-       {R"re([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)re"},
-       /*ignore_merges=*/true,
-       /*add_bos=*/true},
-      {{"gpt-4o", "llama4", "kanana2", "talkie", "minimax-m2"}, {kGpt4o}},
-      {{"granite-embed-multi-97m"},
-       {R"re([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)re"},
-       /*ignore_merges=*/true},
-      {{"tiny_aya", "cohere2moe"}, {R"re(\d{1,3}(?=(?:\d{3})*\b))re", kGpt4o}},
-      {{"bailingmoe", "bailingmoe2", "llada-moe"},
-       {R"re('(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+)re"}},
-      {{"seed-coder"},
-       {R"re((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1}| ?[^\s\p{L}\p{N}\r\n]+|\s*[\r\n]+|\s+(?!\S)|\s+)re"}},
-      {{"grok-2"}, {kQwen2}},
-      {{"ufakzeka"},
-       {R"re([^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)re"}},
-      {{"laguna"}, {R"re([^\n]+|[\n]+)re", kQwen2}},
-      {{"minicpm5"},
-       {R"re(\p{N}{1,3})re",
-        R"re((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}+| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)re"},
-       /*ignore_merges=*/true},
-      {{"youtu"},
-       {R"re([가-힣ㄱ-ㆎ]+|[！…“”‘’—：；，、-〿︰-﹏]+|[ㄅ-ㄯ]+|[一-龥぀-ゟ゠-ヿ]+)re",
-        R"re([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)re"},
-       /*ignore_merges=*/true},
-      {{"exaone-moe"},
-       {R"re((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?(?:\p{L}\p{M}*(?: \p{L}\p{M}*)*)+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]?|\s*[\r\n]|\s+(?!\S)|\s+)re"}},
-      {{"jais-2"},
-       {R"re((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s{512}(?!\S)|\s{256}(?!\S)|\s{128}(?!\S)|\s{64}(?!\S)|\s{32}(?!\S)|\s{16}(?!\S)|\s{8}(?!\S)|\s{4}(?!\S)|\s{1,2}(?!\S)|\s{1})re"}},
-  };
+  static const std::
+      vector<Entry>
+          registry =
+              {
+                  // llama.cpp's fallback for BPE vocabularies without a known
+                  // pre.
+                  {{"default"},
+                   {R"re([\p{P}\$\+<=>\^~\|]+)re",
+                    R"re('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S))re",
+                    R"re(\p{N}+)re", R"re([0-9][0-9][0-9])re"}},
+                  {{"gpt-2",
+                    "gpt2",
+                    "phi-2",
+                    "mpt",
+                    "olmo",
+                    "jais",
+                    "jina-es",
+                    "jina-de",
+                    "gigachat",
+                    "jina-v2-es",
+                    "jina-v2-de",
+                    "jina-v1-en",
+                    "jina-v2-code",
+                    "roberta-bpe",
+                    "a.x-4.0",
+                    "mellum",
+                    "modern-bert",
+                    "trillion",
+                    "granite-docling",
+                    "exaone4"},
+                   {kGpt2}},
+                  {{"llama-bpe", "llama3", "llama-v3", "falcon3", "falcon-h1",
+                    "pixtral", "midm-2.0", "lfm2", "jina-v5-nano"},
+                   {kLlama3},
+                   /*ignore_merges=*/true,
+                   /*add_bos=*/true},
+                  {{"dbrx", "smaug-bpe"}, {kLlama3}},
+                  {{"chatglm-bpe", "glm4"},
+                   {kLlama3},
+                   false,
+                   false,
+                   /*no_bos=*/true},
+                  // Qwen's tokenizer.json normalizes to NFC before splitting.
+                  {{"qwen2", "deepseek-r1-qwen"},
+                   {kQwen2},
+                   false,
+                   false,
+                   false,
+                   /*nfc=*/true},
+                  {{"kormo", "f2llmv2", "stablelm2", "hunyuan", "solar-open",
+                    "megrez"},
+                   {kQwen2}},
+                  {{"qwen35"}, {kQwen35}, false, false, false, /*nfc=*/true},
+                  // The letter class is the cased letters (Lu, Ll, Lt) of the
+                  // original;
+                  // six Greek Extended / letterlike code points are escaped
+                  // because they
+                  // have singleton canonical decompositions that text tools
+                  // "normalize"
+                  // into different (out-of-order) characters.
+                  {{"deepseek-llm"},
+                   {R"re([\r\n])re",
+                    R"re(\s?[A-Za-zµÀ-ÖØ-öø-ƺƼ-ƿǄ-ʓʕ-ʯͰ-ͳͶͷͻ-ͽͿΆΈ-ΊΌΎ-ΡΣ-ϵϷ-ҁҊ-ԯԱ-ՖႠ-ჅᎠ-Ᏽᏸ-ᏽᲐ-ᲺᲽ-Ჿᴀ-ᴫᵫ-ᵷᵹ-ᶚḀ-ἕἘ-Ἕἠ-ὅὈ-Ὅὐ-ὗὙὛὝὟ-\x{1F7D}ᾀ-ᾴᾶ-ᾼ\x{1FBE}ῂ-ῄῆ-ῌῐ-\x{1FD3}ῖ-\x{1FDB}ῠ-Ῥῲ-ῴῶ-ῼℂℇℊ-ℓℕℙ-ℝℤ\x{2126}ℨ\x{212A}-ℭℯ-ℴℹℼ-ℿⅅ-ⅉⅎↃↄⰀ-ⱻⱾ-ⳤⳫ-ⳮⳲⳳꙀ-ꙭꚀ-ꚛꜢ-ꝯꝱ-ꞇꞋ-ꞎꭰ-ꮿﬀ-ﬆﬓ-ﬗＡ-Ｚａ-ｚ𐐀-𐑏𐒰-𐓓𐓘-𐓻𐲀-𐲲𐳀-𐳲𑢠-𑣟𞤀-𞥃]+)re",
+                    R"re(\s?[!-/:-~！-／：-～‘-‟　-。]+)re", R"re(\s+$)re",
+                    kCjkDeepseek, R"re(\p{N}+)re"}},
+                  {{"deepseek-coder"},
+                   {R"re([\r\n])re", R"re(\s?\p{L}+)re", R"re(\s?\p{P}+)re",
+                    kCjkDeepseek, R"re(\p{N})re"}},
+                  {{"deepseek-v3", "hunyuan-dense", "joyai-llm", "hy_v4"},
+                   {R"re(\p{N}{1,3})re", R"re([一-龥぀-ゟ゠-ヿ]+)re",
+                    kDeepseekV3Main}},
+                  {{"spark2_5"},
+                   {R"re(\p{N}{1,3})re", R"re([一-龥぀-ゟ゠-ヿ]+)re",
+                    R"re([!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+| ?[\p{P}\p{S}]+|[\r\n]|\s+(?!\S)|\s+)re",
+                    R"re(\p{N})re"}},
+                  {{"falcon"},
+                   {R"re([\p{P}\$\+<=>\^~\|`]+)re", kGpt2,
+                    R"re([0-9][0-9][0-9])re"}},
+                  {{"starcoder", "refact", "command-r", "smollm", "codeshell",
+                    "exaone", "minerva-7b", "mellum2"},
+                   {R"re(\p{N})re", kGpt2}},
+                  {{"poro-chat", "bloom", "gpt3-finnish"}, {kPoro}},
+                  {{"viking"}, {kPoro, R"re(\p{N})re"}},
+                  {{"tekken"},
+                   {R"re([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)re"},
+                   /*ignore_merges=*/true,
+                   /*add_bos=*/true},
+                  {{"gpt-4o", "llama4", "kanana2", "talkie", "minimax-m2"},
+                   {kGpt4o}},
+                  {{"granite-embed-multi-97m"},
+                   {R"re([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)re"},
+                   /*ignore_merges=*/true},
+                  {{"tiny_aya", "cohere2moe"},
+                   {R"re(\d{1,3}(?=(?:\d{3})*\b))re", kGpt4o}},
+                  {{"bailingmoe", "bailingmoe2", "llada-moe"},
+                   {R"re('(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]++[\r\n]*|\s*[\r\n]|\s+(?!\S)|\s+)re"}},
+                  {{"seed-coder"},
+                   {R"re((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1}| ?[^\s\p{L}\p{N}\r\n]+|\s*[\r\n]+|\s+(?!\S)|\s+)re"}},
+                  {{"grok-2"}, {kQwen2}},
+                  {{"ufakzeka"},
+                   {R"re([^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)re"}},
+                  {{"laguna"}, {R"re([^\n]+|[\n]+)re", kQwen2}},
+                  {{"minicpm5"},
+                   {R"re(\p{N}{1,3})re",
+                    R"re((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}+| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)re"},
+                   /*ignore_merges=*/true},
+                  {{"youtu"},
+                   {R"re([가-힣ㄱ-ㆎ]+|[！…“”‘’—：；，、-〿︰-﹏]+|[ㄅ-ㄯ]+|[一-龥぀-ゟ゠-ヿ]+)re",
+                    R"re([^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+)re"},
+                   /*ignore_merges=*/true},
+                  {{"exaone-moe"},
+                   {R"re((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?(?:\p{L}\p{M}*(?: \p{L}\p{M}*)*)+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]?|\s*[\r\n]|\s+(?!\S)|\s+)re"}},
+                  {{"jais-2"}, {R"re((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s{512}(?!\S)|\s{256}(?!\S)|\s{128}(?!\S)|\s{64}(?!\S)|\s{32}(?!\S)|\s{16}(?!\S)|\s{8}(?!\S)|\s{4}(?!\S)|\s{1,2}(?!\S)|\s{1})re"}},
+              };
   return registry;
 }
 
@@ -140,8 +181,9 @@ Result<PreTokenizerConfig> FindPreTokenizer(std::string_view pre) {
       return config;
     }
   }
-  return Status::NotFound("unknown pre-tokenizer '" + std::string(pre) +
-                          "' (tokenizer.ggml.pre); known: see KnownPreTokenizers()");
+  return Status::NotFound(
+      "unknown pre-tokenizer '" + std::string(pre) +
+      "' (tokenizer.ggml.pre); known: see KnownPreTokenizers()");
 }
 
 std::vector<std::string> KnownPreTokenizers() {
@@ -170,9 +212,10 @@ Result<std::unique_ptr<PreTokenizer>> PreTokenizer::Create(
     auto expr = std::make_unique<Expression>();
     int error_code = 0;
     PCRE2_SIZE error_offset = 0;
-    expr->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
-                               PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF, &error_code,
-                               &error_offset, nullptr);
+    expr->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()),
+                               pattern.size(),
+                               PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF,
+                               &error_code, &error_offset, nullptr);
     if (expr->code == nullptr) {
       PCRE2_UCHAR message[256];
       pcre2_get_error_message(error_code, message, sizeof(message));
@@ -205,8 +248,8 @@ pcre2_match_data* ThreadMatchData() {
 
 }  // namespace
 
-void PreTokenizer::SplitOne(const Expression& expr, std::string_view text, Span span,
-                            std::vector<Span>* out) const {
+void PreTokenizer::SplitOne(const Expression& expr, std::string_view text,
+                            Span span, std::vector<Span>* out) const {
   const auto* subject = reinterpret_cast<PCRE2_SPTR>(text.data() + span.offset);
   const size_t length = span.length;
   pcre2_match_data* md = ThreadMatchData();
@@ -217,7 +260,8 @@ void PreTokenizer::SplitOne(const Expression& expr, std::string_view text, Span 
     if (rc < 0 && rc != PCRE2_ERROR_NOMATCH && expr.jit) {
       // E.g. the JIT stack ran out on a pathological input: retry with the
       // interpreter, which backtracks on the heap.
-      rc = pcre2_match(expr.code, subject, length, pos, PCRE2_NO_JIT, md, nullptr);
+      rc = pcre2_match(expr.code, subject, length, pos, PCRE2_NO_JIT, md,
+                       nullptr);
     }
     if (rc < 0) break;  // no more matches (or an error): the rest is one piece
     const PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
@@ -226,7 +270,9 @@ void PreTokenizer::SplitOne(const Expression& expr, std::string_view text, Span 
     if (end <= start) {
       // An empty match splits nothing; step over one character.
       if (start >= length) break;
-      pos = start + utf8::CharLength(std::string_view(text.data() + span.offset, length), start);
+      pos = start +
+            utf8::CharLength(
+                std::string_view(text.data() + span.offset, length), start);
       continue;
     }
     if (start > last) {
@@ -243,7 +289,8 @@ void PreTokenizer::SplitOne(const Expression& expr, std::string_view text, Span 
   }
 }
 
-void PreTokenizer::Split(std::string_view text, std::vector<Span>* pieces) const {
+void PreTokenizer::Split(std::string_view text,
+                         std::vector<Span>* pieces) const {
   pieces->clear();
   if (text.empty()) return;
   RL_DCHECK(text.size() < (1ull << 32));

@@ -8,7 +8,8 @@
 namespace redline::model::tokenizer_internal {
 namespace {
 
-std::vector<std::string> SplitWith(std::string_view pre, std::string_view text) {
+std::vector<std::string> SplitWith(std::string_view pre,
+                                   std::string_view text) {
   auto config = FindPreTokenizer(pre);
   EXPECT_TRUE(config.ok()) << config.status().ToString();
   auto splitter = PreTokenizer::Create(config->patterns);
@@ -35,8 +36,10 @@ TEST(PreTokenizer, Gpt2SplitsWordsSpacesAndContractions) {
 }
 
 TEST(PreTokenizer, Llama3GroupsDigitsByThree) {
-  EXPECT_EQ(SplitWith("llama-bpe", "1234567 x"), (Pieces{"123", "456", "7", " x"}));
-  EXPECT_EQ(SplitWith("llama-bpe", "I'M"), (Pieces{"I", "'M"}));  // case-insensitive
+  EXPECT_EQ(SplitWith("llama-bpe", "1234567 x"),
+            (Pieces{"123", "456", "7", " x"}));
+  EXPECT_EQ(SplitWith("llama-bpe", "I'M"),
+            (Pieces{"I", "'M"}));  // case-insensitive
   EXPECT_EQ(SplitWith("llama-bpe", "a\n\n b"), (Pieces{"a", "\n\n", " b"}));
 }
 
@@ -48,7 +51,8 @@ TEST(PreTokenizer, ExpressionsApplyInSequence) {
   // starcoder: digits first, then GPT-2 on the pieces between them.
   EXPECT_EQ(SplitWith("starcoder", "ab12 cd"), (Pieces{"ab", "1", "2", " cd"}));
   // deepseek-coder: newlines, letters, punctuation, CJK, digits.
-  EXPECT_EQ(SplitWith("deepseek-coder", "ab\n12"), (Pieces{"ab", "\n", "1", "2"}));
+  EXPECT_EQ(SplitWith("deepseek-coder", "ab\n12"),
+            (Pieces{"ab", "\n", "1", "2"}));
 }
 
 TEST(PreTokenizer, InvalidUtf8NeverFailsAndIsKept) {

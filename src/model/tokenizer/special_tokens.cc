@@ -9,12 +9,14 @@ namespace {
 // ASCII whitespace as C isspace() sees it in the "C" locale (what llama.cpp
 // strips around LSTRIP/RSTRIP tokens).
 inline bool IsAsciiSpace(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
+  return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' ||
+         c == '\r';
 }
 
 }  // namespace
 
-SpecialTokenMatcher::SpecialTokenMatcher(std::vector<Token> tokens) : tokens_(std::move(tokens)) {
+SpecialTokenMatcher::SpecialTokenMatcher(std::vector<Token> tokens)
+    : tokens_(std::move(tokens)) {
   // Drop empty texts: they would match everywhere.
   std::erase_if(tokens_, [](const Token& t) { return t.text.empty(); });
   for (uint32_t i = 0; i < tokens_.size(); ++i) {
@@ -27,7 +29,8 @@ SpecialTokenMatcher::SpecialTokenMatcher(std::vector<Token> tokens) : tokens_(st
   }
 }
 
-void SpecialTokenMatcher::Split(std::string_view text, std::vector<Segment>* out) const {
+void SpecialTokenMatcher::Split(std::string_view text,
+                                std::vector<Segment>* out) const {
   size_t raw_start = 0;
   size_t pos = 0;
   while (pos < text.size()) {
@@ -49,7 +52,8 @@ void SpecialTokenMatcher::Split(std::string_view text, std::vector<Segment>* out
     if (match->lstrip) {
       while (raw_end > raw_start && IsAsciiSpace(text[raw_end - 1])) --raw_end;
     }
-    if (raw_end > raw_start) out->push_back(Segment{-1, text.substr(raw_start, raw_end - raw_start)});
+    if (raw_end > raw_start)
+      out->push_back(Segment{-1, text.substr(raw_start, raw_end - raw_start)});
     out->push_back(Segment{match->id, {}});
     pos += match->text.size();
     if (match->rstrip) {
@@ -57,7 +61,8 @@ void SpecialTokenMatcher::Split(std::string_view text, std::vector<Segment>* out
     }
     raw_start = pos;
   }
-  if (raw_start < text.size()) out->push_back(Segment{-1, text.substr(raw_start)});
+  if (raw_start < text.size())
+    out->push_back(Segment{-1, text.substr(raw_start)});
 }
 
 }  // namespace redline::model::tokenizer_internal

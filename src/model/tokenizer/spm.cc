@@ -12,7 +12,8 @@ constexpr std::string_view kSpace = "\xE2\x96\x81";  // ▁
 
 }  // namespace
 
-SpmModel::SpmModel(const Vocab& vocab, int32_t unk_id) : vocab_(vocab), unk_id_(unk_id) {
+SpmModel::SpmModel(const Vocab& vocab, int32_t unk_id)
+    : vocab_(vocab), unk_id_(unk_id) {
   for (int b = 0; b < 256; ++b) {
     char hex[8];
     std::snprintf(hex, sizeof(hex), "<0x%02X>", b);
@@ -28,7 +29,8 @@ SpmModel::SpmModel(const Vocab& vocab, int32_t unk_id) : vocab_(vocab), unk_id_(
   split_words_ = true;
   for (const std::string& text : vocab.texts()) {
     std::string_view rest = text;
-    while (rest.substr(0, kSpace.size()) == kSpace) rest.remove_prefix(kSpace.size());
+    while (rest.substr(0, kSpace.size()) == kSpace)
+      rest.remove_prefix(kSpace.size());
     if (rest.find(kSpace) != std::string_view::npos) {
       split_words_ = false;
       break;
@@ -85,7 +87,8 @@ void SpmModel::Encode(std::string_view text, std::vector<int32_t>* out) const {
   }
 }
 
-void SpmModel::EncodePiece(std::string_view text, std::vector<int32_t>* out) const {
+void SpmModel::EncodePiece(std::string_view text,
+                           std::vector<int32_t>* out) const {
   if (text.empty()) return;
   thread_local std::vector<Symbol> symbols;
   thread_local std::vector<Bigram> heap;
@@ -94,7 +97,8 @@ void SpmModel::EncodePiece(std::string_view text, std::vector<int32_t>* out) con
   for (size_t pos = 0; pos < text.size();) {
     const size_t len = utf8::CharLength(text, pos);
     const auto index = static_cast<int32_t>(symbols.size());
-    symbols.push_back(Symbol{static_cast<uint32_t>(pos), static_cast<uint32_t>(len), index - 1,
+    symbols.push_back(Symbol{static_cast<uint32_t>(pos),
+                             static_cast<uint32_t>(len), index - 1,
                              pos + len < text.size() ? index + 1 : -1});
     pos += len;
   }
@@ -119,7 +123,8 @@ void SpmModel::EncodePiece(std::string_view text, std::vector<int32_t>* out) con
     heap.pop_back();
     Symbol& l = symbols[static_cast<size_t>(b.left)];
     Symbol& r = symbols[static_cast<size_t>(b.right)];
-    if (l.length == 0 || r.length == 0 || l.length + r.length != b.length) continue;
+    if (l.length == 0 || r.length == 0 || l.length + r.length != b.length)
+      continue;
     l.length += r.length;
     r.length = 0;
     l.next = r.next;

@@ -3,8 +3,8 @@
 
 namespace redline::model {
 
-StreamingDetokenizer::StreamingDetokenizer(const Tokenizer& tokenizer, bool skip_special,
-                                           bool continuation)
+StreamingDetokenizer::StreamingDetokenizer(const Tokenizer& tokenizer,
+                                           bool skip_special, bool continuation)
     : tokenizer_(tokenizer),
       skip_special_(skip_special),
       continuation_(continuation),

@@ -56,12 +56,16 @@ TEST(StreamingDetokenizer, LeadingSpaceRuleMatchesDecode) {
     streamed += stream.Flush();
     EXPECT_EQ(streamed, tok->Decode(ids, skip));
   }
-  EXPECT_EQ(tok->Decode(std::vector<int32_t>{1, hello, world, 2}, true), "Hello world");
+  EXPECT_EQ(tok->Decode(std::vector<int32_t>{1, hello, world, 2}, true),
+            "Hello world");
   // A continuation keeps the first space, streamed or not.
-  EXPECT_EQ(tok->Decode(std::vector<int32_t>{world}, false, /*continuation=*/true), " world");
+  EXPECT_EQ(
+      tok->Decode(std::vector<int32_t>{world}, false, /*continuation=*/true),
+      " world");
   StreamingDetokenizer continued(*tok, false, /*continuation=*/true);
   EXPECT_EQ(continued.Push(world), " world");
-  EXPECT_EQ(tok->Decode(std::vector<int32_t>{1, hello, world, 2}, false), "<s> Hello world</s>");
+  EXPECT_EQ(tok->Decode(std::vector<int32_t>{1, hello, world, 2}, false),
+            "<s> Hello world</s>");
 }
 
 TEST(StreamingDetokenizer, InvalidBytesPassThroughAndFlushEmitsTail) {
@@ -71,7 +75,9 @@ TEST(StreamingDetokenizer, InvalidBytesPassThroughAndFlushEmitsTail) {
   EXPECT_EQ(stream.Push(Byte('a')), "a");
   EXPECT_EQ(stream.Push(Byte(0xE4)), "");
   EXPECT_EQ(stream.Push(Byte(0xBD)), "");
-  EXPECT_EQ(stream.Push(Byte('b')), "\xE4\xBD" "b");  // broken sequence released
+  EXPECT_EQ(stream.Push(Byte('b')),
+            "\xE4\xBD"
+            "b");  // broken sequence released
   EXPECT_EQ(stream.Push(Byte(0xC3)), "");
   EXPECT_EQ(stream.Flush(), "\xC3");
 }
@@ -79,16 +85,20 @@ TEST(StreamingDetokenizer, InvalidBytesPassThroughAndFlushEmitsTail) {
 TEST(StreamingDetokenizer, RandomByteStreamsEqualDecode) {
   auto tok = ByteVocab();
   std::mt19937 rng(11);
-  const std::string samples[] = {"héllo wörld", "你好，世界", "🦙🚀😶‍🌫️", "mixed ascii и кириллица"};
+  const std::string samples[] = {"héllo wörld", "你好，世界",
+                                 "🦙🚀😶‍🌫️",
+                                 "mixed ascii и кириллица"};
   for (int round = 0; round < 200; ++round) {
     // Valid text as byte tokens interleaved with pieces and specials.
     const std::string& text = samples[round % 4];
     std::vector<int32_t> ids;
     for (char c : text) {
-      if (rng() % 7 == 0) ids.push_back(static_cast<int32_t>(3 + 256 + rng() % 3));
+      if (rng() % 7 == 0)
+        ids.push_back(static_cast<int32_t>(3 + 256 + rng() % 3));
       ids.push_back(Byte(static_cast<uint8_t>(c)));
     }
-    if (round % 5 == 0) ids.push_back(Byte(static_cast<uint8_t>(rng())));  // maybe invalid
+    if (round % 5 == 0)
+      ids.push_back(Byte(static_cast<uint8_t>(rng())));  // maybe invalid
     for (bool skip : {false, true}) {
       StreamingDetokenizer stream(*tok, skip);
       std::string streamed;

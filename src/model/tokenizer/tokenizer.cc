@@ -9,8 +9,8 @@
 #include "model/tokenizer/byte_level.h"
 #include "model/tokenizer/pre_tokenizer.h"
 #include "model/tokenizer/special_tokens.h"
-#include "model/tokenizer/unicode_data.h"
 #include "model/tokenizer/spm.h"
+#include "model/tokenizer/unicode_data.h"
 #include "model/tokenizer/vocab.h"
 #include "model/tokenizer/wordpiece.h"
 
@@ -35,27 +35,64 @@ constexpr std::string_view kSpmSpace = "\xE2\x96\x81";
 // Token texts llama.cpp treats as end-of-turn / end-of-generation markers
 // when the metadata does not name them (llama-vocab.cpp, "auto-detect").
 constexpr std::string_view kEotTexts[] = {
-    "<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>",
-    "<|end_of_text|>", "<EOT>", "_<EOT>", "[EOT]",
-    "<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>",  // DeepSeek
+    "<|eot_id|>",
+    "<|im_end|>",
+    "<|end|>",
+    "<end_of_turn>",
+    "<|endoftext|>",
+    "<|end_of_text|>",
+    "<EOT>",
+    "_<EOT>",
+    "[EOT]",
+    "<\xEF\xBD\x9C"
+    "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>",  // DeepSeek
     "<end_of_utterance>",
 };
 constexpr std::string_view kEogTexts[] = {
-    "<|eot_id|>", "<|im_end|>", "<|end|>", "<|return|>", "<|call|>", "<|flush|>", "<|calls|>",
-    "<end_of_turn>", "<|endoftext|>", "<|eom_id|>", "<EOT>", "_<EOT>", "[EOT]", "[EOS]",
-    "<|end_of_text|>", "<end_of_utterance>", "<eos>",
-    "<\xEF\xBD\x9C" "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>",
+    "<|eot_id|>",
+    "<|im_end|>",
+    "<|end|>",
+    "<|return|>",
+    "<|call|>",
+    "<|flush|>",
+    "<|calls|>",
+    "<end_of_turn>",
+    "<|endoftext|>",
+    "<|eom_id|>",
+    "<EOT>",
+    "_<EOT>",
+    "[EOT]",
+    "[EOS]",
+    "<|end_of_text|>",
+    "<end_of_utterance>",
+    "<eos>",
+    "<\xEF\xBD\x9C"
+    "end\xE2\x96\x81of\xE2\x96\x81sentence\xEF\xBD\x9C>",
 };
 // FIM tokens: all are control tokens; pad/repo/file-separator end generation.
 constexpr std::string_view kFimEogTexts[] = {
-    "<|fim_pad|>", "<fim-pad>", "<fim_pad>", "<PAD>", "[PAD]",                  // pad
-    "<|fim_repo|>", "<|repo_name|>", "<fim-repo>", "<REPO>", "<reponame>",     // repo
-    "<|file_sep|>",                                                            // file sep
+    "<|fim_pad|>",  "<fim-pad>",     "<fim_pad>",
+    "<PAD>",        "[PAD]",  // pad
+    "<|fim_repo|>", "<|repo_name|>", "<fim-repo>",
+    "<REPO>",       "<reponame>",  // repo
+    "<|file_sep|>",                // file sep
 };
 constexpr std::string_view kFimOtherTexts[] = {
-    "<|fim_prefix|>", "<fim-prefix>", "<fim_prefix>", "<PRE>", "\xE2\x96\x81<PRE>",
-    "<|fim_suffix|>", "<fim-suffix>", "<fim_suffix>", "<SUF>", "\xE2\x96\x81<SUF>",
-    "<|fim_middle|>", "<fim-middle>", "<fim_middle>", "<MID>", "\xE2\x96\x81<MID>",
+    "<|fim_prefix|>",
+    "<fim-prefix>",
+    "<fim_prefix>",
+    "<PRE>",
+    "\xE2\x96\x81<PRE>",
+    "<|fim_suffix|>",
+    "<fim-suffix>",
+    "<fim_suffix>",
+    "<SUF>",
+    "\xE2\x96\x81<SUF>",
+    "<|fim_middle|>",
+    "<fim-middle>",
+    "<fim_middle>",
+    "<MID>",
+    "\xE2\x96\x81<MID>",
 };
 
 template <size_t N>
@@ -64,12 +101,14 @@ bool OneOf(std::string_view text, const std::string_view (&list)[N]) {
 }
 
 bool IsSpecialType(TokenType t) {
-  return t == TokenType::kControl || t == TokenType::kUnknown || t == TokenType::kUserDefined;
+  return t == TokenType::kControl || t == TokenType::kUnknown ||
+         t == TokenType::kUserDefined;
 }
 
 // Parses "<0xNN>" into its byte value; -1 if `text` is not of that form.
 int ParseByteToken(std::string_view text) {
-  if (text.size() != 6 || text.substr(0, 3) != "<0x" || text[5] != '>') return -1;
+  if (text.size() != 6 || text.substr(0, 3) != "<0x" || text[5] != '>')
+    return -1;
   int value = 0;
   for (size_t i = 3; i < 5; ++i) {
     const char c = text[i];
@@ -88,7 +127,8 @@ int ParseByteToken(std::string_view text) {
   return value;
 }
 
-std::string ReplaceAll(std::string_view text, std::string_view from, std::string_view to) {
+std::string ReplaceAll(std::string_view text, std::string_view from,
+                       std::string_view to) {
   std::string out;
   out.reserve(text.size());
   size_t pos = 0;
@@ -126,7 +166,8 @@ class Tokenizer::Impl {
   // WordPiece, whose encodings introduce it).
   bool strip_first_space = false;
 
-  void EncodeRaw(std::string_view text, bool prefix_space, std::vector<int32_t>* ids) const;
+  void EncodeRaw(std::string_view text, bool prefix_space,
+                 std::vector<int32_t>* ids) const;
 };
 
 void Tokenizer::Impl::EncodeRaw(std::string_view text, bool prefix_space,
@@ -149,7 +190,8 @@ void Tokenizer::Impl::EncodeRaw(std::string_view text, bool prefix_space,
     case Kind::kBpe: {
       thread_local std::vector<Span> words;
       pre_tokenizer->Split(text, &words);
-      for (const Span& w : words) bpe->EncodeWord(text.substr(w.offset, w.length), ids);
+      for (const Span& w : words)
+        bpe->EncodeWord(text.substr(w.offset, w.length), ids);
       break;
     }
     case Kind::kWpm:
@@ -169,13 +211,14 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::FromSpec(TokenizerSpec spec) {
     return Status::InvalidArgument("tokenizer vocabulary too large");
   }
   if (!spec.scores.empty() && spec.scores.size() != n) {
-    return Status::InvalidArgument("tokenizer.ggml.scores has " + std::to_string(spec.scores.size()) +
-                                   " entries for " + std::to_string(n) + " tokens");
+    return Status::InvalidArgument(
+        "tokenizer.ggml.scores has " + std::to_string(spec.scores.size()) +
+        " entries for " + std::to_string(n) + " tokens");
   }
   if (!spec.types.empty() && spec.types.size() != n) {
-    return Status::InvalidArgument("tokenizer.ggml.token_type has " +
-                                   std::to_string(spec.types.size()) + " entries for " +
-                                   std::to_string(n) + " tokens");
+    return Status::InvalidArgument(
+        "tokenizer.ggml.token_type has " + std::to_string(spec.types.size()) +
+        " entries for " + std::to_string(n) + " tokens");
   }
 
   // Model kind and llama.cpp's per-model defaults.
@@ -201,19 +244,24 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::FromSpec(TokenizerSpec spec) {
     add_bos = true;
     impl->add_sep = true;
     impl->strip_first_space = true;
-  } else if (spec.model == "t5" || spec.model == "rwkv" || spec.model == "plamo2" ||
-             spec.model == "gemma4" || spec.model == "hybriddna" ||
-             spec.model == "whitespace" || spec.model == "no_vocab" || spec.model == "none") {
-    return Status::Unimplemented("tokenizer model '" + spec.model +
-                                 "' (tokenizer.ggml.model) is not supported; supported: "
-                                 "llama, gpt2, bert");
+  } else if (spec.model == "t5" || spec.model == "rwkv" ||
+             spec.model == "plamo2" || spec.model == "gemma4" ||
+             spec.model == "hybriddna" || spec.model == "whitespace" ||
+             spec.model == "no_vocab" || spec.model == "none") {
+    return Status::Unimplemented(
+        "tokenizer model '" + spec.model +
+        "' (tokenizer.ggml.model) is not supported; supported: "
+        "llama, gpt2, bert");
   } else {
-    return Status::InvalidArgument("unknown tokenizer model '" + spec.model +
-                                   "' (tokenizer.ggml.model); supported: llama, gpt2, bert");
+    return Status::InvalidArgument(
+        "unknown tokenizer model '" + spec.model +
+        "' (tokenizer.ggml.model); supported: llama, gpt2, bert");
   }
-  if (spec.add_space_prefix.has_value()) impl->add_space_prefix = *spec.add_space_prefix;
+  if (spec.add_space_prefix.has_value())
+    impl->add_space_prefix = *spec.add_space_prefix;
 
-  impl->vocab.Build(std::move(spec.tokens), std::move(spec.scores), std::move(spec.types));
+  impl->vocab.Build(std::move(spec.tokens), std::move(spec.scores),
+                    std::move(spec.types));
   Vocab& vocab = impl->vocab;
   const int32_t size = vocab.size();
 
@@ -250,8 +298,10 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::FromSpec(TokenizerSpec spec) {
       eot = id;
       found_eot_text = true;
     }
-    if (is_eot_text || is_eog_text || is_fim_eog || OneOf(text, kFimOtherTexts)) {
-      if (vocab.type(id) != TokenType::kControl) vocab.set_type(id, TokenType::kControl);
+    if (is_eot_text || is_eog_text || is_fim_eog ||
+        OneOf(text, kFimOtherTexts)) {
+      if (vocab.type(id) != TokenType::kControl)
+        vocab.set_type(id, TokenType::kControl);
     }
     if (is_eog_text || is_fim_eog) eog[static_cast<size_t>(id)] = 1;
     // gpt-oss: these structural tokens are always rendered.
@@ -271,7 +321,9 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::FromSpec(TokenizerSpec spec) {
   {
     const int32_t end_id = vocab.Find("<|end|>");
     const int32_t return_id = vocab.Find("<|return|>");
-    const int32_t call_id = vocab.Find("<|call|>") >= 0 ? vocab.Find("<|call|>") : vocab.Find("<|calls|>");
+    const int32_t call_id = vocab.Find("<|call|>") >= 0
+                                ? vocab.Find("<|call|>")
+                                : vocab.Find("<|calls|>");
     const int32_t flush_id = vocab.Find("<|flush|>");
     if (end_id >= 0 && call_id >= 0 && (return_id >= 0 || flush_id >= 0)) {
       eog[static_cast<size_t>(end_id)] = 0;
@@ -282,7 +334,8 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::FromSpec(TokenizerSpec spec) {
   // Special-token matchers. Phi-3 strips whitespace after its special
   // tokens (llama.cpp's per-model RSTRIP attributes).
   std::string lower_name = spec.model_name;
-  for (char& c : lower_name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (char& c : lower_name)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   const bool phi3 = lower_name.find("phi-3") != std::string::npos ||
                     lower_name.find("phi3") != std::string::npos;
   std::vector<SpecialTokenMatcher::Token> all_special, user_defined;
@@ -292,13 +345,16 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::FromSpec(TokenizerSpec spec) {
     SpecialTokenMatcher::Token token{vocab.text(id), id};
     if (phi3) {
       const std::string& text = vocab.text(id);
-      token.rstrip = !(text == "<unk>" || text == "<s>" || text == "<|endoftext|>");
+      token.rstrip =
+          !(text == "<unk>" || text == "<s>" || text == "<|endoftext|>");
     }
     all_special.push_back(token);
     if (type == TokenType::kUserDefined) user_defined.push_back(token);
   }
-  impl->all_special = std::make_unique<SpecialTokenMatcher>(std::move(all_special));
-  impl->user_defined = std::make_unique<SpecialTokenMatcher>(std::move(user_defined));
+  impl->all_special =
+      std::make_unique<SpecialTokenMatcher>(std::move(all_special));
+  impl->user_defined =
+      std::make_unique<SpecialTokenMatcher>(std::move(user_defined));
 
   // Models.
   switch (impl->kind) {
@@ -309,13 +365,14 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::FromSpec(TokenizerSpec spec) {
       auto pre = PreTokenizer::Create(pre_config.patterns);
       if (!pre.ok()) return pre.status();
       impl->pre_tokenizer = std::move(pre).value();
-      impl->bpe = BpeModel::Create(vocab, spec.merges, pre_config.ignore_merges);
+      impl->bpe =
+          BpeModel::Create(vocab, spec.merges, pre_config.ignore_merges);
       break;
     }
     case Kind::kWpm: {
       const bool lowercase = spec.lowercase.value_or(true);
-      impl->wpm = std::make_unique<WordPieceModel>(vocab, unk, lowercase,
-                                                   spec.strip_accents.value_or(lowercase));
+      impl->wpm = std::make_unique<WordPieceModel>(
+          vocab, unk, lowercase, spec.strip_accents.value_or(lowercase));
       break;
     }
   }
@@ -388,7 +445,8 @@ Status ReadOptional(Result<U> result, std::optional<T>* out) {
 
 }  // namespace
 
-Result<std::unique_ptr<Tokenizer>> Tokenizer::FromGguf(const gguf::GgufFile& file) {
+Result<std::unique_ptr<Tokenizer>> Tokenizer::FromGguf(
+    const gguf::GgufFile& file) {
   TokenizerSpec spec;
   {
     auto model = file.GetString("tokenizer.ggml.model");
@@ -425,7 +483,8 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::FromGguf(const gguf::GgufFile& fil
     if (types.ok()) {
       spec.types.reserve(types->size());
       for (int64_t t : *types) {
-        spec.types.push_back(t >= 0 && t <= 6 ? static_cast<TokenType>(t) : TokenType::kUndefined);
+        spec.types.push_back(t >= 0 && t <= 6 ? static_cast<TokenType>(t)
+                                              : TokenType::kUndefined);
       }
     } else if (types.status().code() != StatusCode::kNotFound) {
       return types.status();
@@ -433,7 +492,8 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::FromGguf(const gguf::GgufFile& fil
   }
   if (spec.model == "gpt2") {
     auto merges = file.GetStringArray("tokenizer.ggml.merges");
-    if (!merges.ok()) return merges.status().WithContext("BPE tokenizer needs merges");
+    if (!merges.ok())
+      return merges.status().WithContext("BPE tokenizer needs merges");
     spec.merges = std::move(merges).value();
   }
   struct IdKey {
@@ -451,32 +511,39 @@ Result<std::unique_ptr<Tokenizer>> Tokenizer::FromGguf(const gguf::GgufFile& fil
   };
   for (const IdKey& k : id_keys) {
     auto value = file.GetInt(k.key);
-    if (value.ok() && (*value < 0 || *value > INT32_MAX)) continue;  // ignored like out-of-range
+    if (value.ok() && (*value < 0 || *value > INT32_MAX))
+      continue;  // ignored like out-of-range
     RL_RETURN_IF_ERROR(ReadOptional(std::move(value), k.out));
   }
   if (spec.model == "bert" && !spec.bos_id.has_value()) {
     auto cls = file.GetInt("tokenizer.ggml.cls_token_id");
-    if (cls.ok() && *cls >= 0 && *cls <= INT32_MAX) spec.bos_id = static_cast<int32_t>(*cls);
+    if (cls.ok() && *cls >= 0 && *cls <= INT32_MAX)
+      spec.bos_id = static_cast<int32_t>(*cls);
   }
-  for (const char* key : {"tokenizer.ggml.fim_pad_token_id", "tokenizer.ggml.fim_rep_token_id",
-                          "tokenizer.ggml.fim_sep_token_id"}) {
+  for (const char* key :
+       {"tokenizer.ggml.fim_pad_token_id", "tokenizer.ggml.fim_rep_token_id",
+        "tokenizer.ggml.fim_sep_token_id"}) {
     auto value = file.GetInt(key);
     if (value.ok() && *value >= 0 && *value <= INT32_MAX) {
       spec.extra_eog_ids.push_back(static_cast<int32_t>(*value));
     }
   }
-  RL_RETURN_IF_ERROR(ReadOptional(file.GetBool("tokenizer.ggml.add_bos_token"), &spec.add_bos));
-  RL_RETURN_IF_ERROR(ReadOptional(file.GetBool("tokenizer.ggml.add_eos_token"), &spec.add_eos));
+  RL_RETURN_IF_ERROR(ReadOptional(file.GetBool("tokenizer.ggml.add_bos_token"),
+                                  &spec.add_bos));
+  RL_RETURN_IF_ERROR(ReadOptional(file.GetBool("tokenizer.ggml.add_eos_token"),
+                                  &spec.add_eos));
+  RL_RETURN_IF_ERROR(ReadOptional(
+      file.GetBool("tokenizer.ggml.add_space_prefix"), &spec.add_space_prefix));
+  RL_RETURN_IF_ERROR(ReadOptional(
+      file.GetBool("tokenizer.ggml.normalizer.lowercase"), &spec.lowercase));
   RL_RETURN_IF_ERROR(
-      ReadOptional(file.GetBool("tokenizer.ggml.add_space_prefix"), &spec.add_space_prefix));
-  RL_RETURN_IF_ERROR(
-      ReadOptional(file.GetBool("tokenizer.ggml.normalizer.lowercase"), &spec.lowercase));
-  RL_RETURN_IF_ERROR(
-      ReadOptional(file.GetBool("tokenizer.ggml.normalizer.strip_accents"), &spec.strip_accents));
+      ReadOptional(file.GetBool("tokenizer.ggml.normalizer.strip_accents"),
+                   &spec.strip_accents));
   return FromSpec(std::move(spec));
 }
 
-void Tokenizer::EncodeAppend(std::string_view text, bool add_special, bool parse_special,
+void Tokenizer::EncodeAppend(std::string_view text, bool add_special,
+                             bool parse_special,
                              std::vector<int32_t>* ids) const {
   const Impl& impl = *impl_;
   const bool bos = add_special && add_bos_ && bos_id_ >= 0;
@@ -484,7 +551,8 @@ void Tokenizer::EncodeAppend(std::string_view text, bool add_special, bool parse
 
   thread_local std::vector<Segment> segments;
   segments.clear();
-  const SpecialTokenMatcher& matcher = parse_special ? *impl.all_special : *impl.user_defined;
+  const SpecialTokenMatcher& matcher =
+      parse_special ? *impl.all_special : *impl.user_defined;
   if (matcher.empty()) {
     if (!text.empty()) segments.push_back(Segment{-1, text});
   } else {
@@ -554,7 +622,8 @@ std::string Tokenizer::Decode(std::span<const int32_t> ids, bool skip_special,
 
 const std::string& Tokenizer::TokenToPiece(int32_t id) const {
   static const std::string kEmpty;
-  return impl_->vocab.IsValid(id) ? impl_->pieces[static_cast<size_t>(id)] : kEmpty;
+  return impl_->vocab.IsValid(id) ? impl_->pieces[static_cast<size_t>(id)]
+                                  : kEmpty;
 }
 
 const std::string& Tokenizer::TokenText(int32_t id) const {
@@ -563,13 +632,15 @@ const std::string& Tokenizer::TokenText(int32_t id) const {
 }
 
 TokenType Tokenizer::token_type(int32_t id) const {
-  return impl_->vocab.IsValid(id) ? impl_->vocab.type(id) : TokenType::kUndefined;
+  return impl_->vocab.IsValid(id) ? impl_->vocab.type(id)
+                                  : TokenType::kUndefined;
 }
 
 int64_t Tokenizer::vocab_size() const { return impl_->vocab.size(); }
 
 bool Tokenizer::IsEog(int32_t id) const {
-  return impl_->vocab.IsValid(id) && impl_->is_eog[static_cast<size_t>(id)] != 0;
+  return impl_->vocab.IsValid(id) &&
+         impl_->is_eog[static_cast<size_t>(id)] != 0;
 }
 
 std::optional<int32_t> Tokenizer::FindToken(std::string_view text) const {

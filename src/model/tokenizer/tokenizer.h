@@ -71,28 +71,28 @@ enum class TokenType : uint8_t {
 // tests and synthetic models may fill it directly. Absent optionals take the
 // per-model defaults llama.cpp uses.
 struct TokenizerSpec {
-  std::string model;                  // tokenizer.ggml.model
-  std::string pre;                    // tokenizer.ggml.pre; "" when absent
-  std::vector<std::string> tokens;    // tokenizer.ggml.tokens, index = id
-  std::vector<float> scores;          // empty (all 0) or one per token
-  std::vector<TokenType> types;       // empty (all normal) or one per token
-  std::vector<std::string> merges;    // "left right", rank order ("gpt2")
-  std::optional<int32_t> bos_id;      // tokenizer.ggml.bos_token_id
-  std::optional<int32_t> eos_id;      // tokenizer.ggml.eos_token_id
-  std::optional<int32_t> unk_id;      // tokenizer.ggml.unknown_token_id
-  std::optional<int32_t> sep_id;      // tokenizer.ggml.seperator_token_id
-  std::optional<int32_t> pad_id;      // tokenizer.ggml.padding_token_id
-  std::optional<int32_t> eot_id;      // tokenizer.ggml.eot_token_id
-  std::optional<int32_t> eom_id;      // tokenizer.ggml.eom_token_id
-  std::vector<int32_t> extra_eog_ids; // e.g. FIM pad/repo/sep from metadata
-  std::optional<bool> add_bos;        // tokenizer.ggml.add_bos_token
-  std::optional<bool> add_eos;        // tokenizer.ggml.add_eos_token
+  std::string model;                     // tokenizer.ggml.model
+  std::string pre;                       // tokenizer.ggml.pre; "" when absent
+  std::vector<std::string> tokens;       // tokenizer.ggml.tokens, index = id
+  std::vector<float> scores;             // empty (all 0) or one per token
+  std::vector<TokenType> types;          // empty (all normal) or one per token
+  std::vector<std::string> merges;       // "left right", rank order ("gpt2")
+  std::optional<int32_t> bos_id;         // tokenizer.ggml.bos_token_id
+  std::optional<int32_t> eos_id;         // tokenizer.ggml.eos_token_id
+  std::optional<int32_t> unk_id;         // tokenizer.ggml.unknown_token_id
+  std::optional<int32_t> sep_id;         // tokenizer.ggml.seperator_token_id
+  std::optional<int32_t> pad_id;         // tokenizer.ggml.padding_token_id
+  std::optional<int32_t> eot_id;         // tokenizer.ggml.eot_token_id
+  std::optional<int32_t> eom_id;         // tokenizer.ggml.eom_token_id
+  std::vector<int32_t> extra_eog_ids;    // e.g. FIM pad/repo/sep from metadata
+  std::optional<bool> add_bos;           // tokenizer.ggml.add_bos_token
+  std::optional<bool> add_eos;           // tokenizer.ggml.add_eos_token
   std::optional<bool> add_space_prefix;  // tokenizer.ggml.add_space_prefix
   // "bert": tokenizer.ggml.normalizer.lowercase (default true) and
   // .strip_accents (default: as lowercase).
   std::optional<bool> lowercase;
   std::optional<bool> strip_accents;
-  std::string model_name;             // general.name (a few per-model quirks)
+  std::string model_name;  // general.name (a few per-model quirks)
 };
 
 class Tokenizer {
@@ -107,7 +107,8 @@ class Tokenizer {
   // (unknown tokenizer.ggml.model, named; array lengths disagree; mistyped
   // keys), Unimplemented (a known llama.cpp model this build does not
   // support, e.g. "t5", named).
-  static Result<std::unique_ptr<Tokenizer>> FromGguf(const gguf::GgufFile& file);
+  static Result<std::unique_ptr<Tokenizer>> FromGguf(
+      const gguf::GgufFile& file);
   // Same from an explicit spec (same errors).
   static Result<std::unique_ptr<Tokenizer>> FromSpec(TokenizerSpec spec);
 
@@ -175,7 +176,8 @@ class Tokenizer {
 
   // Appends the piece of `id` to *out, applying skip_special and the
   // leading-space rule. *at_start is true until a piece produced output.
-  void AppendPiece(int32_t id, bool skip_special, bool* at_start, std::string* out) const;
+  void AppendPiece(int32_t id, bool skip_special, bool* at_start,
+                   std::string* out) const;
 
   std::unique_ptr<Impl> impl_;
   std::string model_;
@@ -195,8 +197,8 @@ class Tokenizer {
 // complete after one more token; a chunk never ends inside a UTF-8
 // character (bytes of an unfinished character wait for the next tokens).
 // The concatenation of every Push and the final Flush equals
-// tokenizer.Decode(all ids, skip_special, continuation). Bytes that can never form a valid
-// character are passed through rather than held back forever.
+// tokenizer.Decode(all ids, skip_special, continuation). Bytes that can never
+// form a valid character are passed through rather than held back forever.
 //
 // Ownership: borrows the tokenizer, which must outlive it. Thread-safety:
 // thread-compatible (one per stream). Cost: O(piece length) per Push.
@@ -204,7 +206,8 @@ class StreamingDetokenizer {
  public:
   // continuation: as in Tokenizer::Decode (a stream of generated tokens
   // that continues a prompt keeps the first piece's leading space).
-  explicit StreamingDetokenizer(const Tokenizer& tokenizer, bool skip_special = false,
+  explicit StreamingDetokenizer(const Tokenizer& tokenizer,
+                                bool skip_special = false,
                                 bool continuation = false);
 
   // Adds one token; returns the newly completed text (possibly empty).

@@ -38,9 +38,15 @@ TokenizerSpec SyntheticSpm() {
   add("a", -20, TokenType::kNormal);
   add("b", -20, TokenType::kNormal);
   add("c", -20, TokenType::kNormal);
-  add("\xE2\x96\x81" "a", -1, TokenType::kNormal);
-  add("\xE2\x96\x81" "ab", -2, TokenType::kNormal);
-  add("\xE2\x96\x81" "abc", -3, TokenType::kNormal);
+  add("\xE2\x96\x81"
+      "a",
+      -1, TokenType::kNormal);
+  add("\xE2\x96\x81"
+      "ab",
+      -2, TokenType::kNormal);
+  add("\xE2\x96\x81"
+      "abc",
+      -3, TokenType::kNormal);
   add("bc", -1.5f, TokenType::kNormal);
   add("<|im_start|>", 0, TokenType::kControl);
   add("<|im_end|>", 0, TokenType::kControl);
@@ -67,10 +73,12 @@ TEST(SpmTokenizer, MergesByScoreWithSpacePrefix) {
   EXPECT_EQ(tok->bos_id(), 1);
   EXPECT_EQ(tok->eos_id(), 2);
   EXPECT_TRUE(tok->add_bos());
-  EXPECT_EQ(tok->Encode("abc", false, false), (std::vector<int32_t>{Id(*tok, "▁abc")}));
+  EXPECT_EQ(tok->Encode("abc", false, false),
+            (std::vector<int32_t>{Id(*tok, "▁abc")}));
   // "▁bc" is no token: "▁" then "bc".
   EXPECT_EQ(tok->Encode("abc bc", true, false),
-            (std::vector<int32_t>{1, Id(*tok, "▁abc"), Id(*tok, "▁"), Id(*tok, "bc")}));
+            (std::vector<int32_t>{1, Id(*tok, "▁abc"), Id(*tok, "▁"),
+                                  Id(*tok, "bc")}));
   EXPECT_EQ(tok->Decode(tok->Encode("abc bc", true, false), true), "abc bc");
   EXPECT_EQ(tok->Encode("", true, false), (std::vector<int32_t>{1}));
   EXPECT_TRUE(tok->Encode("", false, false).empty());
@@ -80,8 +88,13 @@ TEST(SpmTokenizer, ByteFallbackRoundTripsAnything) {
   auto tok = Build(SyntheticSpm());
   ASSERT_NE(tok, nullptr);
   const std::string samples[] = {
-      "你好", "🦙 emoji \xF0\x9F\x98\xB6\xE2\x80\x8D\xF0\x9F\x8C\xAB\xEF\xB8\x8F", "tab\tnew\nline",
-      "  two leading", "trailing  ", "\xFF\xFE invalid \xC3 bytes \xE4\xBD", std::string("nul\0in", 6),
+      "你好",
+      "🦙 emoji \xF0\x9F\x98\xB6\xE2\x80\x8D\xF0\x9F\x8C\xAB\xEF\xB8\x8F",
+      "tab\tnew\nline",
+      "  two leading",
+      "trailing  ",
+      "\xFF\xFE invalid \xC3 bytes \xE4\xBD",
+      std::string("nul\0in", 6),
   };
   for (const std::string& s : samples) {
     const auto ids = tok->Encode(s, false, false);
@@ -114,10 +127,12 @@ TEST(SpmTokenizer, ParseSpecialControlsMarkers) {
   }
   EXPECT_EQ(tok->Decode(plain), text);
   // User-defined tokens are matched either way.
-  EXPECT_EQ(tok->Encode("<tool>", false, false), (std::vector<int32_t>{Id(*tok, "<tool>")}));
+  EXPECT_EQ(tok->Encode("<tool>", false, false),
+            (std::vector<int32_t>{Id(*tok, "<tool>")}));
   // Decoding renders or skips control tokens.
   EXPECT_EQ(tok->Decode(parsed), "<|im_start|> abc<|im_end|>");
-  EXPECT_EQ(tok->Decode(parsed, true), "abc");  // nothing before it: prefix dropped
+  EXPECT_EQ(tok->Decode(parsed, true),
+            "abc");  // nothing before it: prefix dropped
 }
 
 TEST(SpmTokenizer, EogAndAccessors) {
@@ -152,12 +167,15 @@ TEST(SpmTokenizer, WordSplittingMatchesWholeTextMerging) {
   ASSERT_NE(split_tok, nullptr);
   ASSERT_NE(whole_tok, nullptr);
   std::mt19937 rng(5);
-  const char* parts[] = {"a", "b", "c", "ab", "abc", " ", "  ", "\n", "\xE4\xBD\xA0", "\xFF"};
+  const char* parts[] = {"a", "b",  "c",  "ab",           "abc",
+                         " ", "  ", "\n", "\xE4\xBD\xA0", "\xFF"};
   for (int round = 0; round < 300; ++round) {
     std::string text;
     const int n = static_cast<int>(rng() % 30);
     for (int i = 0; i < n; ++i) text += parts[rng() % 10];
-    EXPECT_EQ(split_tok->Encode(text, true, false), whole_tok->Encode(text, true, false)) << text;
+    EXPECT_EQ(split_tok->Encode(text, true, false),
+              whole_tok->Encode(text, true, false))
+        << text;
     EXPECT_EQ(split_tok->Decode(split_tok->Encode(text, false, false)), text);
   }
 }
@@ -182,7 +200,10 @@ TokenizerSpec SyntheticBpe(std::string pre) {
   for (int b = 0; b < 256; ++b) {
     spec.tokens.emplace_back(byte_level::ByteToText(static_cast<uint8_t>(b)));
   }
-  for (const char* t : {"ab", "abc", "\xC4\xA0" "a", "xyz", "<|endoftext|>", "<|im_start|>"}) {
+  for (const char* t : {"ab", "abc",
+                        "\xC4\xA0"
+                        "a",
+                        "xyz", "<|endoftext|>", "<|im_start|>"}) {
     spec.tokens.emplace_back(t);
   }
   spec.types.assign(spec.tokens.size(), TokenType::kNormal);
@@ -199,8 +220,11 @@ TEST(BpeTokenizer, MergesByRank) {
   EXPECT_FALSE(tok->add_bos());
   // " abc": "a b" (rank 0) beats "Ġ a" (rank 2); then "ab c".
   EXPECT_EQ(tok->Encode("abc abc", false, false),
-            (std::vector<int32_t>{Id(*tok, "abc"), Id(*tok, "\xC4\xA0"), Id(*tok, "abc")}));
-  EXPECT_EQ(tok->Encode(" a", false, false), (std::vector<int32_t>{Id(*tok, "\xC4\xA0" "a")}));
+            (std::vector<int32_t>{Id(*tok, "abc"), Id(*tok, "\xC4\xA0"),
+                                  Id(*tok, "abc")}));
+  EXPECT_EQ(tok->Encode(" a", false, false), (std::vector<int32_t>{Id(*tok,
+                                                                      "\xC4\xA0"
+                                                                      "a")}));
   // Without ignore_merges, "xyz" stays three bytes.
   EXPECT_EQ(tok->Encode("xyz", false, false).size(), 3u);
   EXPECT_TRUE(tok->IsEog(Id(*tok, "<|endoftext|>")));
@@ -209,16 +233,19 @@ TEST(BpeTokenizer, MergesByRank) {
 TEST(BpeTokenizer, IgnoreMergesUsesWholeWordTokens) {
   auto tok = Build(SyntheticBpe("llama-bpe"));
   ASSERT_NE(tok, nullptr);
-  EXPECT_EQ(tok->Encode("xyz", false, false), (std::vector<int32_t>{Id(*tok, "xyz")}));
+  EXPECT_EQ(tok->Encode("xyz", false, false),
+            (std::vector<int32_t>{Id(*tok, "xyz")}));
   EXPECT_TRUE(tok->add_bos() == false);  // no BOS id in this vocabulary
 }
 
 // Reference BPE over strings, to check the fast paths (short and long
 // words, cached or not) against the textbook definition.
-std::vector<std::string> ReferenceBpe(const std::string& word,
-                                      const std::map<std::pair<std::string, std::string>, int>& ranks) {
+std::vector<std::string> ReferenceBpe(
+    const std::string& word,
+    const std::map<std::pair<std::string, std::string>, int>& ranks) {
   std::vector<std::string> parts;
-  for (char c : word) parts.emplace_back(byte_level::ByteToText(static_cast<uint8_t>(c)));
+  for (char c : word)
+    parts.emplace_back(byte_level::ByteToText(static_cast<uint8_t>(c)));
   while (parts.size() > 1) {
     int best_rank = INT32_MAX;
     size_t best = 0;
@@ -245,8 +272,9 @@ TEST(BpeTokenizer, ShortAndLongWordsMatchReference) {
   }
   // Merges over {a, b, c} with overlapping pairs so order matters.
   const std::vector<std::pair<std::string, std::string>> merges = {
-      {"a", "b"}, {"b", "a"}, {"ab", "a"}, {"b", "c"}, {"c", "c"}, {"a", "bc"},
-      {"ba", "ba"}, {"cc", "cc"}, {"ab", "ab"}, {"abab", "abab"}, {"a", "a"}};
+      {"a", "b"},   {"b", "a"},       {"ab", "a"},  {"b", "c"},
+      {"c", "c"},   {"a", "bc"},      {"ba", "ba"}, {"cc", "cc"},
+      {"ab", "ab"}, {"abab", "abab"}, {"a", "a"}};
   std::map<std::pair<std::string, std::string>, int> ranks;
   for (const auto& [l, r] : merges) {
     if (ranks.count({l, r})) continue;
@@ -290,7 +318,8 @@ TEST(BpeTokenizer, ConcurrentEncodesAgree) {
     threads.emplace_back([&, t] {
       for (int rep = 0; rep < 20; ++rep) {
         for (size_t i = 0; i < texts.size(); ++i) {
-          if (tok->Encode(texts[i], false, false) != expected[i]) ++mismatches[t];
+          if (tok->Encode(texts[i], false, false) != expected[i])
+            ++mismatches[t];
         }
       }
     });
@@ -338,13 +367,16 @@ TEST(TokenizerErrors, UnknownPreIsNamed) {
 TEST(TokenizerErrors, InconsistentArrays) {
   TokenizerSpec spec = SyntheticSpm();
   spec.scores.pop_back();
-  EXPECT_EQ(Tokenizer::FromSpec(spec).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(Tokenizer::FromSpec(spec).status().code(),
+            StatusCode::kInvalidArgument);
   spec = SyntheticSpm();
   spec.types.push_back(TokenType::kNormal);
-  EXPECT_EQ(Tokenizer::FromSpec(spec).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(Tokenizer::FromSpec(spec).status().code(),
+            StatusCode::kInvalidArgument);
   spec = TokenizerSpec{};
   spec.model = "llama";
-  EXPECT_EQ(Tokenizer::FromSpec(spec).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(Tokenizer::FromSpec(spec).status().code(),
+            StatusCode::kInvalidArgument);
 }
 
 TEST(TokenizerSpec, OutOfRangeSpecialIdsAreIgnored) {

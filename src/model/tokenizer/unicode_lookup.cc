@@ -11,14 +11,17 @@ namespace {
 bool InRanges(const CodepointRange* ranges, size_t size, uint32_t cp) {
   const CodepointRange* end = ranges + size;
   const CodepointRange* it = std::upper_bound(
-      ranges, end, cp, [](uint32_t value, const CodepointRange& r) { return value < r.first; });
+      ranges, end, cp,
+      [](uint32_t value, const CodepointRange& r) { return value < r.first; });
   return it != ranges && cp <= (it - 1)->last;
 }
 
-const CodepointMapping* FindMapping(const CodepointMapping* table, size_t size, uint32_t cp) {
+const CodepointMapping* FindMapping(const CodepointMapping* table, size_t size,
+                                    uint32_t cp) {
   const CodepointMapping* end = table + size;
   const CodepointMapping* it = std::lower_bound(
-      table, end, cp, [](const CodepointMapping& m, uint32_t value) { return m.cp < value; });
+      table, end, cp,
+      [](const CodepointMapping& m, uint32_t value) { return m.cp < value; });
   return it != end && it->cp == cp ? it : nullptr;
 }
 
@@ -35,9 +38,11 @@ constexpr uint32_t kSyllableCount = kLeadCount * kVowelCount * kTrailCount;
 // The primary composite of (first, second), or 0.
 uint32_t Compose(uint32_t first, uint32_t second) {
   // Hangul: L + V -> LV, LV + T -> LVT.
-  if (first >= kLeadBase && first < kLeadBase + kLeadCount && second >= kVowelBase &&
-      second < kVowelBase + kVowelCount) {
-    return kHangulBase + ((first - kLeadBase) * kVowelCount + (second - kVowelBase)) * kTrailCount;
+  if (first >= kLeadBase && first < kLeadBase + kLeadCount &&
+      second >= kVowelBase && second < kVowelBase + kVowelCount) {
+    return kHangulBase +
+           ((first - kLeadBase) * kVowelCount + (second - kVowelBase)) *
+               kTrailCount;
   }
   if (first >= kHangulBase && first < kHangulBase + kSyllableCount &&
       (first - kHangulBase) % kTrailCount == 0 && second > kTrailBase &&
@@ -47,13 +52,16 @@ uint32_t Compose(uint32_t first, uint32_t second) {
   const uint64_t key = (static_cast<uint64_t>(first) << 21) | second;
   const Composition* end = kCompositions + kCompositionsSize;
   const Composition* it = std::lower_bound(
-      kCompositions, end, key, [](const Composition& c, uint64_t k) { return c.key < k; });
+      kCompositions, end, key,
+      [](const Composition& c, uint64_t k) { return c.key < k; });
   return it != end && it->key == key ? it->composite : 0;
 }
 
 }  // namespace
 
-bool IsOther(uint32_t cp) { return InRanges(kOtherRanges, kOtherRangesSize, cp); }
+bool IsOther(uint32_t cp) {
+  return InRanges(kOtherRanges, kOtherRangesSize, cp);
+}
 
 bool IsPunctuation(uint32_t cp) {
   return InRanges(kPunctuationRanges, kPunctuationRangesSize, cp);
@@ -65,8 +73,20 @@ bool IsNonspacingMark(uint32_t cp) {
 
 bool IsWhitespace(uint32_t cp) {
   switch (cp) {
-    case 0x09: case 0x0A: case 0x0B: case 0x0C: case 0x0D: case 0x20: case 0x85: case 0xA0:
-    case 0x1680: case 0x2028: case 0x2029: case 0x202F: case 0x205F: case 0x3000:
+    case 0x09:
+    case 0x0A:
+    case 0x0B:
+    case 0x0C:
+    case 0x0D:
+    case 0x20:
+    case 0x85:
+    case 0xA0:
+    case 0x1680:
+    case 0x2028:
+    case 0x2029:
+    case 0x202F:
+    case 0x205F:
+    case 0x3000:
       return true;
     default:
       return cp >= 0x2000 && cp <= 0x200A;
@@ -77,22 +97,26 @@ bool AppendDecomposition(uint32_t cp, uint32_t* out, size_t* n) {
   if (cp >= kHangulBase && cp < kHangulBase + kSyllableCount) {
     const uint32_t index = cp - kHangulBase;
     out[(*n)++] = kLeadBase + index / (kVowelCount * kTrailCount);
-    out[(*n)++] = kVowelBase + (index % (kVowelCount * kTrailCount)) / kTrailCount;
-    if (index % kTrailCount != 0) out[(*n)++] = kTrailBase + index % kTrailCount;
+    out[(*n)++] =
+        kVowelBase + (index % (kVowelCount * kTrailCount)) / kTrailCount;
+    if (index % kTrailCount != 0)
+      out[(*n)++] = kTrailBase + index % kTrailCount;
     return true;
   }
-  const CodepointMapping* m = FindMapping(kDecompositions, kDecompositionsSize, cp);
+  const CodepointMapping* m =
+      FindMapping(kDecompositions, kDecompositionsSize, cp);
   if (m == nullptr) return false;
-  for (uint32_t i = 0; i < m->length; ++i) out[(*n)++] = kDecompositionsPool[m->offset + i];
+  for (uint32_t i = 0; i < m->length; ++i)
+    out[(*n)++] = kDecompositionsPool[m->offset + i];
   return true;
 }
 
 std::span<const uint32_t> Lowercase(uint32_t cp) {
   if (cp < 0x80) {
     // Fast path for ASCII; the table has the same entries.
-    static const uint32_t kAsciiLower[26] = {'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i',
-                                             'j', 'k', 'l', 'm', 'n', 'o', 'p', 'q', 'r',
-                                             's', 't', 'u', 'v', 'w', 'x', 'y', 'z'};
+    static const uint32_t kAsciiLower[26] = {
+        'a', 'b', 'c', 'd', 'e', 'f', 'g', 'h', 'i', 'j', 'k', 'l', 'm',
+        'n', 'o', 'p', 'q', 'r', 's', 't', 'u', 'v', 'w', 'x', 'y', 'z'};
     if (cp >= 'A' && cp <= 'Z') return {&kAsciiLower[cp - 'A'], 1};
     return {};
   }
@@ -104,9 +128,11 @@ std::span<const uint32_t> Lowercase(uint32_t cp) {
 uint8_t CombiningClass(uint32_t cp) {
   if (cp < 0x300) return 0;
   const CombiningClassRange* end = kCombiningClasses + kCombiningClassesSize;
-  const CombiningClassRange* it = std::upper_bound(
-      kCombiningClasses, end, cp,
-      [](uint32_t value, const CombiningClassRange& r) { return value < r.first; });
+  const CombiningClassRange* it =
+      std::upper_bound(kCombiningClasses, end, cp,
+                       [](uint32_t value, const CombiningClassRange& r) {
+                         return value < r.first;
+                       });
   if (it == kCombiningClasses || cp > (it - 1)->last) return 0;
   return (it - 1)->ccc;
 }
@@ -119,7 +145,8 @@ bool MayNeedNfc(std::string_view text) {
     }
     size_t len = 0;
     const uint32_t cp = utf8::DecodeCodepoint(text, pos, &len);
-    if (len > 1 && InRanges(kNfcMaybeRanges, kNfcMaybeRangesSize, cp)) return true;
+    if (len > 1 && InRanges(kNfcMaybeRanges, kNfcMaybeRangesSize, cp))
+      return true;
     pos += len;
   }
   return false;
@@ -171,7 +198,8 @@ void AppendNfc(std::string_view text, std::string* out) {
     for (size_t i = 1; i < cps.size(); ++i) {
       const uint32_t cp = cps[i];
       const int cls = ccc(cp);
-      const bool raw = (cp & kRawByteBase) != 0 || (cps[starter] & kRawByteBase) != 0;
+      const bool raw =
+          (cp & kRawByteBase) != 0 || (cps[starter] & kRawByteBase) != 0;
       const uint32_t composite =
           raw || last_class == 256 ? 0 : Compose(cps[starter], cp);
       if (composite != 0 && (last_class < cls || last_class == 0)) {

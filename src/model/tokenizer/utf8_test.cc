@@ -8,7 +8,8 @@ namespace redline::model::utf8 {
 namespace {
 
 TEST(Utf8, CharLengthOfWellFormedCharacters) {
-  const std::string s = "a\xC3\xA9\xE4\xBD\xA0\xF0\x9F\xA6\x99";  // a é 你 🦙
+  const std::string s =
+      "a\xC3\xA9\xE4\xBD\xA0\xF0\x9F\xA6\x99";  // a é 你 🦙
   EXPECT_EQ(CharLength(s, 0), 1u);
   EXPECT_EQ(CharLength(s, 1), 2u);
   EXPECT_EQ(CharLength(s, 3), 3u);
@@ -16,11 +17,11 @@ TEST(Utf8, CharLengthOfWellFormedCharacters) {
 }
 
 TEST(Utf8, MalformedBytesAreSingleCharacters) {
-  EXPECT_EQ(CharLength("\x80", 0), 1u);          // stray continuation
-  EXPECT_EQ(CharLength("\xC0\x80", 0), 1u);      // overlong
-  EXPECT_EQ(CharLength("\xED\xA0\x80", 0), 1u);  // surrogate
+  EXPECT_EQ(CharLength("\x80", 0), 1u);              // stray continuation
+  EXPECT_EQ(CharLength("\xC0\x80", 0), 1u);          // overlong
+  EXPECT_EQ(CharLength("\xED\xA0\x80", 0), 1u);      // surrogate
   EXPECT_EQ(CharLength("\xF4\x90\x80\x80", 0), 1u);  // > U+10FFFF
-  EXPECT_EQ(CharLength("\xE4\xBD", 0), 1u);      // truncated
+  EXPECT_EQ(CharLength("\xE4\xBD", 0), 1u);          // truncated
   EXPECT_EQ(CharLength("\xFF", 0), 1u);
   size_t len = 0;
   EXPECT_EQ(DecodeCodepoint("\xFF", 0, &len), kReplacementChar);
@@ -28,7 +29,8 @@ TEST(Utf8, MalformedBytesAreSingleCharacters) {
 }
 
 TEST(Utf8, EncodeDecodeRoundTrip) {
-  for (uint32_t cp : {0x0u, 0x41u, 0x7Fu, 0x80u, 0x7FFu, 0x800u, 0xFFFFu, 0x10000u, 0x10FFFFu}) {
+  for (uint32_t cp : {0x0u, 0x41u, 0x7Fu, 0x80u, 0x7FFu, 0x800u, 0xFFFFu,
+                      0x10000u, 0x10FFFFu}) {
     std::string s;
     AppendCodepoint(cp, &s);
     size_t len = 0;

@@ -29,14 +29,20 @@ class Vocab {
   int32_t size() const { return static_cast<int32_t>(texts_.size()); }
   bool IsValid(int32_t id) const { return id >= 0 && id < size(); }
 
-  const std::string& text(int32_t id) const { return texts_[static_cast<size_t>(id)]; }
+  const std::string& text(int32_t id) const {
+    return texts_[static_cast<size_t>(id)];
+  }
   float score(int32_t id) const { return scores_[static_cast<size_t>(id)]; }
   TokenType type(int32_t id) const { return types_[static_cast<size_t>(id)]; }
-  void set_type(int32_t id, TokenType type) { types_[static_cast<size_t>(id)] = type; }
+  void set_type(int32_t id, TokenType type) {
+    types_[static_cast<size_t>(id)] = type;
+  }
   const std::vector<std::string>& texts() const { return texts_; }
 
   // The id of the token whose text is exactly `text`, or -1.
-  int32_t Find(std::string_view text) const { return index_.Find(texts_, text); }
+  int32_t Find(std::string_view text) const {
+    return index_.Find(texts_, text);
+  }
 
   // Longest token text in bytes.
   size_t max_token_bytes() const { return max_token_bytes_; }

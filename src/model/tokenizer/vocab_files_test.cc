@@ -1,8 +1,8 @@
-// Golden tests against the real vocabularies in ${RL_SHARED_DIR}/testdata/vocab:
-// every .inp string must encode to the .out ids (add_special = false,
-// parse_special = false), decode back to itself where the tokenizer is
-// lossless, and stream-decode to the same text. Skipped when the shared
-// test data is absent.
+// Golden tests against the real vocabularies in
+// ${RL_SHARED_DIR}/testdata/vocab: every .inp string must encode to the .out
+// ids (add_special = false, parse_special = false), decode back to itself where
+// the tokenizer is lossless, and stream-decode to the same text. Skipped when
+// the shared test data is absent.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -99,7 +99,8 @@ TEST_P(VocabFileTest, EncodesDecodesAndStreamsEveryString) {
     const std::string& text = inputs[i];
     const std::vector<int32_t> ids = tok->Encode(text, /*add_special=*/false,
                                                  /*parse_special=*/false);
-    EXPECT_EQ(Join(ids), Join(expected[i])) << name << " string " << i << ": '" << text << "'";
+    EXPECT_EQ(Join(ids), Join(expected[i]))
+        << name << " string " << i << ": '" << text << "'";
     if (ids == expected[i]) ++passed;
 
     const std::string decoded = tok->Decode(ids);
@@ -117,7 +118,8 @@ TEST_P(VocabFileTest, EncodesDecodesAndStreamsEveryString) {
     streamed += stream.Flush();
     EXPECT_EQ(streamed, decoded) << name << " streaming of string " << i;
   }
-  std::printf("[ vocab    ] %-13s %d/%zu\n", name.c_str(), passed, inputs.size());
+  std::printf("[ vocab    ] %-13s %d/%zu\n", name.c_str(), passed,
+              inputs.size());
 }
 
 // Random bytes (malformed UTF-8, NULs, stray special-token text) and random
@@ -131,8 +133,9 @@ TEST_P(VocabFileTest, HostileInput) {
   auto tok = Load(GetParam());
   ASSERT_NE(tok, nullptr);
   std::mt19937 rng(99);
-  const std::string fragments[] = {"<s>", "</s>", "<|im_start|>", "\xF0\x9F", "[CLS]", "<0x41>",
-                                   "  ", "\n", "\r\n", "\t "};
+  const std::string fragments[] = {
+      "<s>",    "</s>", "<|im_start|>", "\xF0\x9F", "[CLS]",
+      "<0x41>", "  ",   "\n",           "\r\n",     "\t "};
   int checked = 0;
   for (int round = 0; round < 400; ++round) {
     std::string text;
@@ -158,15 +161,21 @@ TEST_P(VocabFileTest, HostileInput) {
       const std::string decoded = tok->Decode(ids, /*skip_special=*/true);
       const bool spm = tok->model() == "llama";
       // SentencePiece adds a space after a special (here: user-defined) token.
-      const bool spm_special = spm && std::any_of(ids.begin(), ids.end(), [&](int32_t id) {
-        return tok->token_type(id) == TokenType::kUserDefined;
-      });
+      const bool spm_special =
+          spm && std::any_of(ids.begin(), ids.end(), [&](int32_t id) {
+            return tok->token_type(id) == TokenType::kUserDefined;
+          });
       // Byte-level vocabularies may lack the characters of rare bytes.
-      const bool bpe_gap = tok->model() == "gpt2" && std::any_of(text.begin(), text.end(), [&](char c) {
-        return !tok->FindToken(byte_level::ByteToText(static_cast<uint8_t>(c))).has_value();
-      });
-      if (tok->model() != "bert" && !parse_special && utf8::IsValid(text) && !spm_special &&
-          !bpe_gap && !(spm && text.find("\xE2\x96\x81") != std::string::npos)) {
+      const bool bpe_gap =
+          tok->model() == "gpt2" &&
+          std::any_of(text.begin(), text.end(), [&](char c) {
+            return !tok->FindToken(
+                           byte_level::ByteToText(static_cast<uint8_t>(c)))
+                        .has_value();
+          });
+      if (tok->model() != "bert" && !parse_special && utf8::IsValid(text) &&
+          !spm_special && !bpe_gap &&
+          !(spm && text.find("\xE2\x96\x81") != std::string::npos)) {
         // Qwen normalizes to NFC, so that is what comes back.
         std::string expected = text;
         if (tok->pre() == "qwen2") {
@@ -184,8 +193,9 @@ TEST_P(VocabFileTest, HostileInput) {
 }
 
 INSTANTIATE_TEST_SUITE_P(AllVocabs, VocabFileTest,
-                         ::testing::Values("bert-bge", "deepseek-llm", "falcon", "gpt-2",
-                                           "llama-bpe", "llama-spm", "phi-3", "qwen2", "refact",
+                         ::testing::Values("bert-bge", "deepseek-llm", "falcon",
+                                           "gpt-2", "llama-bpe", "llama-spm",
+                                           "phi-3", "qwen2", "refact",
                                            "starcoder"),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            std::string n = info.param;
@@ -202,13 +212,15 @@ TEST_P(VocabLoadOnlyTest, LoadsAndRoundTrips) {
   if (!HaveTestData()) GTEST_SKIP() << "no shared test data at " << kVocabDir;
   auto tok = Load(GetParam());
   ASSERT_NE(tok, nullptr);
-  for (const std::string& text : ReadInputs(kVocabDir + "ggml-vocab-gpt-2.gguf.inp")) {
+  for (const std::string& text :
+       ReadInputs(kVocabDir + "ggml-vocab-gpt-2.gguf.inp")) {
     const auto ids = tok->Encode(text, false, false);
     EXPECT_EQ(tok->Decode(ids), text) << GetParam();
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Others, VocabLoadOnlyTest, ::testing::Values("baichuan", "gpt-neox"),
+INSTANTIATE_TEST_SUITE_P(Others, VocabLoadOnlyTest,
+                         ::testing::Values("baichuan", "gpt-neox"),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            std::string n = info.param;
                            for (char& c : n) {
@@ -230,31 +242,37 @@ struct ReferenceCase {
 const std::vector<ReferenceCase>& ReferenceCases() {
   static const std::vector<ReferenceCase> cases = {
       {"你好，世界！我想在apple工作。",
-       {57668, 53901, 3922, 102616, 6447, 37046, 101067, 19000, 23182, 102301, 1811},
+       {57668, 53901, 3922, 102616, 6447, 37046, 101067, 19000, 23182, 102301,
+        1811},
        {108386, 3837, 99489, 6313, 104100, 18493, 22377, 99257, 1773}},
       {"東京は日本の首都です。",
        {111344, 15682, 102433, 16144, 61075, 72368, 38641, 1811},
        {102356, 46553, 15322, 131888, 106114, 37541, 1773}},
       {"👨‍👩‍👧‍👦 family 👍🏽 ok 🇺🇸",
-       {9468, 239, 101, 102470, 9468, 239, 102, 102470, 9468, 239, 100, 102470, 9468, 239, 99,
-        3070, 62904, 235, 9468, 237, 121, 5509, 11410, 229, 118, 9468, 229, 116},
-       {145367, 378, 235, 145233, 378, 235, 145665, 378, 235, 145988, 2997, 61804, 235, 145375,
-        5394, 11162, 229, 118, 145383}},
+       {9468, 239,    101,   102470, 9468, 239,  102,   102470, 9468, 239,
+        100,  102470, 9468,  239,    99,   3070, 62904, 235,    9468, 237,
+        121,  5509,   11410, 229,    118,  9468, 229,   116},
+       {145367, 378, 235, 145233, 378, 235, 145665, 378, 235, 145988, 2997,
+        61804, 235, 145375, 5394, 11162, 229, 118, 145383}},
       {"def foo(x):\n    return x**2  # square\n",
        {755, 15586, 2120, 997, 262, 471, 865, 334, 17, 220, 674, 9518, 198},
        {750, 15229, 2075, 982, 262, 470, 856, 334, 17, 220, 671, 9334, 198}},
       {"for (int i = 0; i < n; ++i) {\n\tsum += a[i];\n}\n",
-       {2000, 320, 396, 602, 284, 220, 15, 26, 602, 366, 308, 26, 3526, 72, 8, 341, 32579, 1447,
-        264, 1004, 947, 534},
-       {1958, 320, 396, 600, 284, 220, 15, 26, 600, 366, 308, 26, 3443, 72, 8, 341, 31479, 1421,
-        264, 989, 935, 532}},
-      {"  leading and trailing  \t\n", {220, 6522, 323, 28848, 99351},
+       {2000, 320,  396, 602, 284, 220,   15,   26,  602,  366, 308,
+        26,   3526, 72,  8,   341, 32579, 1447, 264, 1004, 947, 534},
+       {1958, 320,  396, 600, 284, 220,   15,   26,  600, 366, 308,
+        26,   3443, 72,  8,   341, 31479, 1421, 264, 989, 935, 532}},
+      {"  leading and trailing  \t\n",
+       {220, 6522, 323, 28848, 99351},
        {220, 6388, 323, 27748, 98251}},
-      {"\r\n\r\n\t \u00a0\u3000x", {881, 197, 17529, 23249, 87}, {871, 197, 17091, 22441, 87}},
+      {"\r\n\r\n\t \u00a0\u3000x",
+       {881, 197, 17529, 23249, 87},
+       {871, 197, 17091, 22441, 87}},
       {"I'M sure YOU'LL see we'VE 1234567 items",
-       {40, 28703, 2771, 15334, 6, 4178, 1518, 584, 6, 4592, 220, 4513, 10961, 22, 3673},
-       {40, 27603, 2704, 14985, 6, 4086, 1490, 582, 6, 4491, 220, 16, 17, 18, 19, 20, 21, 22,
-        3589}},
+       {40, 28703, 2771, 15334, 6, 4178, 1518, 584, 6, 4592, 220, 4513, 10961,
+        22, 3673},
+       {40, 27603, 2704, 14985, 6, 4086, 1490, 582, 6, 4491, 220, 16, 17, 18,
+        19, 20, 21, 22, 3589}},
   };
   return cases;
 }
@@ -266,23 +284,34 @@ TEST(VocabReference, Llama3AndQwen2BeyondTheInpList) {
   ASSERT_NE(llama3, nullptr);
   ASSERT_NE(qwen2, nullptr);
   for (const ReferenceCase& c : ReferenceCases()) {
-    EXPECT_EQ(Join(llama3->Encode(c.text, false, false)), Join(c.llama3)) << c.text;
-    EXPECT_EQ(Join(qwen2->Encode(c.text, false, false)), Join(c.qwen2)) << c.text;
+    EXPECT_EQ(Join(llama3->Encode(c.text, false, false)), Join(c.llama3))
+        << c.text;
+    EXPECT_EQ(Join(qwen2->Encode(c.text, false, false)), Join(c.qwen2))
+        << c.text;
     EXPECT_EQ(llama3->Decode(c.llama3), c.text);
     EXPECT_EQ(qwen2->Decode(c.qwen2), c.text);
   }
   // Qwen normalizes to NFC (Hugging Face does); Llama 3 does not.
-  const std::string composed = "C\xE1\xBB\xAD" "a Vi\xE1\xBB\x87t";       // Cửa Việt
-  const std::string decomposed = "Cu\xCC\x9B\xCC\x89" "a Vie\xCC\xA3\xCC\x82t";
-  EXPECT_EQ(qwen2->Encode(decomposed, false, false), qwen2->Encode(composed, false, false));
-  EXPECT_NE(llama3->Encode(decomposed, false, false), llama3->Encode(composed, false, false));
-  EXPECT_EQ(llama3->Decode(llama3->Encode(decomposed, false, false)), decomposed);
+  const std::string composed =
+      "C\xE1\xBB\xAD"
+      "a Vi\xE1\xBB\x87t";  // Cửa Việt
+  const std::string decomposed =
+      "Cu\xCC\x9B\xCC\x89"
+      "a Vie\xCC\xA3\xCC\x82t";
+  EXPECT_EQ(qwen2->Encode(decomposed, false, false),
+            qwen2->Encode(composed, false, false));
+  EXPECT_NE(llama3->Encode(decomposed, false, false),
+            llama3->Encode(composed, false, false));
+  EXPECT_EQ(llama3->Decode(llama3->Encode(decomposed, false, false)),
+            decomposed);
   // Chat markup with parse_special, as Hugging Face encodes it.
   EXPECT_EQ(Join(qwen2->Encode("<|im_start|>user\nhi<|im_end|>", false, true)),
             Join({151644, 872, 198, 6023, 151645}));
   // Without parse_special they are text (llama.cpp's parse_special=false).
-  EXPECT_EQ(Join(llama3->Encode("<|im_start|>user\nhi<|im_end|>", false, false)),
-            Join({27, 91, 318, 5011, 91, 29, 882, 198, 6151, 27, 91, 318, 6345, 91, 29}));
+  EXPECT_EQ(
+      Join(llama3->Encode("<|im_start|>user\nhi<|im_end|>", false, false)),
+      Join({27, 91, 318, 5011, 91, 29, 882, 198, 6151, 27, 91, 318, 6345, 91,
+            29}));
 }
 
 // Special tokens, BOS/EOS and EOG on real vocabularies.
@@ -293,8 +322,10 @@ TEST(VocabSpecialTokens, Llama3ChatMarkers) {
   EXPECT_EQ(tok->bos_id(), 128000);
   EXPECT_EQ(tok->eos_id(), 128001);
   EXPECT_TRUE(tok->add_bos());  // llama.cpp's default for llama-bpe
-  const std::string text = "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>";
-  const auto parsed = tok->Encode(text, /*add_special=*/true, /*parse_special=*/true);
+  const std::string text =
+      "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>";
+  const auto parsed =
+      tok->Encode(text, /*add_special=*/true, /*parse_special=*/true);
   ASSERT_GE(parsed.size(), 5u);
   EXPECT_EQ(parsed[0], 128000);
   EXPECT_EQ(parsed[1], *tok->FindToken("<|start_header_id|>"));
@@ -318,7 +349,7 @@ TEST(VocabSpecialTokens, QwenUserDefinedAlwaysMatched) {
   ASSERT_NE(tok, nullptr);
   EXPECT_FALSE(tok->add_bos());
   EXPECT_EQ(tok->eos_id(), 151645);
-  EXPECT_TRUE(tok->IsEog(151645));                         // <|im_end|>
+  EXPECT_TRUE(tok->IsEog(151645));  // <|im_end|>
   EXPECT_TRUE(tok->IsEog(*tok->FindToken("<|endoftext|>")));
   const int32_t think = *tok->FindToken("<think>");
   const auto ids = tok->Encode("<think>\nok</think>", false, false);

@@ -41,7 +41,8 @@ class WordCache {
       const Slot& s = shard.slots[i];
       if (s.hash == 0) return false;
       if (s.hash == h && s.key_bytes == word.size() &&
-          std::memcmp(shard.keys.data() + s.key_offset, word.data(), word.size()) == 0) {
+          std::memcmp(shard.keys.data() + s.key_offset, word.data(),
+                      word.size()) == 0) {
         const int32_t* ids = shard.ids.data() + s.ids_offset;
         out->insert(out->end(), ids, ids + s.num_ids);
         return true;
@@ -66,7 +67,8 @@ class WordCache {
       const Slot& s = shard.slots[i];
       if (s.hash == 0) break;
       if (s.hash == h && s.key_bytes == word.size() &&
-          std::memcmp(shard.keys.data() + s.key_offset, word.data(), word.size()) == 0) {
+          std::memcmp(shard.keys.data() + s.key_offset, word.data(),
+                      word.size()) == 0) {
         return;  // another thread got there first
       }
     }

@@ -22,18 +22,23 @@ bool IsChineseChar(uint32_t cp) {
 }
 
 bool IsBertPunctuation(uint32_t cp) {
-  const bool ascii_punct = (cp >= 0x21 && cp <= 0x2F) || (cp >= 0x3A && cp <= 0x40) ||
-                           (cp >= 0x5B && cp <= 0x60) || (cp >= 0x7B && cp <= 0x7E);
+  const bool ascii_punct =
+      (cp >= 0x21 && cp <= 0x2F) || (cp >= 0x3A && cp <= 0x40) ||
+      (cp >= 0x5B && cp <= 0x60) || (cp >= 0x7B && cp <= 0x7E);
   return ascii_punct || unicode_data::IsPunctuation(cp);
 }
 
 }  // namespace
 
-WordPieceModel::WordPieceModel(const Vocab& vocab, int32_t unk_id, bool lowercase,
-                               bool strip_accents)
-    : vocab_(vocab), unk_id_(unk_id), lowercase_(lowercase), strip_accents_(strip_accents) {}
+WordPieceModel::WordPieceModel(const Vocab& vocab, int32_t unk_id,
+                               bool lowercase, bool strip_accents)
+    : vocab_(vocab),
+      unk_id_(unk_id),
+      lowercase_(lowercase),
+      strip_accents_(strip_accents) {}
 
-std::vector<std::string> WordPieceModel::SplitWords(std::string_view text) const {
+std::vector<std::string> WordPieceModel::SplitWords(
+    std::string_view text) const {
   std::vector<std::string> words(1);
   auto finish_word = [&] {
     if (!words.back().empty()) words.emplace_back();
@@ -75,8 +80,8 @@ std::vector<std::string> WordPieceModel::SplitWords(std::string_view text) const
         words.back().assign(1, static_cast<char>(byte));
         words.emplace_back();
       } else {
-        words.back().push_back(
-            static_cast<char>(lowercase_ && byte >= 'A' && byte <= 'Z' ? byte + 32 : byte));
+        words.back().push_back(static_cast<char>(
+            lowercase_ && byte >= 'A' && byte <= 'Z' ? byte + 32 : byte));
       }
       continue;
     }
@@ -86,7 +91,8 @@ std::vector<std::string> WordPieceModel::SplitWords(std::string_view text) const
     // clean_text: NUL, U+FFFD (also what malformed bytes decode to) and
     // control characters other than \t \n \r disappear.
     if (cp == 0 || cp == utf8::kReplacementChar) continue;
-    if (cp != '\t' && cp != '\n' && cp != '\r' && unicode_data::IsOther(cp)) continue;
+    if (cp != '\t' && cp != '\n' && cp != '\r' && unicode_data::IsOther(cp))
+      continue;
     if (strip_accents_) {
       uint32_t decomposed[8];
       size_t n = 0;
@@ -101,9 +107,11 @@ std::vector<std::string> WordPieceModel::SplitWords(std::string_view text) const
   return words;
 }
 
-void WordPieceModel::EncodeWord(std::string_view word, std::vector<int32_t>* out) const {
+void WordPieceModel::EncodeWord(std::string_view word,
+                                std::vector<int32_t>* out) const {
   size_t chars = 0;
-  for (size_t pos = 0; pos < word.size(); pos += utf8::CharLength(word, pos)) ++chars;
+  for (size_t pos = 0; pos < word.size(); pos += utf8::CharLength(word, pos))
+    ++chars;
   const size_t before = out->size();
   bool ok = chars <= kMaxWordChars;
   std::string candidate;
@@ -143,7 +151,8 @@ void WordPieceModel::EncodeWord(std::string_view word, std::vector<int32_t>* out
   }
 }
 
-void WordPieceModel::Encode(std::string_view text, std::vector<int32_t>* out) const {
+void WordPieceModel::Encode(std::string_view text,
+                            std::vector<int32_t>* out) const {
   for (const std::string& word : SplitWords(text)) EncodeWord(word, out);
 }
 

@@ -28,7 +28,8 @@ namespace redline::model::tokenizer_internal {
 
 class WordPieceModel {
  public:
-  WordPieceModel(const Vocab& vocab, int32_t unk_id, bool lowercase, bool strip_accents);
+  WordPieceModel(const Vocab& vocab, int32_t unk_id, bool lowercase,
+                 bool strip_accents);
 
   // Appends the tokens of raw (unnormalized) `text`.
   void Encode(std::string_view text, std::vector<int32_t>* out) const;
