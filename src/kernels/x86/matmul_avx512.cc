@@ -42,21 +42,19 @@ inline __mmask16 FirstLanes16(int64_t n) {
                  : static_cast<__mmask16>((1u << n) - 1);
 }
 
-// Sums of 4 vectors: lane i of the result is the sum of v[i]'s lanes.
+// Sums of 4 vectors: lane i of the result is the sum of v[i]'s lanes, added
+// in the order of _mm512_reduce_add_ps (halves of 256, then 128 bits, then
+// lanes (0+2)+(1+3)), as the single-vector path and ggml's tinyBLAS do.
 inline __m128 Reduce4(__m512 v0, __m512 v1, __m512 v2, __m512 v3) {
-  // Interleave pairs so each step halves the width and keeps 4 sums apart.
-  const __m512 s01 =
-      _mm512_add_ps(_mm512_unpacklo_ps(v0, v1), _mm512_unpackhi_ps(v0, v1));
-  const __m512 s23 =
-      _mm512_add_ps(_mm512_unpacklo_ps(v2, v3), _mm512_unpackhi_ps(v2, v3));
-  // Per 128-bit chunk: s01 = [a0 a1 a0 a1], s23 = [a2 a3 a2 a3] (partial).
-  const __m512 s =
-      _mm512_add_ps(_mm512_shuffle_ps(s01, s23, _MM_SHUFFLE(1, 0, 1, 0)),
-                    _mm512_shuffle_ps(s01, s23, _MM_SHUFFLE(3, 2, 3, 2)));
-  const __m256 h = _mm256_add_ps(
-      _mm512_castps512_ps256(s),
-      _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(s), 1)));
-  return _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
+  auto quarter = [](__m512 v) {
+    const __m256 h = _mm256_add_ps(
+        _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)),
+        _mm512_castps512_ps256(v));
+    return _mm_add_ps(_mm256_extractf128_ps(h, 1), _mm256_castps256_ps128(h));
+  };
+  __m128 q0 = quarter(v0), q1 = quarter(v1), q2 = quarter(v2), q3 = quarter(v3);
+  _MM_TRANSPOSE4_PS(q0, q1, q2, q3);  // q_k = lane k of each input
+  return _mm_add_ps(_mm_add_ps(q0, q2), _mm_add_ps(q1, q3));
 }
 
 // y[t * y_stride + r] = (or +=, if accumulate) the sum of acc[r][t]'s lanes.
@@ -614,7 +612,10 @@ void MatMulRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
   // Prefill: each row panel (of one column chunk, for float weights) stays
   // in L1 while all token tiles pass over it.
   constexpr bool kQuantized = kType == DType::kQ8_0 || kType == DType::kQ4_0;
-  const int64_t chunk = kQuantized ? a.cols : kFloatChunkCols;
+  // F32 rows are summed whole (one accumulator per output, as ggml's
+  // tinyBLAS does); F16/BF16 rows in column chunks that stay in L1.
+  const int64_t chunk =
+      kQuantized || kType == DType::kF32 ? a.cols : kFloatChunkCols;
   for (int64_t c0 = 0; c0 < a.cols; c0 += chunk) {
     const int64_t c1 = Min(a.cols, c0 + chunk);
     for (int64_t r = row_begin; r < row_end; r += kPrefillRows) {
