@@ -399,9 +399,16 @@ void QuantTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
       const int n_valid = static_cast<int>(Min(kUnit, nb - u * kUnit));
       WeightUnit wu[R];
 #pragma GCC unroll 4
-      for (int r = 0; r < R; ++r)
+      for (int r = 0; r < R; ++r) {
+        // Rows are short (a few KB), so the hardware prefetcher would
+        // start each row of the next tile cold: fetch the same unit of the
+        // row R rows down (prefetches past the matrix are harmless).
+        _mm_prefetch(reinterpret_cast<const char*>(w[r] + R * a.row_bytes +
+                                                   b * kBlockBytes),
+                     _MM_HINT_T0);
         wu[r] = LoadWeightUnit<kType, kFull>(w[r] + b * kBlockBytes,
                                              nb - u * kUnit);
+      }
 #pragma GCC unroll 4
       for (int t = 0; t < T; ++t) {
         const ActivationUnit xu = LoadActivationUnit<kType>(xq[t] + b * kQk);
