@@ -114,31 +114,15 @@ AbortMonitor::AbortMonitor(const std::vector<Threshold>& thresholds,
 void AbortMonitor::Add(const RequestRecord& r) {
   if (r.phase != Phase::kMeasure) return;
   PhaseStats& s = stats_;
-  auto rec = [&](Metric m, const std::optional<int64_t>& v) {
-    if (v) s.hist[static_cast<int>(m)].Record(*v);
-  };
   s.attempted++;
   if (r.sent()) s.sent++;
-  const RequestLatencies lat = ComputeLatencies(r);
-  rec(Metric::kDispatchDelay, lat.dispatch_delay_us);
+  s.RecordLatencies(r, ComputeLatencies(r));
   if (!r.ok()) {
     s.failed++;
     s.errors[static_cast<int>(r.error)]++;
     return;
   }
   s.ok++;
-  rec(Metric::kTtft, lat.ttft_us);
-  rec(Metric::kTtfo, lat.ttfo_us);
-  rec(Metric::kTtftSched, lat.ttft_sched_us);
-  rec(Metric::kE2e, lat.e2e_us);
-  rec(Metric::kE2eStream, lat.e2e_stream_us);
-  rec(Metric::kE2eSched, lat.e2e_sched_us);
-  rec(Metric::kTpot, lat.tpot_us);
-  rec(Metric::kNtpot, lat.ntpot_us);
-  for (size_t j = 1; j < r.chunk_ns.size(); ++j) {
-    s.hist[static_cast<int>(Metric::kItl)].Record(
-        NsToUs(r.chunk_ns[j] - r.chunk_ns[j - 1]));
-  }
 }
 
 std::optional<AbortDecision> AbortMonitor::Check(int64_t elapsed_ns) const {

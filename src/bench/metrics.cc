@@ -44,6 +44,27 @@ bool MetricIsErrorAdjusted(Metric metric) {
   return metric != Metric::kItl && metric != Metric::kDispatchDelay;
 }
 
+void PhaseStats::RecordLatencies(const RequestRecord& r,
+                                 const RequestLatencies& lat) {
+  auto rec = [&](Metric m, const std::optional<int64_t>& v) {
+    if (v) hist[static_cast<int>(m)].Record(*v);
+  };
+  rec(Metric::kDispatchDelay, lat.dispatch_delay_us);
+  if (!r.ok()) return;
+  rec(Metric::kTtft, lat.ttft_us);
+  rec(Metric::kTtfo, lat.ttfo_us);
+  rec(Metric::kTtftSched, lat.ttft_sched_us);
+  rec(Metric::kE2e, lat.e2e_us);
+  rec(Metric::kE2eStream, lat.e2e_stream_us);
+  rec(Metric::kE2eSched, lat.e2e_sched_us);
+  rec(Metric::kTpot, lat.tpot_us);
+  rec(Metric::kNtpot, lat.ntpot_us);
+  for (size_t j = 1; j < r.chunk_ns.size(); ++j) {
+    hist[static_cast<int>(Metric::kItl)].Record(
+        NsToUs(r.chunk_ns[j] - r.chunk_ns[j - 1]));
+  }
+}
+
 RequestLatencies ComputeLatencies(const RequestRecord& r) {
   RequestLatencies lat;
   if (r.sent() && r.t_sched_ns != 0)
@@ -152,13 +173,6 @@ PhaseStats ComputePhaseStats(std::span<const RequestRecord> records,
           last_sched = 0;
   double busy_ns = 0;
   int64_t good_tokens = 0;
-  auto hist = [&](Metric m) -> Histogram& {
-    return s.hist[static_cast<int>(m)];
-  };
-  auto rec = [&](Metric m, const std::optional<int64_t>& v) {
-    if (v) hist(m).Record(*v);
-  };
-
   for (const RequestRecord& r : records) {
     if (r.phase != phase) continue;
     s.attempted++;
@@ -180,7 +194,7 @@ PhaseStats ComputePhaseStats(std::span<const RequestRecord> records,
     last_end = std::max(last_end, end);
 
     RequestLatencies lat = ComputeLatencies(r);
-    rec(Metric::kDispatchDelay, lat.dispatch_delay_us);
+    s.RecordLatencies(r, lat);
     if (!r.ok()) {
       s.failed++;
       s.errors[static_cast<int>(r.error)]++;
@@ -192,16 +206,6 @@ PhaseStats ComputePhaseStats(std::span<const RequestRecord> records,
       continue;
     }
     s.ok++;
-    rec(Metric::kTtft, lat.ttft_us);
-    rec(Metric::kTtfo, lat.ttfo_us);
-    rec(Metric::kTtftSched, lat.ttft_sched_us);
-    rec(Metric::kE2e, lat.e2e_us);
-    rec(Metric::kE2eStream, lat.e2e_stream_us);
-    rec(Metric::kE2eSched, lat.e2e_sched_us);
-    rec(Metric::kTpot, lat.tpot_us);
-    rec(Metric::kNtpot, lat.ntpot_us);
-    for (size_t j = 1; j < r.chunk_ns.size(); ++j)
-      hist(Metric::kItl).Record(NsToUs(r.chunk_ns[j] - r.chunk_ns[j - 1]));
     if (r.output_tokens > 0) s.output_tokens += r.output_tokens;
     s.token_sources[static_cast<int>(r.token_source)]++;
     if (IsGood(r, lat, slo)) {

@@ -119,6 +119,9 @@ struct PhaseStats {
   int64_t Infinite(Metric m) const {
     return MetricIsErrorAdjusted(m) ? failed : 0;
   }
+  // Adds r's samples (lat = ComputeLatencies(r)) to hist: dispatch delay for
+  // every request, the other latencies and per-chunk ITL for ok ones.
+  void RecordLatencies(const RequestRecord& r, const RequestLatencies& lat);
   // Nearest-rank percentile in microseconds; error-adjusted when `adjusted`.
   double Percentile(Metric m, double q, bool adjusted) const;
   // Mean / min / max in microseconds; the adjusted mean and max are +inf
