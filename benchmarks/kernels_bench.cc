@@ -25,6 +25,7 @@
 #include "kernels/isa.h"
 #include "kernels/matmul.h"
 #include "kernels/ops.h"
+#include "kernels/packed.h"
 
 namespace redline::kernels {
 namespace {
@@ -51,10 +52,12 @@ std::vector<float> RandomFloats(int64_t n, uint32_t seed) {
 // rows (quantizing 150k rows one by one would dominate start-up).
 struct Weights {
   std::vector<std::unique_ptr<uint8_t[]>> copies;
-  int64_t bytes = 0;  // one copy
+  std::vector<std::unique_ptr<uint8_t[]>> packed;  // packed.h; if asked for
+  int64_t bytes = 0;                               // one copy
 };
 
-Weights MakeWeights(DType type, int64_t rows, int64_t cols, int n_copies) {
+Weights MakeWeights(DType type, int64_t rows, int64_t cols, int n_copies,
+                    bool packed) {
   const int64_t row_bytes = RowBytes(type, cols);
   constexpr int kDistinctRows = 8;
   std::vector<uint8_t> rows_q(static_cast<size_t>(kDistinctRows * row_bytes));
@@ -72,6 +75,13 @@ Weights MakeWeights(DType type, int64_t rows, int64_t cols, int n_copies) {
                   rows_q.data() + (r % kDistinctRows) * row_bytes,
                   static_cast<size_t>(row_bytes));
     }
+    if (packed) {
+      auto p = std::make_unique<uint8_t[]>(
+          static_cast<size_t>(PackedBytes(type, rows, cols)));
+      PackWeights(WeightView{type, rows, cols, data.get()}, 0,
+                  PackedPanels(rows), p.get());
+      w.packed.push_back(std::move(p));
+    }
     w.copies.push_back(std::move(data));
   }
   return w;
@@ -80,8 +90,10 @@ Weights MakeWeights(DType type, int64_t rows, int64_t cols, int n_copies) {
 constexpr DType kTypes[] = {DType::kF32, DType::kF16, DType::kBF16,
                             DType::kQ8_0, DType::kQ4_0};
 
+// packed: also give the kernels the packed layout (packed.h), as a model
+// loaded with repacking does.
 void RunMatMul(benchmark::State& state, Isa isa, DType type, int64_t rows,
-               int64_t cols, int64_t n_tokens) {
+               int64_t cols, int64_t n_tokens, bool packed = false) {
   if (!SetActiveIsa(isa)) {
     state.SkipWithError("ISA not supported on this CPU");
     return;
@@ -90,14 +102,15 @@ void RunMatMul(benchmark::State& state, Isa isa, DType type, int64_t rows,
   const int n_copies = n_tokens == 1 ? static_cast<int>(std::clamp<int64_t>(
                                            kColdBytes / one_copy + 1, 1, 64))
                                      : 1;
-  const Weights w = MakeWeights(type, rows, cols, n_copies);
+  const Weights w = MakeWeights(type, rows, cols, n_copies, packed);
   const std::vector<float> x = RandomFloats(n_tokens * cols, 2);
   std::vector<float> y(static_cast<size_t>(n_tokens * rows));
   std::vector<std::byte> scratch(MatMulScratchBytes(type, cols, n_tokens));
   size_t i = 0;
   for (auto _ : state) {
-    const WeightView view{type, rows, cols,
-                          w.copies[i++ % w.copies.size()].get()};
+    const size_t copy = i++ % w.copies.size();
+    const WeightView view{type, rows, cols, w.copies[copy].get(),
+                          packed ? w.packed[copy].get() : nullptr};
     MatMul(view, x.data(), n_tokens, y.data(), scratch, Pool());
     benchmark::DoNotOptimize(y.data());
     benchmark::ClobberMemory();
@@ -157,33 +170,42 @@ void RegisterAll() {
     for (DType type : kTypes) {
       const bool quantized = type == DType::kQ8_0 || type == DType::kQ4_0;
       if (amx && !quantized) continue;
-      for (const Shape& s : kMatVecShapes) {
-        if (amx) break;
-        const std::string name = "MatVec/" + std::string(DTypeName(type)) +
-                                 "/" + std::string(IsaName(isa)) + "/" +
-                                 std::to_string(s.rows) + "x" +
-                                 std::to_string(s.cols);
-        benchmark::RegisterBenchmark(name.c_str(),
-                                     [=](benchmark::State& st) {
-                                       RunMatMul(st, isa, type, s.rows, s.cols,
-                                                 1);
-                                     })
-            ->UseRealTime()
-            ->MinTime(0.3);
-      }
-      for (const Shape& s : kPrefillShapes) {
-        const std::string name = "Prefill/" + std::string(DTypeName(type)) +
-                                 "/" + std::string(IsaName(isa)) + "/" +
-                                 std::to_string(s.rows) + "x" +
-                                 std::to_string(s.cols) +
-                                 "/tokens:" + std::to_string(kPrefillTokens);
-        benchmark::RegisterBenchmark(name.c_str(),
-                                     [=](benchmark::State& st) {
-                                       RunMatMul(st, isa, type, s.rows, s.cols,
-                                                 kPrefillTokens);
-                                     })
-            ->UseRealTime()
-            ->MinTime(0.3);
+      // Row layout, and the packed one where this ISA has kernels for it
+      // ("/packed").
+      SetActiveIsa(isa);
+      std::vector<bool> layouts = {false};
+      if (quantized && PackedLayoutHelps(type)) layouts.push_back(true);
+      for (const bool packed : layouts) {
+        const std::string suffix = packed ? "/packed" : "";
+        for (const Shape& s : kMatVecShapes) {
+          if (amx) break;
+          const std::string name = "MatVec/" + std::string(DTypeName(type)) +
+                                   "/" + std::string(IsaName(isa)) + "/" +
+                                   std::to_string(s.rows) + "x" +
+                                   std::to_string(s.cols) + suffix;
+          benchmark::RegisterBenchmark(name.c_str(),
+                                       [=](benchmark::State& st) {
+                                         RunMatMul(st, isa, type, s.rows,
+                                                   s.cols, 1, packed);
+                                       })
+              ->UseRealTime()
+              ->MinTime(0.3);
+        }
+        for (const Shape& s : kPrefillShapes) {
+          const std::string name =
+              "Prefill/" + std::string(DTypeName(type)) + "/" +
+              std::string(IsaName(isa)) + "/" + std::to_string(s.rows) + "x" +
+              std::to_string(s.cols) +
+              "/tokens:" + std::to_string(kPrefillTokens) + suffix;
+          benchmark::RegisterBenchmark(name.c_str(),
+                                       [=](benchmark::State& st) {
+                                         RunMatMul(st, isa, type, s.rows,
+                                                   s.cols, kPrefillTokens,
+                                                   packed);
+                                       })
+              ->UseRealTime()
+              ->MinTime(0.3);
+        }
       }
     }
     if (amx) continue;

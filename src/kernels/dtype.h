@@ -40,11 +40,17 @@ int64_t RowBytes(DType type, int64_t cols);
 // A read-only weight matrix [rows, cols], row-major: row r starts at
 // data + r * RowBytes(type, cols). Not owned; typically points into a
 // memory-mapped GGUF file, so rows may be unaligned.
+//
+// `packed`, when set, is the same matrix in the panel layout of
+// kernels/packed.h (PackWeights); products read it instead of `data` where
+// the active kernels have a packed variant, and `data` everywhere else
+// (DequantizeRow, other ISAs), so both must stay valid.
 struct WeightView {
   DType type = DType::kF32;
   int64_t rows = 0;
   int64_t cols = 0;
   const void* data = nullptr;
+  const void* packed = nullptr;
 
   const uint8_t* Row(int64_t r) const {
     return static_cast<const uint8_t*>(data) + r * RowBytes(type, cols);

@@ -28,6 +28,9 @@ struct Q8Activations {
   const int8_t* qs = nullptr;  // [n_tokens, qs_stride]: block b at qs + 32 * b
   const float* d =
       nullptr;  // [n_tokens, d_stride]: fp16-rounded block scale, as f32
+  // [n_tokens, d_stride]: sum of each block's 32 qs (0 in the padding), for
+  // kernels that offset one operand of vpdpbusd (see packed.h).
+  const int32_t* s = nullptr;
   int64_t qs_stride = 0;  // bytes; multiple of 128, >= cols + 64
   int64_t d_stride = 0;   // floats; multiple of 16, >= cols / 32 + 16
 };
@@ -35,8 +38,10 @@ struct Q8Activations {
 // One MatMul call as the row kernels see it: y[t, r] = sum_c w[r, c] x[t, c].
 struct MatMulArgs {
   DType type = DType::kF32;
-  const uint8_t* w = nullptr;  // [rows, row_bytes]
-  int64_t row_bytes = 0;       // RowBytes(type, cols)
+  // [rows, row_bytes]; for KernelTable::matmul_packed, the packed matrix
+  // (packed.h) instead.
+  const uint8_t* w = nullptr;
+  int64_t row_bytes = 0;  // RowBytes(type, cols)
   int64_t cols = 0;
   int64_t n_tokens = 0;
   const float* x = nullptr;  // [n_tokens, cols] f32 (float weight types)
@@ -72,6 +77,9 @@ struct KernelTable {
   QuantizeQ8Fn quantize_q8 = nullptr;
   PackQ8TilesFn pack_q8_tiles = nullptr;  // null: the row kernels read xq only
   MatMulRowsFn matmul[5] = {};            // indexed by DType
+  // The same products on packed weights (packed.h), indexed by DType; null
+  // where the ISA has none. Called with row_begin a multiple of kPackRows.
+  MatMulRowsFn matmul_packed[5] = {};
   void (*rms_norm)(const float* x, const float* weight, int64_t n, float eps,
                    float* out) = nullptr;
   void (*softmax)(float* x, int64_t n) = nullptr;
@@ -108,6 +116,11 @@ void FillMatMulTable(KernelTable* table);
 // The VNNI row kernels, which the AMX ones fall back to.
 void MatMulRowsQ8_0(const MatMulArgs& args, int64_t row_begin, int64_t row_end);
 void MatMulRowsQ4_0(const MatMulArgs& args, int64_t row_begin, int64_t row_end);
+// Products on packed weights (x86/matmul_packed_avx512.cc).
+void MatMulPackedRowsQ8_0(const MatMulArgs& args, int64_t row_begin,
+                          int64_t row_end);
+void MatMulPackedRowsQ4_0(const MatMulArgs& args, int64_t row_begin,
+                          int64_t row_end);
 }  // namespace avx512
 namespace amx {
 void FillTable(KernelTable* table);

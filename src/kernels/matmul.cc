@@ -7,6 +7,7 @@
 #include "base/check.h"
 #include "base/float16.h"
 #include "kernels/kernel_table.h"
+#include "kernels/packed.h"
 
 namespace redline::kernels {
 namespace {
@@ -24,8 +25,10 @@ int64_t RoundUp(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 constexpr int64_t kParallelQuantizeMin = 1 << 15;
 
 // Rows per work unit of the row split. Small enough to balance 896-row
-// matrices over a few threads, a multiple of every row tile (<= 16).
+// matrices over a few threads, a multiple of every row tile (<= 16) and one
+// panel of packed weights.
 constexpr int64_t kRowGrain = 16;
+static_assert(kRowGrain % kPackRows == 0);
 
 // Tokens per AMX tile (MatMulArgs::xtiles).
 constexpr int64_t kTileTokens = 16;
@@ -36,13 +39,14 @@ int64_t Q8DStride(int64_t cols) { return RoundUp(cols / kQkBlock + 16, 16); }
 // Scratch of a quantized MatMul, from the aligned start:
 //   qs     [n_tokens, Q8QsStride]   int8
 //   d      [n_tokens, Q8DStride]    f32
+//   s      [n_tokens, Q8DStride]    int32
 //   xtiles [n_tiles, n_blocks, 512] int8   (n_tokens > 1 only; AMX layout)
 //   xtile_d[n_tiles, n_blocks, 16]  f32
 // The tile copy is reserved whatever the ISA, so the size does not change
 // with SetActiveIsa.
 struct ScratchLayout {
   int64_t qs_stride, d_stride, n_tiles, n_blocks;
-  int64_t qs_bytes, d_bytes, tiles_bytes, tile_d_bytes;
+  int64_t qs_bytes, d_bytes, s_bytes, tiles_bytes, tile_d_bytes;
 
   ScratchLayout(int64_t cols, int64_t n_tokens)
       : qs_stride(Q8QsStride(cols)),
@@ -51,12 +55,13 @@ struct ScratchLayout {
         n_blocks(cols / kQkBlock),
         qs_bytes(n_tokens * qs_stride),
         d_bytes(n_tokens * d_stride * static_cast<int64_t>(sizeof(float))),
+        s_bytes(n_tokens * d_stride * static_cast<int64_t>(sizeof(int32_t))),
         tiles_bytes(n_tiles * n_blocks * kQkBlock * kTileTokens),
         tile_d_bytes(n_tiles * n_blocks * kTileTokens *
                      static_cast<int64_t>(sizeof(float))) {}
 
   int64_t Total() const {
-    return qs_bytes + d_bytes + tiles_bytes + tile_d_bytes;
+    return qs_bytes + d_bytes + s_bytes + tiles_bytes + tile_d_bytes;
   }
 };
 
@@ -84,10 +89,11 @@ void PrepareQuantized(const KernelTable& kernels, const float* x, int64_t cols,
   const ScratchLayout layout(cols, n_tokens);
   auto* qs = reinterpret_cast<int8_t*>(aligned);
   auto* d = reinterpret_cast<float*>(qs + layout.qs_bytes);
-  auto* tiles =
-      reinterpret_cast<int8_t*>(qs + layout.qs_bytes + layout.d_bytes);
+  auto* sums =
+      reinterpret_cast<int32_t*>(qs + layout.qs_bytes + layout.d_bytes);
+  auto* tiles = qs + layout.qs_bytes + layout.d_bytes + layout.s_bytes;
   auto* tile_d = reinterpret_cast<float*>(tiles + layout.tiles_bytes);
-  const Q8Activations xq{qs, d, layout.qs_stride, layout.d_stride};
+  const Q8Activations xq{qs, d, sums, layout.qs_stride, layout.d_stride};
   const bool pack = kernels.pack_q8_tiles != nullptr && layout.n_tiles > 0;
   // Each range quantizes its tokens, then packs the tiles they complete
   // (ranges are whole tiles except the last).
@@ -98,6 +104,13 @@ void PrepareQuantized(const KernelTable& kernels, const float* x, int64_t cols,
       kernels.quantize_q8(x + t * cols, cols, qs_t, d_t);
       std::memset(qs_t + cols, 0, static_cast<size_t>(layout.qs_stride - cols));
       std::fill(d_t + layout.n_blocks, d_t + layout.d_stride, 0.0f);
+      int32_t* s_t = sums + t * layout.d_stride;
+      for (int64_t b = 0; b < layout.n_blocks; ++b) {
+        int32_t sum = 0;
+        for (int64_t j = 0; j < kQkBlock; ++j) sum += qs_t[b * kQkBlock + j];
+        s_t[b] = sum;
+      }
+      std::fill(s_t + layout.n_blocks, s_t + layout.d_stride, 0);
     }
     if (pack) {
       kernels.pack_q8_tiles(xq, n_tokens, cols, t0 / kTileTokens,
@@ -135,6 +148,7 @@ void MatMulMany(std::span<const WeightView> ws, const float* x,
   const int64_t cols = ws[0].cols;
   const KernelTable& kernels = ActiveKernels();
   MatMulArgs args[kMaxMatrices];
+  MatMulRowsFn fns[kMaxMatrices] = {};
   bool any_quantized = false;
   int64_t total_units = 0;
   for (size_t i = 0; i < ws.size(); ++i) {
@@ -144,6 +158,12 @@ void MatMulMany(std::span<const WeightView> ws, const float* x,
     RL_DCHECK(w.cols % BlockElements(w.type) == 0) << "cols=" << w.cols;
     args[i].type = w.type;
     args[i].w = static_cast<const uint8_t*>(w.data);
+    fns[i] = kernels.matmul[static_cast<int>(w.type)];
+    if (w.packed != nullptr &&
+        kernels.matmul_packed[static_cast<int>(w.type)] != nullptr) {
+      args[i].w = static_cast<const uint8_t*>(w.packed);
+      fns[i] = kernels.matmul_packed[static_cast<int>(w.type)];
+    }
     args[i].row_bytes = RowBytes(w.type, w.cols);
     args[i].cols = w.cols;
     args[i].n_tokens = n_tokens;
@@ -169,8 +189,8 @@ void MatMulMany(std::span<const WeightView> ws, const float* x,
       const int64_t begin = std::max(u0, first) - first;
       const int64_t end = std::min(u1, first + units) - first;
       if (begin < end) {
-        kernels.matmul[static_cast<int>(ws[i].type)](
-            args[i], begin * kRowGrain, std::min(end * kRowGrain, ws[i].rows));
+        fns[i](args[i], begin * kRowGrain,
+               std::min(end * kRowGrain, ws[i].rows));
       }
       first += units;
     }

@@ -29,6 +29,7 @@
 #include "base/float16.h"
 #include "kernels/isa.h"
 #include "kernels/kernel_table.h"
+#include "kernels/packed.h"
 
 namespace redline::kernels {
 namespace {
@@ -68,12 +69,32 @@ struct TestMatrix {
   std::vector<float> original;     // [rows, cols] before quantization
   std::vector<uint8_t> bytes;      // [rows, RowBytes]
   std::vector<float> dequantized;  // [rows, cols]
+  std::vector<uint8_t> packed;     // PackedBytes; empty for float types
 
-  WeightView View() const { return WeightView{type, rows, cols, bytes.data()}; }
+  // With the packed copy, so ISAs with packed kernels use them.
+  WeightView View() const {
+    return WeightView{type, rows, cols, bytes.data(),
+                      packed.empty() ? nullptr : packed.data()};
+  }
+  // The row layout only.
+  WeightView RowView() const {
+    return WeightView{type, rows, cols, bytes.data()};
+  }
 };
 
+// Fills m->packed from m->bytes (quantized types), in two calls to check
+// that panel ranges compose.
+void Pack(TestMatrix* m) {
+  if (!IsQuantized(m->type)) return;
+  m->packed.assign(static_cast<size_t>(PackedBytes(m->type, m->rows, m->cols)),
+                   0xcd);
+  const int64_t panels = PackedPanels(m->rows);
+  PackWeights(m->RowView(), 0, panels / 2, m->packed.data());
+  PackWeights(m->RowView(), panels / 2, panels, m->packed.data());
+}
+
 TestMatrix MakeMatrix(DType type, int64_t rows, int64_t cols, uint32_t seed) {
-  TestMatrix m{type, rows, cols, RandomFloats(rows * cols, seed), {}, {}};
+  TestMatrix m{type, rows, cols, RandomFloats(rows * cols, seed), {}, {}, {}};
   // Vary the row scales so per-block scales differ.
   for (int64_t r = 0; r < rows; ++r) {
     for (int64_t c = 0; c < cols; ++c)
@@ -89,16 +110,17 @@ TestMatrix MakeMatrix(DType type, int64_t rows, int64_t cols, uint32_t seed) {
   const WeightView view = m.View();
   for (int64_t r = 0; r < rows; ++r)
     DequantizeRow(view, r, m.dequantized.data() + r * cols);
+  Pack(&m);
   return m;
 }
 
 std::vector<float> RunMatMul(const TestMatrix& m, const std::vector<float>& x,
                              int64_t n_tokens, ThreadPool& pool,
-                             size_t scratch_offset = 0) {
+                             size_t scratch_offset = 0, bool packed = true) {
   std::vector<float> y(static_cast<size_t>(n_tokens * m.rows), std::nanf(""));
   std::vector<std::byte> scratch(MatMulScratchBytes(m.type, m.cols, n_tokens) +
                                  scratch_offset);
-  MatMul(m.View(), x.data(), n_tokens, y.data(),
+  MatMul(packed ? m.View() : m.RowView(), x.data(), n_tokens, y.data(),
          std::span<std::byte>(scratch).subspan(scratch_offset), pool);
   return y;
 }
@@ -204,39 +226,43 @@ TEST_P(MatMulTest, MatchesReferenceAndFloatProduct) {
         ScopedIsa scalar(Isa::kScalar);
         expected = RunMatMul(m, x, n_tokens, pool);
       }
-      std::vector<float> actual;
-      {
-        ScopedIsa scoped(isa());
-        actual = RunMatMul(m, x, n_tokens, pool);
-      }
-      for (int64_t t = 0; t < n_tokens; ++t) {
-        for (int64_t r = 0; r < s.rows; ++r) {
-          const size_t i = static_cast<size_t>(t * s.rows + r);
-          const double mag = Magnitude(m.dequantized, x, s.cols, r, t);
-          const std::string where = "rows=" + std::to_string(s.rows) +
-                                    " cols=" + std::to_string(s.cols) +
-                                    " n_tokens=" + std::to_string(n_tokens) +
-                                    " t=" + std::to_string(t) +
-                                    " r=" + std::to_string(r);
-          ASSERT_NEAR(actual[i], expected[i], 1e-5 * mag + 1e-30)
-              << "vs ref, " << where;
-          if (IsQuantized(type()) && isa() == Isa::kAvx512) {
-            ASSERT_EQ(actual[i], expected[i])
-                << "AVX-512 sums blocks in the reference's order, " << where;
+      // Both layouts (they differ only where the ISA has packed kernels).
+      for (const bool packed : {false, true}) {
+        std::vector<float> actual;
+        {
+          ScopedIsa scoped(isa());
+          actual = RunMatMul(m, x, n_tokens, pool, 0, packed);
+        }
+        for (int64_t t = 0; t < n_tokens; ++t) {
+          for (int64_t r = 0; r < s.rows; ++r) {
+            const size_t i = static_cast<size_t>(t * s.rows + r);
+            const double mag = Magnitude(m.dequantized, x, s.cols, r, t);
+            const std::string where = "rows=" + std::to_string(s.rows) +
+                                      " cols=" + std::to_string(s.cols) +
+                                      " n_tokens=" + std::to_string(n_tokens) +
+                                      " t=" + std::to_string(t) +
+                                      " r=" + std::to_string(r) +
+                                      (packed ? " packed" : " rows");
+            ASSERT_NEAR(actual[i], expected[i], 1e-5 * mag + 1e-30)
+                << "vs ref, " << where;
+            if (IsQuantized(type()) && isa() == Isa::kAvx512) {
+              ASSERT_EQ(actual[i], expected[i])
+                  << "AVX-512 sums blocks in the reference's order, " << where;
+            }
+            const double exact = Dot(m.dequantized, x, s.cols, r, t);
+            const double act_bound =
+                IsQuantized(type())
+                    ? ActivationRoundingBound(m.dequantized, x, s.cols, r, t)
+                    : 0.0;
+            ASSERT_NEAR(actual[i], exact, act_bound + 1e-5 * mag + 1e-30)
+                << "vs float, " << where;
+            const double original = Dot(m.original, x, s.cols, r, t);
+            ASSERT_NEAR(actual[i], original,
+                        OriginalTolerance(type()) *
+                                Magnitude(m.original, x, s.cols, r, t) +
+                            1e-30)
+                << "vs original weights, " << where;
           }
-          const double exact = Dot(m.dequantized, x, s.cols, r, t);
-          const double act_bound =
-              IsQuantized(type())
-                  ? ActivationRoundingBound(m.dequantized, x, s.cols, r, t)
-                  : 0.0;
-          ASSERT_NEAR(actual[i], exact, act_bound + 1e-5 * mag + 1e-30)
-              << "vs float, " << where;
-          const double original = Dot(m.original, x, s.cols, r, t);
-          ASSERT_NEAR(actual[i], original,
-                      OriginalTolerance(type()) *
-                              Magnitude(m.original, x, s.cols, r, t) +
-                          1e-30)
-              << "vs original weights, " << where;
         }
       }
     }
@@ -301,7 +327,7 @@ TEST_P(MatMulTest, ZeroAndSpikyBlocks) {
   std::vector<float> w = RandomFloats(rows * cols, 13);
   for (int64_t c = 0; c < 32; ++c) w[c] = 0.0f;  // row 0, block 0 all zero
   for (int64_t c = 32; c < 64; ++c) w[cols + c] = c == 40 ? 1000.0f : 0.0f;
-  TestMatrix m{type(), rows, cols, w, {}, {}};
+  TestMatrix m{type(), rows, cols, w, {}, {}, {}};
   m.bytes.resize(static_cast<size_t>(rows * RowBytes(type(), cols)));
   m.dequantized.resize(static_cast<size_t>(rows * cols));
   for (int64_t r = 0; r < rows; ++r) {
@@ -309,6 +335,7 @@ TEST_P(MatMulTest, ZeroAndSpikyBlocks) {
                 m.bytes.data() + r * RowBytes(type(), cols));
     DequantizeRow(m.View(), r, m.dequantized.data() + r * cols);
   }
+  Pack(&m);
   for (int64_t n_tokens : {1, 4}) {
     std::vector<float> x = RandomFloats(n_tokens * cols, 14, -100.0f, 100.0f);
     for (int64_t c = 64; c < 96; ++c) x[c] = 0.0f;  // token 0, block 2 all zero
@@ -542,6 +569,75 @@ TEST(IsaTest, ScalarAlwaysAvailableAndSelectable) {
   }
   SetActiveIsa(saved);
   EXPECT_EQ(IsaName(Isa::kAvx512), "avx512");
+}
+
+}  // namespace
+}  // namespace redline::kernels
+
+namespace redline::kernels {
+namespace {
+
+TEST(PackedLayoutTest, Sizes) {
+  EXPECT_EQ(PackedPanels(1), 1);
+  EXPECT_EQ(PackedPanels(16), 1);
+  EXPECT_EQ(PackedPanels(17), 2);
+  EXPECT_EQ(PackedPanelBytes(DType::kQ8_0, 64), 2 * 544);
+  EXPECT_EQ(PackedPanelBytes(DType::kQ4_0, 64), 2 * 288);
+  EXPECT_EQ(PackedBytes(DType::kQ8_0, 17, 64), 2 * 2 * 544);
+  EXPECT_EQ(PackedPanelBytes(DType::kF16, 64), 0);
+}
+
+// Only the AVX-512 table has packed kernels; AMX keeps the row layout.
+TEST(PackedLayoutTest, HelpsOnlyWhereAKernelReadsIt) {
+  for (Isa isa : AvailableIsas()) {
+    ScopedIsa scoped(isa);
+    EXPECT_EQ(PackedLayoutHelps(DType::kQ8_0), isa == Isa::kAvx512)
+        << IsaName(isa);
+    EXPECT_EQ(PackedLayoutHelps(DType::kQ4_0), isa == Isa::kAvx512)
+        << IsaName(isa);
+    for (DType t : {DType::kF32, DType::kF16, DType::kBF16})
+      EXPECT_FALSE(PackedLayoutHelps(t)) << IsaName(isa);
+  }
+}
+
+// The byte layout packed.h documents, element by element.
+TEST(PackedLayoutTest, BytesAreWhereTheHeaderSays) {
+  for (DType type : {DType::kQ8_0, DType::kQ4_0}) {
+    const TestMatrix m = MakeMatrix(type, 17, 64, 31);
+    const bool q8 = type == DType::kQ8_0;
+    const int64_t quant_bytes = q8 ? 512 : 256;
+    const int64_t block_bytes = quant_bytes + 32;
+    const int64_t groups = q8 ? 8 : 4;
+    for (int64_t row = 0; row < 32; ++row) {
+      const int64_t p = row / 16, r = row % 16;
+      for (int64_t b = 0; b < 2; ++b) {
+        const uint8_t* block =
+            m.packed.data() + p * PackedPanelBytes(type, 64) + b * block_bytes;
+        const uint8_t* file_block =
+            row < m.rows ? m.RowView().Row(row) + b * (q8 ? 34 : 18) : nullptr;
+        uint16_t scale, file_scale = 0;
+        std::memcpy(&scale, block + quant_bytes + 2 * r, 2);
+        if (file_block != nullptr) std::memcpy(&file_scale, file_block, 2);
+        ASSERT_EQ(scale, file_scale) << "row " << row << " block " << b;
+        for (int64_t g = 0; g < groups; ++g) {
+          for (int64_t i = 0; i < 4; ++i) {
+            const uint8_t byte = block[(g * 16 + r) * 4 + i];
+            uint8_t want;
+            if (file_block == nullptr) {
+              want = q8 ? 0x80 : 0x88;  // padding: weight 0
+            } else if (q8) {
+              const auto w = static_cast<int8_t>(file_block[2 + 4 * g + i]);
+              want = static_cast<uint8_t>(w + 128);
+            } else {
+              want = file_block[2 + 4 * g + i];
+            }
+            ASSERT_EQ(byte, want) << DTypeName(type) << " row " << row
+                                  << " block " << b << " group " << g;
+          }
+        }
+      }
+    }
+  }
 }
 
 }  // namespace

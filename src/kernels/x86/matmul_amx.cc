@@ -287,6 +287,8 @@ void FillTable(KernelTable* table) {
   table->pack_q8_tiles = &PackQ8Tiles;
   table->matmul[static_cast<int>(DType::kQ8_0)] = &MatMulRows<DType::kQ8_0>;
   table->matmul[static_cast<int>(DType::kQ4_0)] = &MatMulRows<DType::kQ4_0>;
+  // The tile kernels read the row layout; packed weights are not used here.
+  for (MatMulRowsFn& fn : table->matmul_packed) fn = nullptr;
 }
 
 }  // namespace redline::kernels::amx

@@ -654,6 +654,8 @@ void FillMatMulTable(KernelTable* table) {
   table->matmul[static_cast<int>(DType::kBF16)] = &MatMulRows<DType::kBF16>;
   table->matmul[static_cast<int>(DType::kQ8_0)] = &MatMulRows<DType::kQ8_0>;
   table->matmul[static_cast<int>(DType::kQ4_0)] = &MatMulRows<DType::kQ4_0>;
+  table->matmul_packed[static_cast<int>(DType::kQ8_0)] = &MatMulPackedRowsQ8_0;
+  table->matmul_packed[static_cast<int>(DType::kQ4_0)] = &MatMulPackedRowsQ4_0;
 }
 
 }  // namespace redline::kernels::avx512

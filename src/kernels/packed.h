@@ -1,0 +1,57 @@
+// Q8_0/Q4_0 weights repacked into row panels, the layout the AVX-512 VNNI
+// products read fastest (as llama.cpp repacks for its AMX/VNNI kernels).
+//
+// Why: in GGUF's row layout a decode step reads each 34- or 18-byte block of
+// one row, and its kernel needs horizontal sums to finish a block's dot
+// product. In a panel, one block of 16 rows is one contiguous run of bytes,
+// arranged so that a vpdpbusd against 4 broadcast activation bytes advances
+// all 16 rows' dot products at once: a product is one sequential stream per
+// thread, with no shuffles. Blocks are still summed in order, one fma each,
+// so results are bit-identical to the row layout's reference (ref/matmul.cc).
+//
+// Layout: rows in panels of kPackRows (the last panel padded with zero
+// rows); panel p starts at p * PackedPanelBytes(type, cols) and holds, for
+// each block b in order, the block of its 16 rows and then their 16 scales
+// (binary16, as stored in the file):
+//   Q8_0: [8 groups][16 rows][4 bytes]: byte i of group g, row r is
+//         w[r][32b + 4g + i] + 128 as u8;            512 + 32 = 544 bytes.
+//   Q4_0: [4 groups][16 rows][4 bytes]: byte i of group g, row r is the
+//         file's byte qs[4g + i] of that row's block: low nibble
+//         w[32b + 4g + i] + 8, high nibble w[32b + 16 + 4g + i] + 8;
+//                                                    256 + 32 = 288 bytes.
+// Thread-safety: pure functions; PackWeights calls on disjoint panel ranges
+// may run concurrently.
+#ifndef REDLINE_KERNELS_PACKED_H_
+#define REDLINE_KERNELS_PACKED_H_
+
+#include <cstdint>
+
+#include "kernels/dtype.h"
+
+namespace redline::kernels {
+
+inline constexpr int64_t kPackRows = 16;
+
+// Panels of a matrix with `rows` rows: ceil(rows / kPackRows).
+int64_t PackedPanels(int64_t rows);
+
+// Bytes of one panel of `cols` columns; 0 for types without a packed layout
+// (the float types).
+int64_t PackedPanelBytes(DType type, int64_t cols);
+
+// Bytes of the whole packed matrix: PackedPanels(rows) * PackedPanelBytes.
+int64_t PackedBytes(DType type, int64_t rows, int64_t cols);
+
+// True when the active kernels (isa.h) multiply `type` faster from the
+// packed layout, i.e. when repacking at load pays off. Not for float types.
+bool PackedLayoutHelps(DType type);
+
+// Writes panels [panel_begin, panel_end) of w (a Q8_0/Q4_0 matrix read from
+// w.data) into `packed`, which holds the whole matrix (PackedBytes bytes).
+// Cost: one pass over those rows. Any alignment works; 64 bytes is fastest.
+void PackWeights(const WeightView& w, int64_t panel_begin, int64_t panel_end,
+                 void* packed);
+
+}  // namespace redline::kernels
+
+#endif  // REDLINE_KERNELS_PACKED_H_
