@@ -6,8 +6,11 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <utility>
+
+#include "base/check.h"
 
 namespace redline {
 
@@ -77,6 +80,21 @@ Status MappedFile::Lock() {
 
 void MappedFile::Prefetch() const {
   if (size_ > 0) madvise(const_cast<uint8_t*>(data_), size_, MADV_WILLNEED);
+}
+
+void MappedFile::Release(const void* begin, size_t bytes) const {
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const auto first = reinterpret_cast<uintptr_t>(begin);
+  const auto lo = reinterpret_cast<uintptr_t>(data_);
+  // A range outside the mapping would drop someone else's memory (for
+  // anonymous pages, their contents): always checked.
+  RL_CHECK(first >= lo && first + bytes <= lo + size_)
+      << "range outside the mapping of " << path_;
+  const uintptr_t start = (first + page - 1) / page * page;
+  const uintptr_t end = (first + bytes) / page * page;
+  // Advice only: if the kernel refuses, the pages merely stay resident.
+  if (start < end)
+    madvise(reinterpret_cast<void*>(start), end - start, MADV_DONTNEED);
 }
 
 }  // namespace redline

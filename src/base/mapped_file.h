@@ -37,6 +37,11 @@ class MappedFile {
   Status Lock();
   // Asks the kernel to read the whole file ahead (MADV_WILLNEED).
   void Prefetch() const;
+  // Drops this process's copies of the whole pages inside
+  // [begin, begin + bytes), a range of the mapping (MADV_DONTNEED): they stop
+  // counting in its resident memory, and a later read faults them in again
+  // from the file. Has no effect on locked pages.
+  void Release(const void* begin, size_t bytes) const;
 
  private:
   const uint8_t* data_ = nullptr;

@@ -20,12 +20,15 @@ struct BenchModelFlags {
   std::string output = "md";
   std::string json_file;
   bool no_bandwidth = false;
+  bool no_repack = false;
   std::string kv_type = "f16";
 };
 
 int RunBenchModel(const BenchModelFlags& f) {
   model::LoadOptions lo;
   lo.load_tokenizer = false;
+  lo.repack = !f.no_repack;
+  lo.threads = f.threads;
   auto m = model::Model::Load(f.model, lo);
   if (!m.ok()) {
     fmt::print(stderr, "bench-model: {}\n", m.status().ToString());
@@ -86,6 +89,8 @@ void Setup(CLI::App& sub, int* exit_code) {
       ->capture_default_str();
   sub.add_option("--json", f->json_file,
                  "Also write the JSON result to this file");
+  sub.add_flag("--no-repack", f->no_repack,
+               "Measure the file's row layout (no packed copy of Q8_0/Q4_0)");
   sub.add_flag("--no-bandwidth", f->no_bandwidth,
                "Skip the memory bandwidth measurement (no roofline share)");
   sub.callback([f, exit_code] { *exit_code = RunBenchModel(*f); });

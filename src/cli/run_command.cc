@@ -32,6 +32,7 @@ struct RunFlags {
   model::SamplingParams sampling;
   bool no_bos = false;
   bool mlock = false;
+  bool no_repack = false;
   // Chat: the prompt (if any) becomes the last user message, wrapped in the
   // model's chat template (or --chat-template NAME|FILE).
   bool chat = false;
@@ -113,6 +114,8 @@ int RunRun(RunFlags f) {
   const auto load_start = std::chrono::steady_clock::now();
   model::LoadOptions lo;
   lo.mlock = f.mlock;
+  lo.repack = !f.no_repack;
+  lo.threads = f.threads;
   auto loaded = model::Model::Load(f.model, lo);
   if (!loaded.ok()) {
     fmt::print(stderr, "run: {}\n", loaded.status().ToString());
@@ -260,6 +263,8 @@ void Setup(CLI::App& sub, int* exit_code) {
   sub.add_flag("--no-bos", f->no_bos,
                "Do not add the BOS token to a text prompt");
   sub.add_flag("--mlock", f->mlock, "Pin the weights in RAM");
+  sub.add_flag("--no-repack", f->no_repack,
+               "Keep Q8_0/Q4_0 weights in the file's layout (no packed copy)");
   sub.add_flag(
       "--chat", f->chat,
       "Treat -p as a user message and apply the model's chat template");

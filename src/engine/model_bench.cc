@@ -54,6 +54,7 @@ Result<ModelBenchResult> RunModelBench(const model::Model& m, ThreadPool& pool,
   r.threads = pool.num_threads();
   r.isa = std::string(kernels::IsaName(kernels::ActiveIsa()));
   r.kv_type = std::string(model::KvTypeName(o.kv_type));
+  r.weight_layout = m.weights().packed_bytes > 0 ? "packed" : "rows";
   for (const auto& t : m.file().tensors()) r.params += t.NumElements();
 
   int64_t max_prefill = 0;
@@ -121,9 +122,9 @@ Result<ModelBenchResult> RunModelBench(const model::Model& m, ThreadPool& pool,
 std::string ModelBenchResult::ToMarkdown() const {
   std::string out = fmt::format(
       "model: {} ({}, {}, {:.1f} M params, {:.1f} MiB of matrices), {} "
-      "threads, isa {}, kv {}\n\n",
+      "threads, isa {}, kv {}, weights {}\n\n",
       model_path, arch, weight_types, params / 1e6, weight_bytes / 1048576.0,
-      threads, isa, kv_type);
+      threads, isa, kv_type, weight_layout);
   out += "| test   | tok/s (median) |    min |    max | repeats |\n";
   out += "|--------|---------------:|-------:|-------:|--------:|\n";
   for (const auto& t : tests) {
@@ -164,16 +165,16 @@ std::string ModelBenchResult::ToJson() const {
       "\"model_name\": {},\n  \"arch\": {},\n"
       "  \"weight_types\": {},\n  \"params\": {},\n  \"weight_bytes\": {},\n  "
       "\"decode_bytes_per_token\": {},\n"
-      "  \"threads\": {},\n  \"isa\": {},\n  \"kv_type\": {},\n  \"tests\": "
-      "[{}\n  ],\n"
+      "  \"threads\": {},\n  \"isa\": {},\n  \"kv_type\": {},\n"
+      "  \"weight_layout\": {},\n  \"tests\": [{}\n  ],\n"
       "  \"bandwidth_gbps\": {{\"read\": {:.2f}, \"copy\": {:.2f}, \"triad\": "
       "{:.2f}, \"best\": {:.2f}}},\n"
       "  \"decode_roofline_share\": {:.4f}\n}}\n",
       JsonQuote(model_path), JsonQuote(model_name), JsonQuote(arch),
       JsonQuote(weight_types), params, weight_bytes, decode_bytes_per_token,
-      threads, JsonQuote(isa), JsonQuote(kv_type), tests_json,
-      bandwidth.read_gbps, bandwidth.copy_gbps, bandwidth.triad_gbps,
-      bandwidth.best_gbps(), roofline_share);
+      threads, JsonQuote(isa), JsonQuote(kv_type), JsonQuote(weight_layout),
+      tests_json, bandwidth.read_gbps, bandwidth.copy_gbps,
+      bandwidth.triad_gbps, bandwidth.best_gbps(), roofline_share);
 }
 
 }  // namespace redline::engine

@@ -42,6 +42,9 @@ struct ModelBenchResult {
   int threads = 0;
   std::string isa;
   std::string kv_type;  // "f16" or "f32"
+  // "packed" when quantized matrices were repacked at load (repack.h), else
+  // "rows" (the file's layout).
+  std::string weight_layout;
   std::vector<ModelBenchTest> tests;
   BandwidthResult bandwidth;
   // decode_bytes_per_token x median decode tok/s / bandwidth.best_gbps(); 0 if

@@ -197,6 +197,8 @@ void InferenceServer::Impl::LoaderMain() {
   model::LoadOptions lo;
   lo.mlock = config.mlock;
   lo.prefetch = true;
+  lo.repack = !config.no_repack;
+  lo.threads = config.threads;
   int last_decile = -1;
   lo.progress = [&](double p) {
     startup.SetLoadProgress(p);

@@ -31,6 +31,8 @@ struct ServerConfig {
   // model's own.
   std::string chat_template_name;
   bool mlock = false;
+  // Keep Q8_0/Q4_0 weights in the file's row layout (model/arch/repack.h).
+  bool no_repack = false;
   bool no_warmup = false;
 
   // --- Network ---
@@ -119,6 +121,10 @@ void VisitServerFlags(ServerConfig& c, Visitor&& v) {
     "llama2, mistral, phi3, gemma",
     FlagKind::kOption);
   v(c.mlock, "--mlock", "Pin the weights in RAM (never swapped out)",
+    FlagKind::kOption);
+  v(c.no_repack, "--no-repack",
+    "Keep Q8_0/Q4_0 weights in the file's layout (repacking them at load "
+    "speeds up products on AVX-512 VNNI CPUs and costs one pass over them)",
     FlagKind::kOption);
   v(c.no_warmup, "--no-warmup",
     "Skip the warm-up generation before /readyz says ready", FlagKind::kOption);

@@ -1,11 +1,31 @@
 #include "model/arch/model.h"
 
+#include <algorithm>
 #include <set>
+#include <utility>
+#include <vector>
 
+#include "base/thread_pool.h"
 #include "kernels/dtype.h"
+#include "kernels/packed.h"
+#include "model/arch/repack.h"
 #include "model/tokenizer/tokenizer.h"
 
 namespace redline::model {
+
+namespace {
+
+bool HasRepackableMatrices(const ModelWeights& w) {
+  for (const LayerWeights& l : w.layers) {
+    for (const kernels::WeightView* m :
+         {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) {
+      if (kernels::PackedLayoutHelps(m->type)) return true;
+    }
+  }
+  return kernels::PackedLayoutHelps(w.output.type);
+}
+
+}  // namespace
 
 Model::~Model() = default;
 
@@ -44,24 +64,57 @@ Result<std::unique_ptr<Model>> Model::Load(const std::string& path,
     m->chat_template_ = *t;
   report(0.3);
   MappedFile* mapping = m->file_->mapping();
-  if (mapping != nullptr) {
-    if (options.mlock) RL_RETURN_IF_ERROR(mapping->Lock());
-    if (options.prefetch || options.mlock) {
-      mapping->Prefetch();
-      // Touch one byte per page so weights are resident before the first
-      // request; report progress as we go (this is most of the load time).
-      const uint8_t* data = mapping->data();
-      const size_t size = mapping->size();
-      constexpr size_t kPage = 4096;
-      volatile uint8_t sink = 0;
-      const size_t step = std::max<size_t>(size / 64, kPage);
-      for (size_t chunk = 0; chunk < size; chunk += step) {
-        const size_t end = std::min(size, chunk + step);
-        for (size_t off = chunk; off < end; off += kPage)
-          sink = sink + data[off];
-        report(0.3 +
-               0.7 * static_cast<double>(end) / static_cast<double>(size));
+  if (mapping != nullptr && options.mlock) RL_RETURN_IF_ERROR(mapping->Lock());
+  if (mapping != nullptr && (options.prefetch || options.mlock))
+    mapping->Prefetch();
+  // Byte ranges of the file whose pages were given back after repacking.
+  std::vector<std::pair<size_t, size_t>> released;
+  const bool repack = options.repack && HasRepackableMatrices(m->weights_);
+  const double repack_end = repack ? 0.8 : 0.3;
+  if (repack) {
+    ThreadPool pool(options.threads);
+    const kernels::WeightView embd = m->weights_.token_embd;
+    auto on_packed = [&](const kernels::WeightView& w, double done) {
+      // The file's rows of a repacked matrix are no longer read (except a
+      // tied output's, which are the embeddings): give their pages back
+      // one matrix at a time, so memory peaks at one copy plus a matrix.
+      if (mapping != nullptr && !options.mlock && w.data != embd.data) {
+        const auto bytes =
+            static_cast<size_t>(w.rows * kernels::RowBytes(w.type, w.cols));
+        mapping->Release(w.data, bytes);
+        const auto begin = static_cast<size_t>(
+            static_cast<const uint8_t*>(w.data) - mapping->data());
+        released.emplace_back(begin, begin + bytes);
       }
+      report(0.3 + (repack_end - 0.3) * done);
+    };
+    RL_RETURN_IF_ERROR(
+        RepackWeights(&m->weights_, pool, options.mlock, on_packed)
+            .WithContext(path));
+  }
+  if (mapping != nullptr && (options.prefetch || options.mlock)) {
+    // Touch one byte per page still in use so weights are resident before
+    // the first request; report progress as we go (without repacking, this
+    // is most of the load time).
+    std::sort(released.begin(), released.end());
+    const uint8_t* data = mapping->data();
+    const size_t size = mapping->size();
+    constexpr size_t kPage = 4096;
+    volatile uint8_t sink = 0;
+    const size_t step = std::max<size_t>(size / 64, kPage);
+    size_t next_range = 0;
+    for (size_t chunk = 0; chunk < size; chunk += step) {
+      const size_t end = std::min(size, chunk + step);
+      for (size_t off = chunk; off < end; off += kPage) {
+        while (next_range < released.size() &&
+               released[next_range].second <= off)
+          ++next_range;
+        if (next_range < released.size() && off >= released[next_range].first)
+          continue;
+        sink = sink + data[off];
+      }
+      report(repack_end + (1.0 - repack_end) * static_cast<double>(end) /
+                              static_cast<double>(size));
     }
   }
   report(1.0);
