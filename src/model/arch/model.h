@@ -28,7 +28,8 @@ struct LoadOptions {
   bool prefetch = true;  // ask the kernel to read the file ahead
   bool load_tokenizer = true;
   // Copy Q8_0/Q4_0 matrices into the packed layout where the active kernels
-  // read it faster (model/arch/repack.h), then release their file pages.
+  // read it faster (model/arch/repack.h), then release their file pages
+  // (kept, and so resident twice, with mlock).
   bool repack = true;
   int threads = 0;  // for repacking; <= 0: ThreadPool's default
   // Called with progress in [0, 1] while loading (from the loading thread).
