@@ -54,7 +54,15 @@ Result<ModelBenchResult> RunModelBench(const model::Model& m, ThreadPool& pool,
   r.threads = pool.num_threads();
   r.isa = std::string(kernels::IsaName(kernels::ActiveIsa()));
   r.kv_type = std::string(model::KvTypeName(o.kv_type));
-  r.weight_layout = m.weights().packed_bytes > 0 ? "packed" : "rows";
+  bool any_packed = m.weights().output.packed != nullptr;
+  for (const model::LayerWeights& l : m.weights().layers) {
+    for (const auto* w :
+         {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
+      any_packed = any_packed || w->packed != nullptr;
+  }
+  r.weight_layout = any_packed                     ? "packed"
+                    : m.weights().packed_bytes > 0 ? "copy"
+                                                   : "mmap";
   for (const auto& t : m.file().tensors()) r.params += t.NumElements();
 
   int64_t max_prefill = 0;

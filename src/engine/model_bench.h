@@ -42,8 +42,9 @@ struct ModelBenchResult {
   int threads = 0;
   std::string isa;
   std::string kv_type;  // "f16" or "f32"
-  // "packed" when quantized matrices were repacked at load (repack.h), else
-  // "rows" (the file's layout).
+  // Where products read weights (model/arch/repack.h): "packed" (Q8_0/Q4_0
+  // panels in huge pages), "copy" (the file's layout in huge pages) or
+  // "mmap" (the file's pages, --no-repack).
   std::string weight_layout;
   std::vector<ModelBenchTest> tests;
   BandwidthResult bandwidth;

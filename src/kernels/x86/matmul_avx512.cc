@@ -483,10 +483,24 @@ void FloatTile(const MatMulArgs& a, int64_t r0, int64_t t0, int64_t c_begin,
   const __m512i odd =
       _mm512_load_si512(static_cast<const void*>(kBf16Index.odd));
 
+  // Bytes of one weight element (BF16 and F16: 2).
+  constexpr int64_t kElementBytes = kType == DType::kF32 ? 4 : 2;
+
   // kMasked handles the last partial step: masked loads read zeros past cols.
   auto step = [&](int64_t c, auto masked) {
     constexpr bool kMasked = decltype(masked)::value;
     const int64_t rem = a.cols - c;
+    if constexpr (T == 1) {
+      // Decode, as in QuantTile: fetch the same columns of the rows R rows
+      // down, whose tile would otherwise start each row cold (measured
+      // +33 % decode on qwen2.5-0.5b F16).
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        _mm_prefetch(reinterpret_cast<const char*>(w[r] + R * a.row_bytes +
+                                                   kElementBytes * c),
+                     _MM_HINT_T0);
+      }
+    }
     if constexpr (kType == DType::kBF16) {
       const __mmask32 wm =
           kMasked ? static_cast<__mmask32>((uint64_t{1} << rem) - 1)

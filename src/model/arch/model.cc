@@ -7,25 +7,10 @@
 
 #include "base/thread_pool.h"
 #include "kernels/dtype.h"
-#include "kernels/packed.h"
 #include "model/arch/repack.h"
 #include "model/tokenizer/tokenizer.h"
 
 namespace redline::model {
-
-namespace {
-
-bool HasRepackableMatrices(const ModelWeights& w) {
-  for (const LayerWeights& l : w.layers) {
-    for (const kernels::WeightView* m :
-         {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) {
-      if (kernels::PackedLayoutHelps(m->type)) return true;
-    }
-  }
-  return kernels::PackedLayoutHelps(w.output.type);
-}
-
-}  // namespace
 
 Model::~Model() = default;
 
@@ -69,13 +54,13 @@ Result<std::unique_ptr<Model>> Model::Load(const std::string& path,
     mapping->Prefetch();
   // Byte ranges of the file whose pages were given back after repacking.
   std::vector<std::pair<size_t, size_t>> released;
-  const bool repack = options.repack && HasRepackableMatrices(m->weights_);
+  const bool repack = options.repack;
   const double repack_end = repack ? 0.8 : 0.3;
   if (repack) {
     ThreadPool pool(options.threads);
     const kernels::WeightView embd = m->weights_.token_embd;
-    auto on_packed = [&](const kernels::WeightView& w, double done) {
-      // The file's rows of a repacked matrix are no longer read (except a
+    auto on_copied = [&](const kernels::WeightView& w, double done) {
+      // The file's rows of a copied matrix are no longer read (except a
       // tied output's, which are the embeddings): give their pages back
       // one matrix at a time, so memory peaks at one copy plus a matrix.
       if (mapping != nullptr && !options.mlock && w.data != embd.data) {
@@ -89,7 +74,7 @@ Result<std::unique_ptr<Model>> Model::Load(const std::string& path,
       report(0.3 + (repack_end - 0.3) * done);
     };
     RL_RETURN_IF_ERROR(
-        RepackWeights(&m->weights_, pool, options.mlock, on_packed)
+        RepackWeights(&m->weights_, pool, options.mlock, on_copied)
             .WithContext(path));
   }
   if (mapping != nullptr && (options.prefetch || options.mlock)) {

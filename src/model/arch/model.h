@@ -5,7 +5,7 @@
 // Thread-safety: immutable after Load; share freely across threads.
 // Cost: Load maps the file and reads only metadata and 1-D tensors; weight
 // pages fault in on first use unless `prefetch` or `mlock` is set. With
-// `repack` (the default) it also copies the quantized matrices once.
+// `repack` (the default) it also copies the matrices once.
 #ifndef REDLINE_MODEL_ARCH_MODEL_H_
 #define REDLINE_MODEL_ARCH_MODEL_H_
 
@@ -27,9 +27,9 @@ struct LoadOptions {
       false;  // pin weights in RAM (fails with a clear error if not permitted)
   bool prefetch = true;  // ask the kernel to read the file ahead
   bool load_tokenizer = true;
-  // Copy Q8_0/Q4_0 matrices into the packed layout where the active kernels
-  // read it faster (model/arch/repack.h), then release their file pages
-  // (kept, and so resident twice, with mlock).
+  // Copy the matrices into huge pages, Q8_0/Q4_0 into the packed layout
+  // where the active kernels read it (model/arch/repack.h), then release
+  // their file pages (kept, and so resident twice, with mlock).
   bool repack = true;
   int threads = 0;  // for repacking; <= 0: ThreadPool's default
   // Called with progress in [0, 1] while loading (from the loading thread).

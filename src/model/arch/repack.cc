@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <string>
@@ -31,49 +32,67 @@ std::vector<kernels::WeightView*> ProductMatrices(ModelWeights* w) {
   return out;
 }
 
+struct Copy {
+  kernels::WeightView* matrix;
+  bool packed;     // panel layout (else the file's rows)
+  int64_t offset;  // in the allocation
+  int64_t bytes;
+};
+
 }  // namespace
 
 Status RepackWeights(ModelWeights* weights, ThreadPool& pool, bool lock,
-                     const OnPackedFn& on_packed) {
-  std::vector<kernels::WeightView*> todo;
-  std::vector<int64_t> offsets;
+                     const OnCopiedFn& on_copied) {
+  std::vector<Copy> copies;
   int64_t total = 0;
   for (kernels::WeightView* m : ProductMatrices(weights)) {
-    if (m->packed != nullptr || !kernels::PackedLayoutHelps(m->type)) continue;
-    todo.push_back(m);
-    offsets.push_back(total);
-    total += RoundUp(kernels::PackedBytes(m->type, m->rows, m->cols), kAlign);
+    if (m->packed != nullptr) continue;  // already repacked
+    const bool packed = kernels::PackedLayoutHelps(m->type);
+    const int64_t bytes = packed
+                              ? kernels::PackedBytes(m->type, m->rows, m->cols)
+                              : m->rows * kernels::RowBytes(m->type, m->cols);
+    copies.push_back({m, packed, total, bytes});
+    total += RoundUp(bytes, kAlign);
   }
-  if (todo.empty()) return Status::Ok();
+  if (copies.empty()) return Status::Ok();
 
   // Anonymous pages rather than the heap: huge pages where the kernel
-  // allows (fewer TLB misses while a decode step streams every matrix), and
-  // the memory goes back to the OS with the model.
-  void* mem = mmap(nullptr, static_cast<size_t>(total), PROT_READ | PROT_WRITE,
+  // allows, and the memory goes back to the OS with the model.
+  const auto size = static_cast<size_t>(total);
+  void* mem = mmap(nullptr, size, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (mem == MAP_FAILED) {
     return Status::ResourceExhausted(
         "cannot allocate " + std::to_string(total) +
-        " bytes for repacked weights: " + std::strerror(errno));
+        " bytes for repacked weights: " + std::strerror(errno) +
+        " (--no-repack reads the file's pages instead)");
   }
-  madvise(mem, static_cast<size_t>(total), MADV_HUGEPAGE);
-  const auto size = static_cast<size_t>(total);
+  madvise(mem, size, MADV_HUGEPAGE);
   std::shared_ptr<const uint8_t> storage(
       static_cast<const uint8_t*>(mem),
       [size](const uint8_t* p) { munmap(const_cast<uint8_t*>(p), size); });
   auto* base = static_cast<uint8_t*>(mem);
 
   int64_t done = 0;
-  for (size_t i = 0; i < todo.size(); ++i) {
-    const kernels::WeightView& m = *todo[i];
-    uint8_t* dst = base + offsets[i];
-    pool.ParallelFor(kernels::PackedPanels(m.rows), 1,
-                     [&](int64_t p0, int64_t p1, int) {
-                       kernels::PackWeights(m, p0, p1, dst);
-                     });
-    done += RoundUp(kernels::PackedBytes(m.type, m.rows, m.cols), kAlign);
-    if (on_packed)
-      on_packed(m, static_cast<double>(done) / static_cast<double>(total));
+  for (const Copy& c : copies) {
+    const kernels::WeightView& m = *c.matrix;
+    uint8_t* dst = base + c.offset;
+    const int64_t row_bytes = kernels::RowBytes(m.type, m.cols);
+    // Units of kPackRows rows (one panel) for both kinds of copy.
+    pool.ParallelFor(
+        kernels::PackedPanels(m.rows), 1, [&](int64_t p0, int64_t p1, int) {
+          if (c.packed) {
+            kernels::PackWeights(m, p0, p1, dst);
+            return;
+          }
+          const int64_t r0 = p0 * kernels::kPackRows;
+          const int64_t r1 = std::min(m.rows, p1 * kernels::kPackRows);
+          std::memcpy(dst + r0 * row_bytes, m.Row(r0),
+                      static_cast<size_t>((r1 - r0) * row_bytes));
+        });
+    done += RoundUp(c.bytes, kAlign);
+    if (on_copied)
+      on_copied(m, static_cast<double>(done) / static_cast<double>(total));
   }
   // Read-only from here on, as the file's pages are.
   mprotect(mem, size, PROT_READ);
@@ -82,7 +101,13 @@ Status RepackWeights(ModelWeights* weights, ThreadPool& pool, bool lock,
         std::string("mlock of repacked weights failed: ") +
         std::strerror(errno) + " (raise ulimit -l, or use --no-repack)");
   }
-  for (size_t i = 0; i < todo.size(); ++i) todo[i]->packed = base + offsets[i];
+  for (const Copy& c : copies) {
+    if (c.packed) {
+      c.matrix->packed = base + c.offset;
+    } else {
+      c.matrix->data = base + c.offset;
+    }
+  }
   weights->packed_storage = std::move(storage);
   weights->packed_bytes = total;
   return Status::Ok();

@@ -2,9 +2,9 @@
 //
 // Ownership: 2-D weights point into the GgufFile's memory map (not copied);
 // 1-D tensors (norms, biases, rope factors) are converted to owned f32
-// vectors at load. The GgufFile must outlive the weights. Packed copies of
-// matrices (WeightView::packed, made by RepackWeights) live in
-// packed_storage, owned here.
+// vectors at load. The GgufFile must outlive the weights. RepackWeights
+// may then point matrices at copies (WeightView::packed, or `data` itself
+// for the file's layout) that live in packed_storage, owned here.
 // Thread-safety: immutable after LoadWeights.
 #ifndef REDLINE_MODEL_ARCH_WEIGHTS_H_
 #define REDLINE_MODEL_ARCH_WEIGHTS_H_
@@ -40,7 +40,7 @@ struct ModelWeights {
   kernels::WeightView output;      // [vocab, n_embd]; == token_embd when tied
   std::vector<float> rope_freqs;   // [head_dim / 2] divisors; empty = all 1
   std::vector<LayerWeights> layers;
-  // Holds every WeightView::packed copy; null when none was made.
+  // Holds the copies made by RepackWeights; null when none was made.
   std::shared_ptr<const uint8_t> packed_storage;
   int64_t packed_bytes = 0;  // size of packed_storage
 
