@@ -20,7 +20,8 @@ struct BandwidthResult {
 };
 
 // Runs each kernel `repeats` times over `bytes_per_array` (well above the
-// last-level cache) on all threads of `pool` and keeps the median. The
+// last-level cache) on all threads of `pool` and keeps the best pass (as
+// STREAM does). The
 // arrays are anonymous memory advised for huge pages and the read sweep
 // prefetches 2 KiB ahead, as repacked weights are stored and read, so the
 // read figure is what a decode step's weight streams can reach (without

@@ -142,7 +142,7 @@ std::string ModelBenchResult::ToMarkdown() const {
   }
   if (bandwidth.best_gbps() > 0) {
     out += fmt::format(
-        "\nmemory bandwidth (STREAM-style, median): read {:.1f} GB/s, copy "
+        "\nmemory bandwidth (STREAM-style, best pass): read {:.1f} GB/s, copy "
         "{:.1f} GB/s, triad {:.1f} GB/s\n",
         bandwidth.read_gbps, bandwidth.copy_gbps, bandwidth.triad_gbps);
     out += fmt::format(
