@@ -15,7 +15,8 @@ namespace redline::kernels {
 // kAvx512: AVX-512 F/BW/VL/DQ/VNNI.
 // kAmx: kAvx512 plus AMX-INT8 tiles for quantized prefill (n_tokens > 1);
 //   needs Linux to grant tile state, which dispatch asks for once.
-// Later values are preferred when available.
+// Later values are preferred when available, except kAmx, which only
+// RL_FORCE_ISA selects (see dispatch.cc).
 enum class Isa { kScalar, kAvx2, kAvx512, kAmx };
 
 std::string_view IsaName(Isa isa);

@@ -245,9 +245,10 @@ TEST_P(MatMulTest, MatchesReferenceAndFloatProduct) {
                                       (packed ? " packed" : " rows");
             ASSERT_NEAR(actual[i], expected[i], 1e-5 * mag + 1e-30)
                 << "vs ref, " << where;
-            if (IsQuantized(type()) && isa() == Isa::kAvx512) {
+            if (IsQuantized(type()) && isa() >= Isa::kAvx512) {
               ASSERT_EQ(actual[i], expected[i])
-                  << "AVX-512 sums blocks in the reference's order, " << where;
+                  << "AVX-512 and AMX sum blocks in the reference's order, "
+                  << where;
             }
             const double exact = Dot(m.dequantized, x, s.cols, r, t);
             const double act_bound =
@@ -587,13 +588,13 @@ TEST(PackedLayoutTest, Sizes) {
   EXPECT_EQ(PackedPanelBytes(DType::kF16, 64), 0);
 }
 
-// Only the AVX-512 table has packed kernels; AMX keeps the row layout.
+// The AVX-512 and AMX tables have packed kernels.
 TEST(PackedLayoutTest, HelpsOnlyWhereAKernelReadsIt) {
   for (Isa isa : AvailableIsas()) {
     ScopedIsa scoped(isa);
-    EXPECT_EQ(PackedLayoutHelps(DType::kQ8_0), isa == Isa::kAvx512)
+    EXPECT_EQ(PackedLayoutHelps(DType::kQ8_0), isa >= Isa::kAvx512)
         << IsaName(isa);
-    EXPECT_EQ(PackedLayoutHelps(DType::kQ4_0), isa == Isa::kAvx512)
+    EXPECT_EQ(PackedLayoutHelps(DType::kQ4_0), isa >= Isa::kAvx512)
         << IsaName(isa);
     for (DType t : {DType::kF32, DType::kF16, DType::kBF16})
       EXPECT_FALSE(PackedLayoutHelps(t)) << IsaName(isa);
