@@ -63,11 +63,19 @@ function(rl_add_test name)
     RL_SHARED_DIR="${RL_SHARED_DIR}"
     RL_SOURCE_DIR="${PROJECT_SOURCE_DIR}"
     RL_BINARY_DIR="${PROJECT_BINARY_DIR}")
-  set(props TIMEOUT 600)
+  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES TIMEOUT 600)
   if(ARG_LABELS)
-    list(APPEND props LABELS "${ARG_LABELS}")
+    # gtest_discover_tests's PROPERTIES split a list value into separate
+    # arguments, which keeps only the first label. Instead, a ctest include
+    # file that runs after the discovered tests' (TEST_INCLUDE_FILES keeps
+    # order) labels every test in ${name}_TESTS with the whole list.
+    set(labels_file "${CMAKE_CURRENT_BINARY_DIR}/${name}_labels.cmake")
+    file(WRITE "${labels_file}"
+      "foreach(t IN LISTS ${name}_TESTS)\n"
+      "  set_tests_properties(\"\${t}\" PROPERTIES LABELS \"${ARG_LABELS}\")\n"
+      "endforeach()\n")
+    set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES "${labels_file}")
   endif()
-  gtest_discover_tests(${name} DISCOVERY_TIMEOUT 60 PROPERTIES ${props})
 endfunction()
 
 # rl_isa_sources(SOURCES ... FLAGS ...): ISA flags on those files only.
