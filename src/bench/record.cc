@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "http/server.h"
+
 namespace redline::bench {
 
 std::string_view PhaseName(Phase phase) {
@@ -75,41 +77,6 @@ ErrorClass Classify(const AttemptFacts& f) {
   return ErrorClass::kNone;
 }
 
-namespace {
-
-std::string_view StatusText(int status) {
-  switch (status) {
-    case 400:
-      return "Bad Request";
-    case 401:
-      return "Unauthorized";
-    case 403:
-      return "Forbidden";
-    case 404:
-      return "Not Found";
-    case 408:
-      return "Request Timeout";
-    case 413:
-      return "Payload Too Large";
-    case 422:
-      return "Unprocessable Entity";
-    case 429:
-      return "Too Many Requests";
-    case 500:
-      return "Internal Server Error";
-    case 502:
-      return "Bad Gateway";
-    case 503:
-      return "Service Unavailable";
-    case 504:
-      return "Gateway Timeout";
-    default:
-      return "";
-  }
-}
-
-}  // namespace
-
 std::string RequestRecord::FailureLabel() const {
   if (ok()) return "";
   std::string reason;
@@ -121,8 +88,8 @@ std::string RequestRecord::FailureLabel() const {
     case ErrorClass::kHttp429:
     case ErrorClass::kHttp4xx:
     case ErrorClass::kHttp5xx:
-      reason = std::string(StatusText(http_status));
-      if (reason.empty()) reason = "HTTP error";
+      // The phrase, or "Client Error"/"Server Error" for codes without one.
+      reason = std::string(http::ReasonPhrase(http_status));
       break;
     default:
       reason = error_detail.empty() ? std::string(ErrorClassKey(error))
