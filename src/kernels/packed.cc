@@ -9,14 +9,13 @@ namespace redline::kernels {
 namespace {
 
 constexpr int64_t kGroupBytes = 4;  // one vpdpbusd lane: 4 consecutive bytes
-constexpr int64_t kScaleBytes = kPackRows * 2;
 
 int64_t PackedBlockBytes(DType type) {
   switch (type) {
     case DType::kQ8_0:
-      return kQkBlock * kPackRows + kScaleBytes;  // 544
+      return PackedBlock<DType::kQ8_0>::kBytes;
     case DType::kQ4_0:
-      return kQkBlock / 2 * kPackRows + kScaleBytes;  // 288
+      return PackedBlock<DType::kQ4_0>::kBytes;
     default:
       return 0;
   }

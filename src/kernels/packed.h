@@ -32,6 +32,24 @@ namespace redline::kernels {
 
 inline constexpr int64_t kPackRows = 16;
 
+// The layout's constants per type, for the kernels that read it (plain data:
+// no functions, see kernel_table.h). kOffset is what the stored u8 adds to
+// each weight.
+template <DType kType>
+struct PackedBlock;
+template <>
+struct PackedBlock<DType::kQ8_0> {
+  static constexpr int64_t kQuantBytes = kQkBlock * kPackRows;    // 512
+  static constexpr int64_t kBytes = kQuantBytes + 2 * kPackRows;  // 544
+  static constexpr int32_t kOffset = 128;
+};
+template <>
+struct PackedBlock<DType::kQ4_0> {
+  static constexpr int64_t kQuantBytes = kQkBlock / 2 * kPackRows;  // 256
+  static constexpr int64_t kBytes = kQuantBytes + 2 * kPackRows;    // 288
+  static constexpr int32_t kOffset = 8;
+};
+
 // Panels of a matrix with `rows` rows: ceil(rows / kPackRows).
 int64_t PackedPanels(int64_t rows);
 

@@ -299,21 +299,6 @@ void MatMulRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
 //   acc[t] = fma(f32(C[t] - offset * s[t][b]), d_w[rows] * d_x[t][b], acc[t])
 // blocks in order, so the outputs are bit-identical to the reference.
 
-constexpr int64_t kPackedScaleBytes = 32;
-
-template <DType kType>
-struct PackedBlock;
-template <>
-struct PackedBlock<DType::kQ8_0> {
-  static constexpr int64_t kQuantBytes = 512;
-  static constexpr int32_t kOffset = 128;
-};
-template <>
-struct PackedBlock<DType::kQ4_0> {
-  static constexpr int64_t kQuantBytes = 256;
-  static constexpr int32_t kOffset = 8;
-};
-
 // Q4_0: the B tile of one block, nibbles to bytes. Group g's low nibbles are
 // activation group g, high nibbles group g + 4 (packed.h).
 inline void UnpackQ4Tile(const uint8_t* block, uint8_t* tile) {
@@ -349,7 +334,7 @@ template <DType kType>
 void PackedPanelTile(const MatMulArgs& a, const uint8_t* panel, int64_t r0,
                      int n_rows, int64_t t0) {
   using Block = PackedBlock<kType>;
-  constexpr int64_t kBlockBytes = Block::kQuantBytes + kPackedScaleBytes;
+  constexpr int64_t kBlockBytes = Block::kBytes;
   const int64_t n_blocks = a.cols / kQk;
   const int64_t stride = a.xq.d_stride;
   alignas(64) int32_t c[4][kTile * kTile];
@@ -425,8 +410,7 @@ void MatMulPackedRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
     return;
   }
   using Block = PackedBlock<kType>;
-  const int64_t panel_bytes =
-      a.cols / kQk * (Block::kQuantBytes + kPackedScaleBytes);
+  const int64_t panel_bytes = a.cols / kQk * Block::kBytes;
   LoadTileConfig();
   for (int64_t r0 = row_begin; r0 < row_end; r0 += kTile) {
     const uint8_t* panel = a.w + r0 / kTile * panel_bytes;

@@ -24,27 +24,13 @@ namespace redline::kernels::avx512 {
 namespace {
 
 constexpr int64_t kQk = 32;
-constexpr int kGroups = 8;           // 4-byte groups per block
-constexpr int kPrefillTokens = 8;    // tokens per tile when n_tokens > 1
-constexpr int64_t kScaleBytes = 32;  // 16 binary16 scales per block
+constexpr int kGroups = 8;         // 4-byte groups per block
+constexpr int kPrefillTokens = 8;  // tokens per tile when n_tokens > 1
 // Measured best of 1, 2 and 4 KiB on llama3.2-1b and qwen2.5 shapes.
 constexpr int64_t kDecodePrefetchBytes = 2048;
 
 template <DType kType>
-struct PackedTraits;
-template <>
-struct PackedTraits<DType::kQ8_0> {
-  static constexpr int64_t kQuantBytes = 512;
-  static constexpr int32_t kOffset = 128;
-};
-template <>
-struct PackedTraits<DType::kQ4_0> {
-  static constexpr int64_t kQuantBytes = 256;
-  static constexpr int32_t kOffset = 8;
-};
-
-template <DType kType>
-constexpr int64_t kBlockBytes = PackedTraits<kType>::kQuantBytes + kScaleBytes;
+constexpr int64_t kBlockBytes = PackedBlock<kType>::kBytes;
 
 inline __m512i Broadcast4(const int8_t* p) {
   int32_t v;
@@ -89,7 +75,7 @@ inline __m512i BlockDot(const __m512i (&w)[kGroups], const int8_t* x,
 template <DType kType, int T>
 void PanelTile(const MatMulArgs& a, const uint8_t* panel, int64_t r0,
                int n_rows, int64_t t0) {
-  constexpr int32_t kOffset = PackedTraits<kType>::kOffset;
+  constexpr int32_t kOffset = PackedBlock<kType>::kOffset;
   const int64_t n_blocks = a.cols / kQk;
   const int8_t* xq[T];
   const float* xd[T];
@@ -110,7 +96,7 @@ void PanelTile(const MatMulArgs& a, const uint8_t* panel, int64_t r0,
     LoadBlock<kType>(block, w);
     const __m512 wd =
         _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(
-            block + PackedTraits<kType>::kQuantBytes)));
+            block + PackedBlock<kType>::kQuantBytes)));
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) {
       const __m512i dot = BlockDot(w, xq[t] + b * kQk, -kOffset * xs[t][b]);
@@ -131,7 +117,7 @@ void PanelTile(const MatMulArgs& a, const uint8_t* panel, int64_t r0,
 template <DType kType, int P>
 void PanelGroupDecode(const MatMulArgs& a, const uint8_t* first_panel,
                       int64_t panel_bytes, int64_t r0, int64_t row_end) {
-  constexpr int32_t kOffset = PackedTraits<kType>::kOffset;
+  constexpr int32_t kOffset = PackedBlock<kType>::kOffset;
   const int64_t n_blocks = a.cols / kQk;
   __m512 acc[P];
 #pragma GCC unroll 4
@@ -153,7 +139,7 @@ void PanelGroupDecode(const MatMulArgs& a, const uint8_t* first_panel,
       LoadBlock<kType>(block, w);
       const __m512 wd =
           _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(
-              block + PackedTraits<kType>::kQuantBytes)));
+              block + PackedBlock<kType>::kQuantBytes)));
       const __m512i dot = BlockDot(w, x, correction);
       acc[p] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(wd, xd),
                                acc[p]);
