@@ -56,8 +56,7 @@ Result<ModelBenchResult> RunModelBench(const model::Model& m, ThreadPool& pool,
   r.kv_type = std::string(model::KvTypeName(o.kv_type));
   bool any_packed = m.weights().output.packed != nullptr;
   for (const model::LayerWeights& l : m.weights().layers) {
-    for (const auto* w :
-         {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
+    for (const auto* w : l.Matrices())
       any_packed = any_packed || w->packed != nullptr;
   }
   r.weight_layout = any_packed                     ? "packed"

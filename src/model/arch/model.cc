@@ -109,8 +109,7 @@ Result<std::unique_ptr<Model>> Model::Load(const std::string& path,
 std::string Model::WeightTypeSummary() const {
   std::set<std::string_view> types;
   for (const LayerWeights& l : weights_.layers) {
-    for (const auto* w :
-         {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) {
+    for (const auto* w : l.Matrices()) {
       types.insert(kernels::DTypeName(w->type));
     }
   }

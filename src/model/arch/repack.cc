@@ -23,8 +23,7 @@ int64_t RoundUp(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 std::vector<kernels::WeightView*> ProductMatrices(ModelWeights* w) {
   std::vector<kernels::WeightView*> out;
   for (LayerWeights& l : w->layers) {
-    for (kernels::WeightView* m :
-         {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down}) {
+    for (kernels::WeightView* m : l.Matrices()) {
       out.push_back(m);
     }
   }

@@ -92,9 +92,7 @@ TEST_P(RepackTest, LogitsAreBitIdenticalToTheFileLayout) {
     const bool panels = kernels::PackedLayoutHelps(GetParam());
     std::vector<const kernels::WeightView*> matrices = {&w.output};
     for (const LayerWeights& l : w.layers) {
-      for (const auto* m :
-           {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
-        matrices.push_back(m);
+      for (const auto* m : l.Matrices()) matrices.push_back(m);
     }
     for (const kernels::WeightView* m : matrices) {
       if (panels) {

@@ -36,9 +36,7 @@ Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights,
   };
   need(weights_.output);
   for (const LayerWeights& l : weights_.layers) {
-    for (const auto* w :
-         {&l.wq, &l.wk, &l.wv, &l.wo, &l.w_gate, &l.w_up, &l.w_down})
-      need(*w);
+    for (const auto* w : l.Matrices()) need(*w);
   }
   matmul_scratch_.resize(scratch);
 }

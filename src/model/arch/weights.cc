@@ -95,8 +95,7 @@ int64_t ModelWeights::MatrixBytes() const {
   int64_t total = bytes(token_embd);
   if (output.data != token_embd.data) total += bytes(output);
   for (const LayerWeights& l : layers) {
-    total += bytes(l.wq) + bytes(l.wk) + bytes(l.wv) + bytes(l.wo) +
-             bytes(l.w_gate) + bytes(l.w_up) + bytes(l.w_down);
+    for (const kernels::WeightView* m : l.Matrices()) total += bytes(*m);
   }
   return total;
 }
@@ -108,8 +107,7 @@ int64_t ModelWeights::DecodeBytesPerToken() const {
   int64_t total =
       kernels::RowBytes(token_embd.type, token_embd.cols) + bytes(output);
   for (const LayerWeights& l : layers) {
-    total += bytes(l.wq) + bytes(l.wk) + bytes(l.wv) + bytes(l.wo) +
-             bytes(l.w_gate) + bytes(l.w_up) + bytes(l.w_down);
+    for (const kernels::WeightView* m : l.Matrices()) total += bytes(*m);
   }
   return total;
 }

@@ -9,6 +9,7 @@
 #ifndef REDLINE_MODEL_ARCH_WEIGHTS_H_
 #define REDLINE_MODEL_ARCH_WEIGHTS_H_
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -32,6 +33,14 @@ struct LayerWeights {
   kernels::WeightView w_gate;   // [n_ff, n_embd]
   kernels::WeightView w_up;     // [n_ff, n_embd]
   kernels::WeightView w_down;   // [n_embd, n_ff]
+
+  // The seven matrices, for code that treats them alike.
+  std::array<const kernels::WeightView*, 7> Matrices() const {
+    return {&wq, &wk, &wv, &wo, &w_gate, &w_up, &w_down};
+  }
+  std::array<kernels::WeightView*, 7> Matrices() {
+    return {&wq, &wk, &wv, &wo, &w_gate, &w_up, &w_down};
+  }
 };
 
 struct ModelWeights {
