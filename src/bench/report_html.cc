@@ -6,36 +6,13 @@
 #include <cmath>
 #include <functional>
 
+#include "base/html_escape.h"
 #include "bench/report.h"
 #include "bench/units.h"
 
 namespace redline::bench {
 
 namespace {
-
-std::string Esc(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
 
 const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e",
                          "#9467bd", "#8c564b", "#e377c2", "#17becf"};
@@ -90,7 +67,7 @@ std::string LineChart(const std::vector<Series>& series,
       "xmlns=\"http://www.w3.org/2000/svg\" "
       "viewBox=\"0 0 {} {}\" width=\"{}\" height=\"{}\" role=\"img\" "
       "aria-label=\"{}\">",
-      Esc(o.title), W, H, W, H, Esc(o.title));
+      HtmlEscape(o.title), W, H, W, H, HtmlEscape(o.title));
   if (!std::isfinite(x0) || !std::isfinite(y1)) {
     svg += fmt::format(
         "<text x=\"{}\" y=\"{}\" class=\"empty\">no data</text></svg></figure>",
@@ -119,7 +96,7 @@ std::string LineChart(const std::vector<Series>& series,
     svg += fmt::format(
         "<text class=\"tick\" x=\"{:.1f}\" y=\"{:.1f}\" "
         "text-anchor=\"end\">{}</text>",
-        L - 6, py(y) + 4, Esc(o.y_format(y)));
+        L - 6, py(y) + 4, HtmlEscape(o.y_format(y)));
   }
   // X ticks.
   if (o.log_x) {
@@ -140,7 +117,7 @@ std::string LineChart(const std::vector<Series>& series,
       svg += fmt::format(
           "<text class=\"tick\" x=\"{:.1f}\" y=\"{:.1f}\" "
           "text-anchor=\"middle\">{}</text>",
-          px(x), H - B + 16, Esc(o.x_format(x)));
+          px(x), H - B + 16, HtmlEscape(o.x_format(x)));
     }
   } else {
     const double xstep = NiceStep(x1 - x0, 6);
@@ -148,7 +125,7 @@ std::string LineChart(const std::vector<Series>& series,
       svg += fmt::format(
           "<text class=\"tick\" x=\"{:.1f}\" y=\"{:.1f}\" "
           "text-anchor=\"middle\">{}</text>",
-          px(x), H - B + 16, Esc(o.x_format(x)));
+          px(x), H - B + 16, HtmlEscape(o.x_format(x)));
     }
   }
   svg += fmt::format(
@@ -160,7 +137,7 @@ std::string LineChart(const std::vector<Series>& series,
   svg += fmt::format(
       "<text class=\"label\" x=\"{:.1f}\" y=\"{:.1f}\" "
       "text-anchor=\"middle\">{}</text>",
-      (L + W - R) / 2, H - 6, Esc(o.x_label));
+      (L + W - R) / 2, H - 6, HtmlEscape(o.x_label));
   if (o.marker_x && *o.marker_x > x0 && *o.marker_x < x1) {
     const double mx = px(*o.marker_x);
     svg += fmt::format(
@@ -168,7 +145,7 @@ std::string LineChart(const std::vector<Series>& series,
         "height=\"{}\"/>",
         L, T, mx - L, H - T - B);
     svg += fmt::format("<text class=\"tick\" x=\"{:.1f}\" y=\"{}\">{}</text>",
-                       L + 4, T + 12, Esc(o.marker_label));
+                       L + 4, T + 12, HtmlEscape(o.marker_label));
   }
   // Lines (NaN breaks the line).
   for (size_t si = 0; si < series.size(); ++si) {
@@ -197,7 +174,7 @@ std::string LineChart(const std::vector<Series>& series,
         "fill=\"{}\"/><text class=\"legend\" "
         "x=\"{:.1f}\" y=\"17\">{}</text>",
         L + 8 + static_cast<double>(si) * 120, color,
-        L + 22 + static_cast<double>(si) * 120, Esc(s.name));
+        L + 22 + static_cast<double>(si) * 120, HtmlEscape(s.name));
   }
   svg += "</svg></figure>";
   return svg;
@@ -212,7 +189,7 @@ std::string BarChart(const std::string& title,
       "<figure class=\"chart\"><figcaption>{}</figcaption><svg "
       "xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {} {}\" "
       "width=\"{}\" height=\"{}\" role=\"img\" aria-label=\"{}\">",
-      Esc(title), W, H, W, H, Esc(title));
+      HtmlEscape(title), W, H, W, H, HtmlEscape(title));
   double max = 0;
   for (const auto& [k, v] : bars) max = std::max(max, v);
   if (bars.empty() || max <= 0) {
@@ -228,14 +205,14 @@ std::string BarChart(const std::string& title,
     svg += fmt::format(
         "<text class=\"tick\" x=\"{}\" y=\"{:.1f}\" "
         "text-anchor=\"end\">{}</text>",
-        L - 8, y + 14, Esc(bars[i].first));
+        L - 8, y + 14, HtmlEscape(bars[i].first));
     svg += fmt::format(
         "<rect class=\"bar\" x=\"{}\" y=\"{:.1f}\" width=\"{:.1f}\" "
         "height=\"{}\" fill=\"{}\"/>",
         L, y, std::max(w, 1.0), row - 6, kColors[(i + 1) % std::size(kColors)]);
     svg +=
         fmt::format("<text class=\"tick\" x=\"{:.1f}\" y=\"{:.1f}\">{}</text>",
-                    L + w + 6, y + 14, Esc(fmt_value(bars[i].second)));
+                    L + w + 6, y + 14, HtmlEscape(fmt_value(bars[i].second)));
   }
   svg += "</svg></figure>";
   return svg;
@@ -319,13 +296,14 @@ std::string RenderHtml(const BenchReport& r) {
       "id=\"verdict\">{}</span></h1>\n",
       verdict, verdict);
   h += fmt::format("<p>{} · exit code {} · started {}</p>\n",
-                   Esc(r.verdict_reason), r.exit_code, Esc(r.started_at));
+                   HtmlEscape(r.verdict_reason), r.exit_code,
+                   HtmlEscape(r.started_at));
   if (r.abort) {
     h += fmt::format(
         "<p id=\"abort\" class=\"bad\">Aborted early at {:.1f} s by "
         "<code>{}</code>; {} request(s) in flight "
         "were cancelled and excluded (cooldown).</p>\n",
-        r.abort->at_s, Esc(r.abort->threshold), r.abort->cancelled);
+        r.abort->at_s, HtmlEscape(r.abort->threshold), r.abort->cancelled);
   }
   h += "<p class=\"muted\">Percentiles: nearest rank on HDR histograms (&ge; 3 "
        "significant digits). ITL: one sample per chunk. "
@@ -334,7 +312,8 @@ std::string RenderHtml(const BenchReport& r) {
 
   h += "<h2>Configuration</h2><table class=\"kv\">";
   for (const auto& [k, v] : r.config)
-    h += fmt::format("<tr><td>{}</td><td>{}</td></tr>", Esc(k), Esc(v));
+    h += fmt::format("<tr><td>{}</td><td>{}</td></tr>", HtmlEscape(k),
+                     HtmlEscape(v));
   h += "</table>\n";
 
   h += "<h2>SLO verdict</h2>";
@@ -348,13 +327,13 @@ std::string RenderHtml(const BenchReport& r) {
       h += fmt::format(
           "<tr><td><code>{}</code></td><td "
           "class=\"{}\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
-          Esc(t.threshold.source), t.pass ? "ok" : "bad",
+          HtmlEscape(t.threshold.source), t.pass ? "ok" : "bad",
           t.pass ? "&#10003; pass" : "&#10007; fail",
-          Esc(FormatThresholdValue(t.threshold, t.observed)),
+          HtmlEscape(FormatThresholdValue(t.threshold, t.observed)),
           t.success_only
-              ? Esc(FormatThresholdValue(t.threshold, *t.success_only))
+              ? HtmlEscape(FormatThresholdValue(t.threshold, *t.success_only))
               : "",
-          Esc(t.note));
+          HtmlEscape(t.note));
     }
     if (r.peak) {
       h += fmt::format(
@@ -373,8 +352,8 @@ std::string RenderHtml(const BenchReport& r) {
       "<p>Run validity: <b class=\"{}\">{}</b> · dispatch delay p99 {} (bound "
       "{})",
       v.valid ? "ok" : "bad", v.valid ? "valid" : "invalid",
-      Esc(FormatUs(v.dispatch_p99_us)),
-      Esc(FormatUs(static_cast<double>(v.dispatch_bound_us))));
+      HtmlEscape(FormatUs(v.dispatch_p99_us)),
+      HtmlEscape(FormatUs(static_cast<double>(v.dispatch_bound_us))));
   if (v.send_rate_checked) {
     h += fmt::format(" · send rate {:.2f}/s of {:.2f}/s planned",
                      v.achieved_send_rps, v.planned_send_rps);
@@ -383,9 +362,9 @@ std::string RenderHtml(const BenchReport& r) {
       " · client CPU {:.0f}%</p>",
       r.wall_seconds > 0 ? 100 * r.cpu_seconds / r.wall_seconds : 0.0);
   for (const std::string& reason : v.reasons)
-    h += "<p class=\"bad\">" + Esc(reason) + "</p>";
+    h += "<p class=\"bad\">" + HtmlEscape(reason) + "</p>";
   for (const std::string& w : r.warnings)
-    h += "<p class=\"muted\">warning: " + Esc(w) + "</p>";
+    h += "<p class=\"muted\">warning: " + HtmlEscape(w) + "</p>";
 
   if (r.measure) {
     const PhaseStats& s = *r.measure;
@@ -416,9 +395,9 @@ std::string RenderHtml(const BenchReport& r) {
   if (r.cold_start) {
     h += fmt::format(
         "<p>Cold start: <code>{}</code> · time to ready {:.2f} s · {}</p>",
-        Esc(r.cold_start->command), r.cold_start->time_to_ready_s,
+        HtmlEscape(r.cold_start->command), r.cold_start->time_to_ready_s,
         r.cold_start->ready ? "ready"
-                            : Esc("not ready: " + r.cold_start->note));
+                            : HtmlEscape("not ready: " + r.cold_start->note));
   }
 
   const TimeSeries& ts = r.series;
@@ -529,13 +508,14 @@ std::string RenderHtml(const BenchReport& r) {
     h += "<h2>Failures by label</h2><table "
          "id=\"failures\"><tr><th>label</th><th>count</th></tr>";
     for (const auto& [label, count] : r.measure->failure_labels) {
-      h += fmt::format("<tr><td>{}</td><td>{}</td></tr>", Esc(label), count);
+      h += fmt::format("<tr><td>{}</td><td>{}</td></tr>", HtmlEscape(label),
+                       count);
     }
     h += "</table>";
   }
 
   if (!r.scrape_url.empty()) {
-    h += fmt::format("<h2>Server metrics ({})</h2>", Esc(r.scrape_url));
+    h += fmt::format("<h2>Server metrics ({})</h2>", HtmlEscape(r.scrape_url));
     if (r.scrape.empty()) h += "<p>No matching series were scraped.</p>";
     h += "<div class=\"charts\">";
     int shown = 0;

@@ -15,6 +15,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/html_escape.h"
 #include "base/result.h"
 #include "model/chat/jinja_ast.h"
 #include "model/chat/jinja_value.h"
@@ -36,8 +37,6 @@ Result<bool> Contains(const Value& container, const Value& item);
 // pairs, like Python's `<`.
 Result<int> ThreeWay(const Value& a, const Value& b);
 
-// markupsafe.escape of a string (& < > ' ").
-std::string HtmlEscape(std::string_view s);
 // markupsafe.escape: Markup stays as is, anything else is stringified and
 // escaped into Markup.
 Value EscapeToMarkup(const Value& v);

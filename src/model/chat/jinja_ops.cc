@@ -187,33 +187,6 @@ Result<Value> Repeat(Renderer& r, const Value& seq, int64_t times) {
 
 }  // namespace
 
-std::string HtmlEscape(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      case '"':
-        out += "&#34;";
-        break;
-      default:
-        out.push_back(c);
-    }
-  }
-  return out;
-}
-
 Value EscapeToMarkup(const Value& v) {
   if (v.is_markup()) return v;
   return Value::Markup(HtmlEscape(ToStr(v)));
