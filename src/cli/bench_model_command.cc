@@ -90,7 +90,8 @@ void Setup(CLI::App& sub, int* exit_code) {
   sub.add_option("--json", f->json_file,
                  "Also write the JSON result to this file");
   sub.add_flag("--no-repack", f->no_repack,
-               "Measure the file's row layout (no packed copy of Q8_0/Q4_0)");
+               "Measure weights read from the file's pages (no copy into huge "
+               "pages, no Q8_0/Q4_0 panels)");
   sub.add_flag("--no-bandwidth", f->no_bandwidth,
                "Skip the memory bandwidth measurement (no roofline share)");
   sub.callback([f, exit_code] { *exit_code = RunBenchModel(*f); });

@@ -264,7 +264,8 @@ void Setup(CLI::App& sub, int* exit_code) {
                "Do not add the BOS token to a text prompt");
   sub.add_flag("--mlock", f->mlock, "Pin the weights in RAM");
   sub.add_flag("--no-repack", f->no_repack,
-               "Keep Q8_0/Q4_0 weights in the file's layout (no packed copy)");
+               "Read weights from the file's pages (no copy into huge pages, "
+               "no Q8_0/Q4_0 panels): faster load, slower products");
   sub.add_flag(
       "--chat", f->chat,
       "Treat -p as a user message and apply the model's chat template");

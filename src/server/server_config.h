@@ -31,7 +31,7 @@ struct ServerConfig {
   // model's own.
   std::string chat_template_name;
   bool mlock = false;
-  // Keep Q8_0/Q4_0 weights in the file's row layout (model/arch/repack.h).
+  // Read weights from the file's pages, not copies (model/arch/repack.h).
   bool no_repack = false;
   bool no_warmup = false;
 
@@ -123,8 +123,9 @@ void VisitServerFlags(ServerConfig& c, Visitor&& v) {
   v(c.mlock, "--mlock", "Pin the weights in RAM (never swapped out)",
     FlagKind::kOption);
   v(c.no_repack, "--no-repack",
-    "Keep Q8_0/Q4_0 weights in the file's layout (repacking them at load "
-    "speeds up products on AVX-512 VNNI CPUs and costs one pass over them)",
+    "Read weights from the file's pages instead of copying them at load into "
+    "huge pages (Q8_0/Q4_0 as packed panels on AVX-512 VNNI CPUs): faster "
+    "load, slower decode and prefill",
     FlagKind::kOption);
   v(c.no_warmup, "--no-warmup",
     "Skip the warm-up generation before /readyz says ready", FlagKind::kOption);
