@@ -10,10 +10,10 @@
 namespace redline {
 
 struct BandwidthResult {
-  double read_gbps =
-      0;  // read-only sweep (what a decode step does with weights)
-  double triad_gbps =
-      0;  // STREAM triad a = b + s*c, counted as 3 x 8 bytes/element
+  // Read-only sweep (what a decode step does with weights).
+  double read_gbps = 0;
+  // STREAM triad a = b + s*c, counted as 3 x 8 bytes/element.
+  double triad_gbps = 0;
   double copy_gbps = 0;  // STREAM copy a = b, counted as 2 x 8 bytes/element
   // The best of the three: the roofline denominator (never flatters a share).
   double best_gbps() const;

@@ -62,8 +62,8 @@ TEST(AbortParseTest, SuffixAndDelay) {
                    .ok());  // scalars cannot abort
   EXPECT_FALSE(ParseThresholds("ttft{phase:cold}: max<5s abort")
                    .ok());  // only the measurement phase
-  EXPECT_FALSE(
-      ParseThresholds("errors: rate<1% abort(10)").ok());  // delay needs a unit
+  // Delay needs a unit.
+  EXPECT_FALSE(ParseThresholds("errors: rate<1% abort(10)").ok());
   EXPECT_FALSE(ParseThresholds("errors: rate<1% abort 10s").ok());
 }
 
@@ -131,8 +131,8 @@ TEST(AbortDecisionTest, KnownTotalMakesRatesAndPercentilesCertain) {
   // 100 requests planned, errors rate < 5 %: five errors already decide it.
   AbortMonitor rate({One("errors: rate<5% abort(1h)")}, 100);
   for (int i = 0; i < 4; ++i) rate.Add(Req(0, ErrorClass::kConnect));
-  EXPECT_FALSE(
-      rate.Check(0));  // 4 of 4 failing, but 4 % of 100 could still pass
+  // 4 of 4 failing, but 4 % of 100 could still pass.
+  EXPECT_FALSE(rate.Check(0));
   rate.Add(Req(0, ErrorClass::kConnect));
   auto d = rate.Check(0);
   ASSERT_TRUE(d);

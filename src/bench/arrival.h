@@ -1,4 +1,5 @@
-// Open-loop arrival plans and closed-loop think times (metrics.md §11).
+// Open-loop arrival plans and closed-loop think times
+// (docs/METRICS.md#load-models).
 //
 // ArrivalPlan yields the intended send times of an open-loop run as
 // offsets from the run start on an ABSOLUTE schedule: offset_i is computed

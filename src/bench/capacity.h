@@ -1,4 +1,5 @@
-// Capacity search (--find-max-rate, metrics.md §13): a closed-loop
+// Capacity search (--find-max-rate,
+// docs/METRICS.md#peak-check-and-capacity-search): a closed-loop
 // saturation probe finds the ceiling, then the offered rate is bisected below
 // it; every probe is a full warm-up plus measurement run, judged on every
 // threshold, on validity and on keeping up (completed >= offered minus the

@@ -1,6 +1,7 @@
 // Cold start (--cold-start 'COMMAND'): launches the server under test, polls
 // a readiness URL until it answers 2xx and records time-to-ready; the run's
-// cold phase then measures the first request's latency (metrics.md §10).
+// cold phase then measures the first request's latency
+// (docs/METRICS.md#phases).
 //
 // Thread-safety: one ServerProcess per thread. The process is started in its
 // own process group and the whole group is terminated by Stop() or the

@@ -136,7 +136,9 @@ Result<Plan> BuildPlan(const BenchCommandOptions& o) {
     } else if (!o.rate.empty()) {
       RL_ASSIGN_OR_RETURN(rc.rate_rps, ParseRate(o.rate));
     } else {
-      rc.rate_rps = 1.2 * o.expected_rate;  // §13 peak check
+      // The peak check's offered rate
+      // (docs/METRICS.md#peak-check-and-capacity-search).
+      rc.rate_rps = 1.2 * o.expected_rate;
     }
     if (rc.stages.empty() && rc.rate_rps <= 0)
       return Status::InvalidArgument("--rate must be > 0");

@@ -1,6 +1,7 @@
 // The `redline bench` command as a library function: flag values in, exit
-// code out (metrics.md §12). src/cli/bench_command.cc only maps CLI11 flags
-// onto BenchCommandOptions, so tests drive the whole command in-process.
+// code out (docs/METRICS.md#exit-codes). src/cli/bench_command.cc only maps
+// CLI11 flags onto BenchCommandOptions, so tests drive the whole command
+// in-process.
 //
 // Output: progress on stderr (one live line on a terminal, plain periodic
 // lines otherwise), the final table on stdout, files as requested.

@@ -258,8 +258,8 @@ TEST_F(BenchCommandTest, AbortOnFailStopsTheRunAndExits99) {
   const json::value& a = v.at("abort");
   ASSERT_TRUE(a.is_object());
   EXPECT_EQ(a.at("threshold").as_string(), "errors: rate<1% abort(300ms)");
-  EXPECT_FALSE(
-      a.at("certain").as_bool());  // no total known: failing after its delay
+  // No total known: failing after its delay.
+  EXPECT_FALSE(a.at("certain").as_bool());
   EXPECT_GT(a.at("at_s").to_number<double>(), 0.3);
   EXPECT_GE(a.at("cancelled").as_int64(), 1);
   // Only finished requests count: every measured one is a 503.
@@ -404,8 +404,8 @@ TEST_F(BenchCommandTest, ExpectedRatePeakCheckAndStages) {
   o.requests = -1;
   o.expected_rate = 50;  // runs open loop at 60/s
   o.arrival = "constant";
-  o.max_dispatch_delay =
-      "500ms";  // not what this test is about (shared CI machines stall)
+  // Not what this test is about (shared CI machines stall).
+  o.max_dispatch_delay = "500ms";
   o.rate_tolerance = "50%";
   o.duration = "2s";
   o.json_path = dir_ + "/r.json";
@@ -447,8 +447,8 @@ TEST_F(BenchCommandTest, FindMaxRateReportsACapacityCurve) {
   o.probe_users = 8;
   o.duration = "1s";
   o.slo = {"e2e: p(99)<60ms"};
-  o.max_dispatch_delay =
-      "50ms";  // shared CI machines stall threads for milliseconds
+  // Shared CI machines stall threads for milliseconds.
+  o.max_dispatch_delay = "50ms";
   o.json_path = dir_ + "/r.json";
   const int code = Run(o);
   EXPECT_TRUE(code == kExitPass || code == kExitSloFailed) << code;

@@ -5,17 +5,19 @@
 // Layout (log-linear): values below 2048 get one bucket each (exact); above,
 // each power-of-two range [2^k, 2^(k+1)) is split into 1024 equal buckets,
 // so a bucket is never wider than 1/1024 of its lowest value: quantization
-// <= 0.098 %, i.e. at least 3 significant decimal digits (metrics.md §6).
-// The trackable range is 0 .. 2^36-1 (about 19 hours in microseconds);
-// larger values are clamped to the top and counted in `clamped()`.
+// <= 0.098 %, i.e. at least 3 significant decimal digits
+// (docs/METRICS.md#percentiles). The trackable range is 0 .. 2^36-1 (about
+// 19 hours in microseconds); larger values are clamped to the top and
+// counted in `clamped()`.
 //
 // Percentiles use nearest rank without interpolation: p(q) is the highest
 // value equivalent to the bucket that holds rank ceil(q/100 * n) (rank 1 for
 // q = 0), the HdrHistogram convention, capped at the exact recorded maximum;
 // it never under-reports.
 //
-// Error-adjusted views (metrics.md §7) add `extra_infinite` samples of +inf
-// above every recorded value; see ValueAtPercentile().
+// Error-adjusted views (docs/METRICS.md#error-adjusted-percentiles) add
+// `extra_infinite` samples of +inf above every recorded value; see
+// ValueAtPercentile().
 //
 // Thread-safety: thread-compatible. Cost: Record() is O(1) with no
 // allocation once the bucket array has grown to cover the value (it grows on
@@ -33,10 +35,11 @@ namespace redline::bench {
 
 class Histogram {
  public:
-  static constexpr int kSubBucketBits = 11;  // 2048 exact values
+  // 2048 exact values.
+  static constexpr int kSubBucketBits = 11;
   static constexpr int64_t kSubBucketCount = int64_t{1} << kSubBucketBits;
-  static constexpr int64_t kSubBucketHalf =
-      kSubBucketCount / 2;  // 1024 per octave
+  // 1024 per octave.
+  static constexpr int64_t kSubBucketHalf = kSubBucketCount / 2;
   static constexpr int kMaxValueBits = 36;
   static constexpr int64_t kMaxValue = (int64_t{1} << kMaxValueBits) - 1;
 
@@ -45,7 +48,8 @@ class Histogram {
   // Records `count` samples of `value` (negative values count as 0).
   void Record(int64_t value, int64_t count = 1);
 
-  // Adds every sample of `other` (pooled percentiles across runs, §6).
+  // Adds every sample of `other` (pooled percentiles across runs,
+  // docs/METRICS.md#percentiles).
   void Merge(const Histogram& other);
 
   void Reset();

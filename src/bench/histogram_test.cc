@@ -68,7 +68,8 @@ TEST(HistogramTest, SmallExactValuesAndRankEdges) {
 TEST(HistogramTest, ErrorAdjustedPercentilesFlipAtTheFailureRate) {
   Histogram h;
   for (int i = 0; i < 99; ++i) h.Record(1000);
-  // 1 failure in 100: p99 stays finite, p99.5 is +inf (§7: "p99 flips at 1%").
+  // 1 failure in 100: p99 stays finite, p99.5 is +inf (p99 flips at 1 %,
+  // docs/METRICS.md#error-adjusted-percentiles).
   EXPECT_EQ(h.ValueAtPercentile(99, 1), 1000);
   EXPECT_TRUE(std::isinf(h.ValueAtPercentile(99.5, 1)));
   // 2 failures in 100 flip p99.

@@ -1,7 +1,9 @@
-// Turns RequestRecords into the metrics of metrics.md: per-request latencies
-// (§2), schedule-relative latencies (§3), rates and the measurement window
-// (§4), goodput (§5), HDR distributions with success-only and error-adjusted
-// views (§6, §7) and error classes (§8).
+// Turns RequestRecords into the metrics docs/METRICS.md defines (the anchors
+// of its sections in brackets): per-request latencies [#latencies],
+// schedule-relative latencies [#run-validity], rates and the measurement
+// window [#rates], goodput [#goodput], HDR distributions with success-only
+// and error-adjusted views [#percentiles, #error-adjusted-percentiles] and
+// error classes [#error-classes].
 //
 // Pure functions of the records: no clock is read here, so tests drive them
 // with hand-made timestamps.
@@ -50,11 +52,13 @@ std::string_view MetricKey(Metric metric);
 std::optional<Metric> MetricFromKey(std::string_view key);
 
 // True for the metrics whose error-adjusted view adds one +inf per failed
-// request (§7); false for itl (per chunk) and dispatch_delay (a property of
-// the client, recorded for every sent request).
+// request (docs/METRICS.md#error-adjusted-percentiles); false for itl (per
+// chunk) and dispatch_delay (a property of the client, recorded for every
+// sent request).
 bool MetricIsErrorAdjusted(Metric metric);
 
-// Per-request SLO for goodput (§5); 0 means "not part of the SLO".
+// Per-request SLO for goodput (docs/METRICS.md#goodput); 0 means "not part
+// of the SLO".
 struct GoodputSlo {
   int64_t ttft_us = 0;
   int64_t tpot_us = 0;
@@ -77,37 +81,51 @@ bool IsGood(const RequestRecord& r, const RequestLatencies& lat,
 
 struct PhaseStats {
   Phase phase = Phase::kMeasure;
-  int64_t planned = 0;    // arrivals the plan scheduled in this phase
-  int64_t attempted = 0;  // requests of this phase (every outcome)
-  int64_t sent = 0;       // requests with a t_send
+  // Arrivals the plan scheduled in this phase.
+  int64_t planned = 0;
+  // Requests of this phase (every outcome).
+  int64_t attempted = 0;
+  // Requests with a t_send.
+  int64_t sent = 0;
   int64_t ok = 0;
   int64_t failed = 0;
   int64_t good = 0;
-  std::array<int64_t, kNumErrorClasses> errors{};  // indexed by ErrorClass
-  std::vector<std::pair<std::string, int64_t>>
-      failure_labels;  // most frequent first
+  // Indexed by ErrorClass.
+  std::array<int64_t, kNumErrorClasses> errors{};
+  // Most frequent first.
+  std::vector<std::pair<std::string, int64_t>> failure_labels;
   int64_t timeouts_total = 0;
   int64_t timeouts_idle = 0;
 
-  std::array<Histogram, kNumMetrics>
-      hist;  // success-only samples (dispatch: all sent)
+  // Success-only samples (dispatch: all sent).
+  std::array<Histogram, kNumMetrics> hist;
 
-  // §4. Seconds and per-second rates; 0 when the window is empty.
+  // docs/METRICS.md#rates. Seconds and per-second rates; 0 when the window
+  // is empty.
   double window_s = 0;
   double send_window_s = 0;
-  double offered_rps = 0;        // planned / window
-  double achieved_send_rps = 0;  // sends / send window
-  double completed_rps = 0;      // ok / window
-  double output_tps = 0;         // sum of N over ok requests / window
-  double peak_output_tps = 0;    // busiest 1 s bucket of token arrivals
-  double mean_concurrency = 0;   // time-weighted requests in flight
-  // §5.
+  // Planned arrivals / window.
+  double offered_rps = 0;
+  // Sends / send window.
+  double achieved_send_rps = 0;
+  // Ok requests / window.
+  double completed_rps = 0;
+  // Sum of N over ok requests / window.
+  double output_tps = 0;
+  // Busiest 1 s bucket of token arrivals.
+  double peak_output_tps = 0;
+  // Time-weighted requests in flight.
+  double mean_concurrency = 0;
+  // docs/METRICS.md#goodput.
   double goodput_rps = 0;
   double token_goodput_tps = 0;
-  double good_fraction = 0;  // good / attempted
+  // Good requests / attempted requests.
+  double good_fraction = 0;
 
-  int64_t output_tokens = 0;               // over ok requests
-  std::array<int64_t, 4> token_sources{};  // ok requests per TokenSource
+  // Over ok requests.
+  int64_t output_tokens = 0;
+  // Ok requests per TokenSource.
+  std::array<int64_t, 4> token_sources{};
   int64_t t_first_send_ns = 0;
   int64_t t_last_end_ns = 0;
   // Planned schedule span (first to last t_sched of planned arrivals), used
@@ -135,7 +153,8 @@ struct PhaseStats {
   // count / attempted for one class; all failures for nullopt.
   double ErrorRate(std::optional<ErrorClass> cls) const;
   int64_t ErrorCount(std::optional<ErrorClass> cls) const;
-  // Mixed token sources among ok requests (§9 asks for a warning).
+  // Mixed token sources among ok requests (reports warn about them,
+  // docs/METRICS.md#token-counts).
   bool MixedTokenSources() const;
 };
 

@@ -1,4 +1,5 @@
-// Metric definitions of metrics.md checked on hand-made records (fake clock).
+// Metric definitions of docs/METRICS.md checked on hand-made records (fake
+// clock).
 #include "bench/metrics.h"
 
 #include <gtest/gtest.h>

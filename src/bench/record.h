@@ -1,10 +1,10 @@
 // RequestRecord: everything bench keeps about one attempted request, and the
-// error classification of metrics.md §8.
+// error classification of docs/METRICS.md#error-classes.
 //
 // Times are absolute nanoseconds on the monotonic clock (http::NowNs() in a
 // real run, a FakeClock in tests); 0 means "did not happen". The per-request
 // results file writes every field, so any metric can be recomputed later
-// (metrics.md §1).
+// (docs/METRICS.md#timestamps).
 //
 // Thread-safety: plain values; thread-compatible.
 #ifndef REDLINE_BENCH_RECORD_H_
@@ -17,12 +17,13 @@
 
 namespace redline::bench {
 
-// Phase of a request, decided by its t_sched (metrics.md §10).
+// Phase of a request, decided by its t_sched (docs/METRICS.md#phases).
 enum class Phase : uint8_t { kCold, kWarmup, kMeasure, kCooldown };
 inline constexpr int kNumPhases = 4;
 std::string_view PhaseName(Phase phase);
 
-// Error classes in first-match order (metrics.md §8). kNone means ok.
+// Error classes in first-match order (docs/METRICS.md#error-classes). kNone
+// means ok.
 enum class ErrorClass : uint8_t {
   kNone,
   kConnect,
@@ -38,7 +39,8 @@ inline constexpr int kNumErrorClasses = 8;
 // ("ok" for kNone): the metric keys thresholds use.
 std::string_view ErrorClassKey(ErrorClass error);
 
-// Where a request's output token count came from (metrics.md §9).
+// Where a request's output token count came from
+// (docs/METRICS.md#token-counts).
 enum class TokenSource : uint8_t { kNone, kUsage, kTokenizer, kChunks };
 std::string_view TokenSourceName(TokenSource source);
 
@@ -59,42 +61,54 @@ struct AttemptFacts {
   bool parse_error = false;   // bad JSON/SSE or missing required fields
 };
 
-// Applies the first-match order of metrics.md §8:
+// Applies the first-match order of docs/METRICS.md#error-classes:
 // connect > timeout > http_429 > http_4xx > http_5xx > abort > parse.
-// Two cases the table leaves open are settled here and documented in
-// docs/BENCH_JSON.md: a connection closed after the request was written but
-// before any status arrived is `abort`; a status outside 2xx/4xx/5xx (1xx,
-// 3xx) is `parse` (not a valid OpenAI response).
+// Two cases the order alone leaves open are settled here (and listed in that
+// table): a connection closed after the request was written but before any
+// status arrived is `abort`; a status outside 2xx/4xx/5xx (1xx, 3xx) is
+// `parse` (not a valid OpenAI response).
 ErrorClass Classify(const AttemptFacts& facts);
 
 struct RequestRecord {
-  uint64_t id = 0;       // 0-based attempt number in the run
-  int32_t task = 0;      // index of the workload task
-  int32_t turn = 0;      // turn within a multi-turn session (0 = first)
-  int64_t session = -1;  // session id for multi-turn workloads
+  // 0-based attempt number in the run.
+  uint64_t id = 0;
+  // Index of the workload task.
+  int32_t task = 0;
+  // Turn within a multi-turn session (0 = first).
+  int32_t turn = 0;
+  // Session id for multi-turn workloads.
+  int64_t session = -1;
   Phase phase = Phase::kMeasure;
   bool streamed = true;
 
-  int64_t t_sched_ns = 0;         // intended send time
-  int64_t t_send_ns = 0;          // first request byte written
-  int64_t t_first_ns = 0;         // c_first: first content or reasoning chunk
-  int64_t t_first_output_ns = 0;  // first non-empty content/text chunk (TTFO)
-  int64_t t_last_ns = 0;          // c_last: last content or reasoning chunk
-  int64_t t_end_ns =
-      0;  // [DONE], connection close, last body byte or error time
+  // Intended send time.
+  int64_t t_sched_ns = 0;
+  // First request byte written.
+  int64_t t_send_ns = 0;
+  // c_first: first content or reasoning chunk.
+  int64_t t_first_ns = 0;
+  // First non-empty content/text chunk (TTFO).
+  int64_t t_first_output_ns = 0;
+  // c_last: last content or reasoning chunk.
+  int64_t t_last_ns = 0;
+  // [DONE], connection close, last body byte or error time.
+  int64_t t_end_ns = 0;
 
   int http_status = 0;
   ErrorClass error = ErrorClass::kNone;
   TimeoutKind timeout = TimeoutKind::kNone;
-  std::string
-      error_detail;  // transport/parser message or the server's error message
+  // Transport/parser message or the server's error message.
+  std::string error_detail;
 
-  int64_t output_tokens = -1;  // N, reasoning included; -1 unknown
+  // N, reasoning included; -1 unknown.
+  int64_t output_tokens = -1;
   TokenSource token_source = TokenSource::kNone;
   int64_t usage_completion_tokens = -1;
-  int64_t prompt_tokens = -1;  // from usage when present
+  // From usage when present.
+  int64_t prompt_tokens = -1;
   int64_t cached_tokens = -1;
-  int64_t input_tokens_planned = -1;  // what the workload aimed for
+  // What the workload aimed for.
+  int64_t input_tokens_planned = -1;
 
   // Arrival time c_j of each content/reasoning chunk, j = 1..K.
   std::vector<int64_t> chunk_ns;
@@ -104,7 +118,8 @@ struct RequestRecord {
   bool ok() const { return error == ErrorClass::kNone; }
   bool sent() const { return t_send_ns != 0; }
 
-  // "<status> - <reason>" grouping label for failures (metrics.md §8),
+  // "<status> - <reason>" grouping label for failures
+  // (docs/METRICS.md#error-classes),
   // e.g. "503 - Service Unavailable", "000 - connect: Connection refused".
   std::string FailureLabel() const;
 };

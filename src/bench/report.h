@@ -1,9 +1,10 @@
 // BenchReport: everything `redline bench` concludes from a run: per-phase
-// statistics, threshold results, run validity (metrics.md §3), the verdict
-// and exit code (§12), time series and CDFs for the charts, scraped server
-// series, cold-start and capacity results. Renderers turn it into the
-// terminal table (report_text.cc), the JSON result (report_json.cc,
-// docs/BENCH_JSON.md) and the HTML report (report_html.cc).
+// statistics, threshold results, run validity (docs/METRICS.md#run-validity),
+// the verdict and exit code (docs/METRICS.md#exit-codes), time series and
+// CDFs for the charts, scraped server series, cold-start and capacity
+// results. Renderers turn it into the terminal table (report_text.cc), the
+// JSON result (report_json.cc, docs/BENCH_JSON.md) and the HTML report
+// (report_html.cc).
 //
 // Thread-safety: plain values; thread-compatible. Cost: building it is
 // O(records + chunks) plus one histogram pass per time bucket.
@@ -23,7 +24,7 @@
 
 namespace redline::bench {
 
-// Exit codes (metrics.md §12).
+// Exit codes (docs/METRICS.md#exit-codes).
 inline constexpr int kExitPass = 0;
 inline constexpr int kExitSloFailed = 99;
 inline constexpr int kExitInvalidRun = 100;
@@ -52,22 +53,24 @@ struct Validity {
   double send_shortfall = 0;  // 1 - achieved/planned
 };
 
-// Checks metrics.md §3 on the measurement phase.
+// Checks run validity (docs/METRICS.md#run-validity) on the measurement
+// phase.
 Validity CheckValidity(const RunResult& run, const PhaseStats& measure,
                        const std::vector<Threshold>& thresholds,
                        const ValidityOptions& options);
 
 struct TimeSeries {
   double bucket_s = 1;
-  double warmup_end_s =
-      0;  // where the measurement phase starts on the time axis
-  std::vector<double>
-      t_s;  // bucket starts, seconds from the load timeline start
+  // Where the measurement phase starts on the time axis.
+  double warmup_end_s = 0;
+  // Bucket starts, seconds from the load timeline start.
+  std::vector<double> t_s;
   std::vector<int64_t> sent, ok, failed;
   std::vector<double> output_tps;
   std::vector<double> ttft_p50_us, ttft_p99_us, e2e_p50_us, e2e_p90_us,
       e2e_p99_us, itl_p50_us, itl_p99_us;
-  std::vector<double> in_flight;  // mean requests in flight over the bucket
+  // Mean requests in flight over the bucket.
+  std::vector<double> in_flight;
 };
 TimeSeries BuildTimeSeries(const RunResult& run, int64_t warmup_ns);
 
@@ -111,9 +114,10 @@ struct PeakCheck {
 };
 
 struct BenchReport {
-  std::vector<std::pair<std::string, std::string>>
-      config;              // echo, in display order
-  std::string started_at;  // wall clock, ISO 8601 (for humans)
+  // Echo, in display order.
+  std::vector<std::pair<std::string, std::string>> config;
+  // Wall clock, ISO 8601 (for humans).
+  std::string started_at;
   std::optional<PhaseStats> cold, warmup, measure;
   std::vector<ThresholdResult> thresholds;
   Validity validity;
@@ -125,8 +129,8 @@ struct BenchReport {
   double cpu_seconds = 0, wall_seconds = 0;
   uint64_t connections_opened = 0;
   bool interrupted = false;
-  std::optional<AbortInfo>
-      abort;  // an abort-on-fail threshold stopped the run early
+  // An abort-on-fail threshold stopped the run early.
+  std::optional<AbortInfo> abort;
   TimeSeries series;
   std::vector<std::pair<double, double>> cdf_ttft, cdf_e2e;
   std::string scrape_url;
@@ -168,11 +172,14 @@ std::string RenderRequestsJsonl(const RunResult& run,
 
 // ---- compare ----
 struct CompareOptions {
-  double latency_tolerance = 0.10;  // relative increase flagged as a regression
-  double latency_floor_us =
-      1000;  // ... only when it is also at least this large (noise)
-  double throughput_tolerance = 0.10;   // relative decrease flagged
-  double error_rate_tolerance = 0.001;  // absolute increase flagged
+  // Relative increase flagged as a regression.
+  double latency_tolerance = 0.10;
+  // ... only when it is also at least this large (noise).
+  double latency_floor_us = 1000;
+  // Relative decrease flagged.
+  double throughput_tolerance = 0.10;
+  // Absolute increase flagged.
+  double error_rate_tolerance = 0.001;
 };
 struct CompareRow {
   std::string metric;

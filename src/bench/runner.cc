@@ -12,7 +12,9 @@
 #include <memory>
 #include <optional>
 
-#include "api/openai.h"
+#include "api/error.h"
+#include "api/request.h"
+#include "api/response.h"
 #include "base/check.h"
 #include "base/logging.h"
 #include "bench/abort.h"
@@ -238,23 +240,28 @@ class Runner {
 
   std::vector<std::unique_ptr<Exchange>> exchanges_;
   std::vector<Exchange*> free_exchanges_;
-  std::vector<std::unique_ptr<UserState>>
-      users_;  // closed loop users / open loop sessions
-  std::vector<UserState*> idle_sessions_;  // open loop: sessions not in flight
-  std::vector<std::unique_ptr<http::Timer>>
-      user_timers_;  // closed loop, one per user
+  // Closed loop users / open loop sessions.
+  std::vector<std::unique_ptr<UserState>> users_;
+  // Open loop: sessions not in flight.
+  std::vector<UserState*> idle_sessions_;
+  // Closed loop, one per user.
+  std::vector<std::unique_ptr<http::Timer>> user_timers_;
   std::unique_ptr<ArrivalPlan> plan_;
   std::optional<int64_t> next_offset_;
-  int64_t last_arrival_ns_ = 0;       // t_sched of the previous arrival
-  int64_t involuntary_switches_ = 0;  // of the loop thread, at the last check
-  int64_t poll_allowed_after_ns_ =
-      0;                          // early wake + polling back off until then
-  bool arrival_polling_ = false;  // a PollArrival task is queued
-  std::deque<int64_t> waiting_;   // open loop arrivals behind the cap
+  // t_sched of the previous arrival.
+  int64_t last_arrival_ns_ = 0;
+  // Of the loop thread, at the last check.
+  int64_t involuntary_switches_ = 0;
+  // Early wake + polling back off until then.
+  int64_t poll_allowed_after_ns_ = 0;
+  // A PollArrival task is queued.
+  bool arrival_polling_ = false;
+  // Open loop arrivals behind the cap.
+  std::deque<int64_t> waiting_;
 
   int64_t start_ns_ = 0;
-  int64_t load_end_ns_ =
-      0;  // no new requests scheduled at or after this (0: none)
+  // No new requests scheduled at or after this (0: none).
+  int64_t load_end_ns_ = 0;
   int64_t hard_deadline_ns_ = 0;
   int64_t in_flight_ = 0;
   int64_t sent_ = 0;
@@ -267,9 +274,10 @@ class Runner {
   bool shutting_down_ = false;
   int64_t last_tick_ns_ = 0, last_tick_sent_ = 0, last_tick_done_ = 0;
   Histogram live_ttft_, live_e2e_;
-  std::unique_ptr<AbortMonitor>
-      abort_;                     // null without abort-on-fail thresholds
-  int64_t measure_start_ns_ = 0;  // t_sched of the first measured request
+  // Null without abort-on-fail thresholds.
+  std::unique_ptr<AbortMonitor> abort_;
+  // t_sched of the first measured request.
+  int64_t measure_start_ns_ = 0;
   int64_t next_abort_check_ns_ = 0;
   int64_t finished_since_abort_check_ = 0;
   friend class Exchange;
@@ -373,8 +381,8 @@ void Exchange::OnComplete(const http::TransportResult& result, int64_t t_ns) {
       f.parse_error = true;
       f.closed_early = false;
       if (status_ == 0)
-        f.status =
-            200;  // unparseable status line: a parse failure, not an abort
+        // Unparseable status line: a parse failure, not an abort.
+        f.status = 200;
       break;
     case http::TransportError::kClosedBeforeResponse:
     case http::TransportError::kClosedMidResponse:
@@ -392,8 +400,8 @@ void Exchange::OnComplete(const http::TransportResult& result, int64_t t_ns) {
   f.parse_error = f.parse_error || parse_error_;
   if (is_2xx_ && stream_ && !sse_ok_) {
     f.parse_error = true;
-    f.done_seen =
-        true;  // not an SSE stream at all: a parse failure, not an abort
+    // Not an SSE stream at all: a parse failure, not an abort.
+    f.done_seen = true;
     f.finish_seen = true;
     error_detail_ = "expected text/event-stream";
   }
@@ -421,7 +429,8 @@ void Exchange::OnComplete(const http::TransportResult& result, int64_t t_ns) {
   }
   r.error_detail = r.ok() ? std::string() : error_detail_;
 
-  // Token count (§9): server usage, else one token per content chunk.
+  // Token count (docs/METRICS.md#token-counts): server usage, else one token
+  // per content chunk.
   if (usage_) {
     if (usage_->completion_tokens >= 0) {
       r.usage_completion_tokens = usage_->completion_tokens;
@@ -904,8 +913,8 @@ Result<RunResult> Runner::Run() {
   result_.wall_seconds = static_cast<double>(http::NowNs() - wall0) / 1e9;
   result_.connections_opened = client_->stats().connections_opened;
   shutting_down_ = true;
-  client_.reset();  // cancels what is still in flight (interrupted or aborted
-                    // runs only)
+  // Cancels what is still in flight (interrupted or aborted runs only).
+  client_.reset();
   result_.records.reserve(records_.size());
   for (RequestRecord& r : records_) result_.records.push_back(std::move(r));
   records_.clear();

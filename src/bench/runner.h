@@ -4,7 +4,7 @@
 // lock-free and its cost per request is small and steady.
 //
 // Sequence: optional cold phase (the first request(s), sent alone and
-// reported separately, metrics.md §10), then the load timeline:
+// reported separately, docs/METRICS.md#phases), then the load timeline:
 // [warm-up | measurement], then a drain of in-flight requests.
 //
 // Open loop: arrivals follow an ArrivalPlan on an absolute schedule; with an

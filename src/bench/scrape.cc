@@ -141,8 +141,8 @@ void Scraper::Sample(http::Client& client, int64_t now_ns) {
 
 void Scraper::Ingest(std::string_view body, int64_t t_ns) {
   samples_++;
-  const double t =
-      static_cast<double>(t_ns) / 1e9;  // absolute; made relative in Series()
+  // Absolute; made relative in Series().
+  const double t = static_cast<double>(t_ns) / 1e9;
   for (PromSample& s : ParsePrometheusText(body)) {
     if (!Keep(s.name)) continue;
     std::string key = s.name + "{" + s.labels + "}";

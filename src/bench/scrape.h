@@ -32,9 +32,10 @@ std::vector<PromSample> ParsePrometheusText(std::string_view text,
 struct ScrapeSeries {
   std::string name;
   std::string labels;
-  bool counter = false;  // name ends in _total / _count / _sum / _seconds_total
-  std::vector<double>
-      t_s;  // seconds since the load timeline start (see Scraper::Series)
+  // Name ends in _total / _count / _sum / _seconds_total.
+  bool counter = false;
+  // Seconds since the load timeline start (see Scraper::Series).
+  std::vector<double> t_s;
   std::vector<double> value;
 };
 

@@ -1,4 +1,5 @@
-// Thresholds (SLO assertions) in the k6-like syntax of metrics.md §12:
+// Thresholds (SLO assertions) in the k6-like syntax of
+// docs/METRICS.md#thresholds:
 //
 //   <metric>[{tag:value}]: <aggregation><op><value>[unit] [, more ...]
 //
@@ -8,7 +9,8 @@
 // Latency trends (ttft, ttfo, ttft_sched, e2e, e2e_stream, e2e_sched, tpot,
 // ntpot, itl, dispatch_delay) take avg, min, max, med, p(N) and a time with
 // a unit; every trend except itl and dispatch_delay is judged on its
-// error-adjusted distribution (§7), so failed requests count as +inf.
+// error-adjusted distribution (docs/METRICS.md#error-adjusted-percentiles),
+// so failed requests count as +inf.
 // Error classes (errors, connect, timeout, http_429, http_4xx, http_5xx,
 // abort, parse) take rate (% or fraction) or count. Scalars (goodput,
 // good_fraction, completed_rps, output_tps, offered_rps, achieved_send_rps,
@@ -55,18 +57,20 @@ enum class Aggregation {
 };
 
 struct Threshold {
-  std::string source;  // the assertion as written, e.g. "e2e: p(99)<3s"
-  std::string
-      metric_key;  // canonical key, e.g. "e2e", "timeout", "good_fraction"
+  // The assertion as written, e.g. "e2e: p(99)<3s".
+  std::string source;
+  // Canonical key, e.g. "e2e", "timeout", "good_fraction".
+  std::string metric_key;
   Phase phase = Phase::kMeasure;
   Aggregation aggregation = Aggregation::kValue;
-  double percentile = 0;  // for kPercentile
+  // For kPercentile.
+  double percentile = 0;
   CompareOp op = CompareOp::kLt;
-  double value =
-      0;  // microseconds for trends; fraction for rates; plain otherwise
+  // Microseconds for trends; fraction for rates; plain otherwise.
+  double value = 0;
   bool abort_on_fail = false;
-  int64_t abort_delay_ns =
-      0;  // of the measurement phase, before a failing value aborts
+  // Of the measurement phase, before a failing value aborts.
+  int64_t abort_delay_ns = 0;
 };
 
 inline constexpr int64_t kDefaultAbortDelayNs = 10'000'000'000;

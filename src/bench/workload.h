@@ -29,7 +29,9 @@
 #include <string_view>
 #include <vector>
 
-#include "api/openai.h"
+#include "api/error.h"
+#include "api/request.h"
+#include "api/response.h"
 #include "base/result.h"
 #include "http/client.h"
 
@@ -53,30 +55,38 @@ struct TaskSpec {
   std::string name = "default";
   double weight = 1;
   api::ApiKind api = api::ApiKind::kChat;
-  std::string
-      endpoint;  // path relative to the base URL; empty: the API's default
+  // Path relative to the base URL; empty: the API's default.
+  std::string endpoint;
   bool stream = true;
   bool include_usage = true;
-  std::string model;  // empty: the run's --model
+  // Empty: the run's --model.
+  std::string model;
 
   enum class Source { kFixed, kSynthetic, kJsonl, kShareGpt };
   Source source = Source::kFixed;
-  std::vector<api::ChatMessage>
-      messages;               // fixed chat messages (may hold {{prompt}})
-  std::string prompt;         // fixed completions prompt (may hold {{prompt}})
-  std::string system_prompt;  // prepended for synthetic/jsonl/sharegpt chat
-  std::string file;           // jsonl / sharegpt path
-  LengthDist input_tokens;    // synthetic prompt length
-  std::optional<LengthDist>
-      output_tokens;  // sets max_tokens per request when given
-  bool pin_output_length =
-      false;  // also send ignore_eos + min_tokens = max_tokens
+  // Fixed chat messages (may hold {{prompt}}).
+  std::vector<api::ChatMessage> messages;
+  // Fixed completions prompt (may hold {{prompt}}).
+  std::string prompt;
+  // Prepended for synthetic/jsonl/sharegpt chat.
+  std::string system_prompt;
+  // JSONL or ShareGPT path.
+  std::string file;
+  // Synthetic prompt length.
+  LengthDist input_tokens;
+  // Sets max_tokens per request when given.
+  std::optional<LengthDist> output_tokens;
+  // Also send ignore_eos + min_tokens = max_tokens.
+  bool pin_output_length = false;
 
   api::SamplingParams sampling;
-  std::string extra_json;             // extra top-level request fields
-  std::vector<http::Header> headers;  // extra HTTP headers
+  // Extra top-level request fields.
+  std::string extra_json;
+  // Extra HTTP headers.
+  std::vector<http::Header> headers;
 
-  int turns = 1;  // > 1: multi-turn session
+  // > 1: multi-turn session.
+  int turns = 1;
   int64_t shared_prefix_tokens = 0;
   int prefix_groups = 1;
 };
@@ -94,15 +104,15 @@ struct UserState {
 };
 
 struct PreparedRequest {
-  http::ClientRequest
-      http;  // target and body set; common headers added by the runner
+  // Target and body set; common headers added by the runner.
+  http::ClientRequest http;
   int32_t task = 0;
   int32_t turn = 0;
   int64_t session = -1;
   bool stream = true;
   int64_t input_tokens_planned = -1;
-  bool keep_text =
-      false;  // the runner must pass the response text back (multi-turn)
+  // The runner must pass the response text back (multi-turn).
+  bool keep_text = false;
 };
 
 class Workload {

@@ -12,9 +12,9 @@
 #include "base/thread_pool.h"
 #include "cli/command_registry.h"
 #include "engine/generator.h"
+#include "model/chat/chat_prompt.h"
 #include "model/chat/chat_template.h"
 #include "model/tokenizer/tokenizer.h"
-#include "server/chat_prompt.h"
 
 namespace redline::cli {
 namespace {
@@ -25,7 +25,7 @@ struct RunFlags {
   std::string prompt_ids;
   bool print_ids = false;
   int threads = 0;
-  int64_t ctx = 4096;
+  int64_t ctx = 0;  // 0: min(the model's trained context, 4096)
   int64_t batch = 256;
   std::string kv_type = "f16";
   int32_t max_tokens = 128;
@@ -142,7 +142,7 @@ int RunRun(RunFlags f) {
       fmt::print(stderr, "run: {}\n", source.status().message());
       return 2;
     }
-    auto chat = server::ChatPrompt::Create(
+    auto chat = model::chat::ChatPrompt::Create(
         m, *source, f.chat_template.empty() ? "model" : f.chat_template);
     if (!chat.ok()) {
       fmt::print(stderr, "run: {}\n", chat.status().message());
@@ -175,8 +175,23 @@ int RunRun(RunFlags f) {
     fmt::print(stderr, "run: {}\n", kv_type.status().ToString());
     return 2;
   }
+  // Like serve: the trained context, capped at 4096, unless --ctx says.
+  const int64_t train_ctx = m.config().context_length_train;
+  if (f.ctx <= 0)
+    f.ctx = train_ctx > 0 ? std::min<int64_t>(train_ctx, 4096) : 4096;
+  if (train_ctx > 0 && f.ctx > train_ctx) {
+    fmt::print(stderr,
+               "run: warning: --ctx {} exceeds the model's trained context of "
+               "{} tokens; output past it is unreliable\n",
+               f.ctx, train_ctx);
+  }
   ThreadPool pool(f.threads);
-  engine::Generator gen(m, pool, f.ctx, f.batch, *kv_type);
+  auto created = engine::Generator::Create(m, pool, f.ctx, f.batch, *kv_type);
+  if (!created.ok()) {
+    fmt::print(stderr, "run: {}\n", created.status().message());
+    return 2;
+  }
+  engine::Generator& gen = **created;
   auto r = gen.Generate(prompt, f.sampling, [](std::string_view text, int32_t) {
     std::fwrite(text.data(), 1, text.size(), stdout);
     std::fflush(stdout);
@@ -221,7 +236,9 @@ void Setup(CLI::App& sub, int* exit_code) {
   sub.add_option("-n,--max-tokens", f->max_tokens,
                  "Tokens to generate at most (-1: until the context is full)")
       ->capture_default_str();
-  sub.add_option("-c,--ctx", f->ctx, "Context length in tokens (KV cache size)")
+  sub.add_option("-c,--ctx", f->ctx,
+                 "Context length in tokens (KV cache size; 0: min(model's "
+                 "trained context, 4096))")
       ->capture_default_str();
   sub.add_option("-b,--batch", f->batch, "Prefill batch size in tokens")
       ->capture_default_str();

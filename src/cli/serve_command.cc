@@ -24,9 +24,11 @@ int RunServe(server::ServerConfig config) {
     fmt::print(stderr, "serve: {}\n", s.message());
     return 2;
   }
-  if (!std::filesystem::exists(config.model_path)) {
-    fmt::print(stderr, "serve: model file not found: {}\n", config.model_path);
-    return 2;
+  for (const server::ModelSpec& m : config.models) {
+    if (!std::filesystem::exists(m.path)) {
+      fmt::print(stderr, "serve: model file not found: {}\n", m.path);
+      return 2;
+    }
   }
   if (config.host != "127.0.0.1" && config.host != "::1" &&
       config.host != "localhost" && config.api_keys.empty()) {
@@ -97,15 +99,37 @@ int RunServe(server::ServerConfig config) {
 // each `key = value` sets the option of that long name unless the command
 // line already gave it (command-line flags win). Keys may also sit in a
 // [serve] section. Unknown keys are an error (fail fast on misconfiguration).
-Status ApplyConfigFile(CLI::App& sub) {
+//
+// A file ending in .yaml or .yml is read as YAML instead: the same keys, plus
+// a `models:` list with per-model settings (server::ParseConfigYaml).
+Status ApplyConfigFile(CLI::App& sub, server::ServerConfig* config) {
   CLI::Option* config_opt = sub.get_config_ptr();
   if (config_opt == nullptr || config_opt->count() == 0) return Status::Ok();
   const std::string path = config_opt->as<std::string>();
   std::vector<CLI::ConfigItem> items;
-  try {
-    items = sub.get_config_formatter()->from_file(path);
-  } catch (const CLI::Error& e) {
-    return Status::InvalidArgument("--config " + path + ": " + e.what());
+  if (path.ends_with(".yaml") || path.ends_with(".yml")) {
+    std::vector<std::pair<std::string, std::vector<std::string>>> flags;
+    std::vector<server::ModelSpec> models;
+    RL_RETURN_IF_ERROR(server::ParseConfigYaml(path, &models, &flags));
+    for (auto& [key, values] : flags) {
+      CLI::ConfigItem item;
+      item.name = key;
+      item.inputs = std::move(values);
+      items.push_back(std::move(item));
+    }
+    if (!models.empty()) {
+      if (!config->model_paths.empty())
+        return Status::InvalidArgument(
+            "--config " + path +
+            ": give the models either with -m or under models:, not both");
+      config->models = std::move(models);
+    }
+  } else {
+    try {
+      items = sub.get_config_formatter()->from_file(path);
+    } catch (const CLI::Error& e) {
+      return Status::InvalidArgument("--config " + path + ": " + e.what());
+    }
   }
   for (const CLI::ConfigItem& item : items) {
     if (item.name == "++" || item.name == "--") continue;  // section markers
@@ -137,8 +161,9 @@ void Setup(CLI::App& sub, int* exit_code) {
   sub.set_config(
       "--config", "",
       "Read flags from this file (TOML/INI: one 'key = value' per line, key = "
-      "the long flag name, "
-      "e.g. port = 8080, api-key = [\"k1\", \"k2\"]); command-line flags win",
+      "the long flag name, e.g. port = 8080, api-key = [\"k1\", \"k2\"]; or "
+      "YAML (.yaml/.yml) with the same keys and a models: list, see "
+      "docs/SERVER.md); command-line flags win",
       false);
   server::VisitServerFlags(
       *config, [&sub](auto& field, std::string_view names,
@@ -155,7 +180,7 @@ void Setup(CLI::App& sub, int* exit_code) {
       });
   CLI::App* app = &sub;
   sub.callback([config, exit_code, app] {
-    if (Status s = ApplyConfigFile(*app); !s.ok()) {
+    if (Status s = ApplyConfigFile(*app, config.get()); !s.ok()) {
       fmt::print(stderr, "serve: {}\n", s.message());
       *exit_code = 2;
       return;

@@ -14,10 +14,10 @@
 #include <sstream>
 #include <string>
 
+#include "base/utf8.h"
 #include "cli/command_registry.h"
 #include "model/gguf/gguf.h"
 #include "model/tokenizer/tokenizer.h"
-#include "model/tokenizer/utf8.h"
 
 namespace redline::cli {
 namespace {
@@ -38,7 +38,7 @@ struct TokenizeFlags {
 std::string Quote(std::string_view piece) {
   std::string out = "'";
   for (size_t pos = 0; pos < piece.size();) {
-    const size_t len = model::utf8::CharLength(piece, pos);
+    const size_t len = utf8::CharLength(piece, pos);
     const auto c = static_cast<unsigned char>(piece[pos]);
     if (len > 1) {
       out.append(piece.substr(pos, len));  // a whole non-ASCII character

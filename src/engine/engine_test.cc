@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "engine/engine_test_model.h"
 #include "engine/generator.h"
 #include "model/arch/synthetic.h"
 
@@ -14,26 +15,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-const model::Model& TinyModel() {
-  static std::unique_ptr<model::Model> model = [] {
-    // One file per process: ctest runs the tests of this binary in parallel
-    // processes, which must not write the same file at once.
-    const std::string path = (std::filesystem::temp_directory_path() /
-                              ("redline_engine_test_tiny_q8_0_" +
-                               std::to_string(::getpid()) + ".gguf"))
-                                 .string();
-    ThreadPool pool(2);
-    auto spec = model::SyntheticPreset("tiny");
-    EXPECT_TRUE(
-        model::WriteSyntheticModel(*spec, kernels::DType::kQ8_0, 11, path, pool)
-            .ok());
-    auto m = model::Model::Load(path);
-    EXPECT_TRUE(m.ok()) << m.status().ToString();
-    std::filesystem::remove(path);  // the mapping stays valid
-    return std::move(m).value();
-  }();
-  return *model;
-}
+const model::Model& TinyModel() { return testing::TinyTestModel(); }
 
 model::SamplingParams Greedy(int max_tokens) {
   model::SamplingParams p;

@@ -1,16 +1,19 @@
 // Generator: runs one sequence from prompt to finish on the calling thread —
-// prefill (in batches), then decode steps with sampling, stop strings,
-// end-of-generation tokens and max tokens — and streams text as it goes.
-// `redline run` and tests use it directly; the server's engine loop batches
-// many sequences with the same parts.
+// prefill (in batches), then decode steps — and streams text as it goes.
+// `redline run` and tests use it directly. The per-token step (sampling,
+// detokenizing, stop strings, end-of-generation tokens, max tokens) is
+// engine::Sequence, the same code the server's Engine runs per slot, so both
+// produce the same tokens and text for the same request.
 //
-// Ownership: borrows the model and the pool; owns its KV cache.
-// Thread-safety: not thread-safe; one caller at a time.
+// Ownership: borrows the model and the pool; owns its KV cache
+// (model::KvCacheBytes(config, n_ctx, kv_type) bytes) and the transformer's
+// scratch. Thread-safety: not thread-safe; one caller at a time.
 #ifndef REDLINE_ENGINE_GENERATOR_H_
 #define REDLINE_ENGINE_GENERATOR_H_
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -43,8 +46,19 @@ struct GenerationResult {
 
 class Generator {
  public:
-  // n_ctx: context length (KV cache positions). batch_tokens: prefill chunk.
-  // kv_type: KV cache element type (see model::KvType).
+  // Checks n_ctx >= 1, batch_tokens >= 1 and that the KV cache fits in the
+  // memory available (/proc/meminfo MemAvailable; skipped when unreadable),
+  // then builds the generator. Errors: InvalidArgument (n_ctx or
+  // batch_tokens < 1), ResourceExhausted ("the KV cache for 1 slot x N tokens
+  // needs X; this machine has Y available (MemAvailable); lower --ctx", or
+  // the allocation itself failed).
+  static Result<std::unique_ptr<Generator>> Create(
+      const model::Model& model, ThreadPool& pool, int64_t n_ctx,
+      int64_t batch_tokens = 256, model::KvType kv_type = model::KvType::kF16);
+
+  // Without the checks of Create (an allocation failure throws
+  // std::bad_alloc). n_ctx: context length (KV cache positions).
+  // batch_tokens: prefill chunk. kv_type: KV cache element type.
   Generator(const model::Model& model, ThreadPool& pool, int64_t n_ctx,
             int64_t batch_tokens = 256,
             model::KvType kv_type = model::KvType::kF16);
@@ -53,14 +67,21 @@ class Generator {
 
   // Generates from `prompt` (token ids). on_text(piece, token) is called with
   // each piece of text that is final (UTF-8 complete, not part of a possible
-  // stop string); returning false cancels. Errors: InvalidArgument (bad
-  // params, empty prompt, bad ids), OutOfRange (prompt + max_tokens beyond
-  // n_ctx — never truncated silently).
+  // stop string); returning false cancels. Errors (as Engine::Submit, from
+  // ResolveRequest in sequence.h): InvalidArgument (bad params, empty prompt,
+  // bad ids), OutOfRange ("the prompt is too long: ..." or "max_tokens (K) is
+  // too large: ..." — never truncated silently), ResourceExhausted (out of
+  // memory in the forward pass).
   Result<GenerationResult> Generate(
       std::span<const int32_t> prompt, const model::SamplingParams& params,
       const std::function<bool(std::string_view, int32_t)>& on_text);
 
  private:
+  // Runs `tokens` at positions start_pos.. through the model into the cache;
+  // logits: [vocab_size] of the last token.
+  Status Forward(std::span<const int32_t> tokens, int64_t start_pos,
+                 std::span<float> logits);
+
   const model::Model& model_;
   model::Transformer transformer_;
   model::KvCache cache_;

@@ -35,6 +35,10 @@ struct EngineRequest {
   std::optional<Clock::time_point> deadline;
   // When the request arrived at the front end (for queue/TTFT timings).
   Clock::time_point arrival = Clock::now();
+  // A start-up warm-up request: served like any other, but its service time
+  // does not feed the admission estimate (admission.h), which a few
+  // tokens of warm-up would make look far too short.
+  bool warmup = false;
 };
 
 // Timings of a finished request, in milliseconds from `arrival`.

@@ -15,10 +15,12 @@ namespace redline::kernels {
 namespace {
 
 struct CpuFeatures {
-  bool avx2 = false;  // AVX2 + FMA + F16C, with OS-saved YMM state
-  bool avx512 =
-      false;         // AVX-512 F/BW/VL/DQ/VNNI + the above, OS-saved ZMM state
-  bool amx = false;  // AMX-TILE + AMX-INT8 + the above, tile state granted
+  // AVX2 + FMA + F16C, with OS-saved YMM state.
+  bool avx2 = false;
+  // AVX-512 F/BW/VL/DQ/VNNI + the above, OS-saved ZMM state.
+  bool avx512 = false;
+  // AMX-TILE + AMX-INT8 + the above, tile state granted.
+  bool amx = false;
 };
 
 uint64_t ReadXcr0() {

@@ -25,14 +25,17 @@ namespace redline::kernels {
 // 128-byte boundary) or of 16 scales never leave the buffer and read zeros
 // past `cols`.
 struct Q8Activations {
-  const int8_t* qs = nullptr;  // [n_tokens, qs_stride]: block b at qs + 32 * b
-  const float* d =
-      nullptr;  // [n_tokens, d_stride]: fp16-rounded block scale, as f32
+  // [n_tokens, qs_stride]: block b at qs + 32 * b.
+  const int8_t* qs = nullptr;
+  // [n_tokens, d_stride]: fp16-rounded block scale, as f32.
+  const float* d = nullptr;
   // [n_tokens, d_stride]: sum of each block's 32 qs (0 in the padding), for
   // kernels that offset one operand of vpdpbusd (see packed.h).
   const int32_t* s = nullptr;
-  int64_t qs_stride = 0;  // bytes; multiple of 128, >= cols + 64
-  int64_t d_stride = 0;   // floats; multiple of 16, >= cols / 32 + 16
+  // Bytes; multiple of 128, >= cols + 64.
+  int64_t qs_stride = 0;
+  // Floats; multiple of 16, >= cols / 32 + 16.
+  int64_t d_stride = 0;
 };
 
 // One MatMul call as the row kernels see it: y[t, r] = sum_c w[r, c] x[t, c].

@@ -25,9 +25,11 @@ void Add(const float* x, int64_t n, float* y);
 
 // How pairs of dimensions are rotated.
 enum class RopeStyle {
-  kNorm,  // pairs (2i, 2i+1): llama-family GGUF files (q/k permuted by the
-          // converter)
-  kNeox,  // pairs (i, i + head_dim/2): qwen2
+  // Pairs (2i, 2i+1): llama-family GGUF files (q/k permuted by the
+  // converter).
+  kNorm,
+  // Pairs (i, i + head_dim/2): qwen2.
+  kNeox,
 };
 
 // The rotation angles of position `pos`, rounded as ggml computes them (so

@@ -200,8 +200,8 @@ TEST_P(OpsTest, RopeRotatesTheDocumentedPairs) {
 TEST_P(OpsTest, AttentionHeadMatchesReference) {
   for (int64_t head_dim : {5, 64, 80, 128}) {
     for (int64_t n_kv : {1, 2, 7, 33, 300}) {
-      const int64_t kv_stride =
-          head_dim * 2 + 3;  // rows interleaved with other heads
+      // Rows interleaved with other heads.
+      const int64_t kv_stride = head_dim * 2 + 3;
       const std::vector<float> q = RandomFloats(head_dim, 9, -2.0f, 2.0f);
       const std::vector<float> k =
           RandomFloats(n_kv * kv_stride, 10, -2.0f, 2.0f);
@@ -240,8 +240,8 @@ std::vector<uint16_t> ToHalf(const std::vector<float>& x) {
 TEST_P(OpsTest, AttentionHeadF16MatchesReferenceAndExactAttention) {
   for (int64_t head_dim : {5, 64, 80, 128}) {
     for (int64_t n_kv : {1, 2, 7, 33, 300}) {
-      const int64_t kv_stride =
-          head_dim * 2 + 3;  // rows interleaved with other heads
+      // Rows interleaved with other heads.
+      const int64_t kv_stride = head_dim * 2 + 3;
       const std::vector<float> q = RandomFloats(head_dim, 9, -2.0f, 2.0f);
       const std::vector<uint16_t> k =
           ToHalf(RandomFloats(n_kv * kv_stride, 10, -2.0f, 2.0f));

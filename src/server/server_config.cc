@@ -1,10 +1,15 @@
 #include "server/server_config.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <type_traits>
+
+#include "base/thread_pool.h"
 
 namespace redline::server {
 namespace {
@@ -25,8 +30,23 @@ std::string Trim(std::string s) {
 }  // namespace
 
 Status FinalizeConfig(ServerConfig* c) {
-  if (c->model_path.empty())
-    return Status::InvalidArgument("--model is required");
+  if (c->models.empty()) {
+    if (c->model_paths.empty())
+      return Status::InvalidArgument(
+          "--model is required (a GGUF file; repeat -m for several models, or "
+          "list them under models: in a YAML --config)");
+    if (c->model_aliases.size() > c->model_paths.size())
+      return Status::InvalidArgument(fmt::format(
+          "--alias is given {} times but --model only {}: give one alias per "
+          "model, in the same order",
+          c->model_aliases.size(), c->model_paths.size()));
+    for (size_t i = 0; i < c->model_paths.size(); ++i) {
+      ModelSpec m;
+      m.path = c->model_paths[i];
+      if (i < c->model_aliases.size()) m.name = c->model_aliases[i];
+      c->models.push_back(std::move(m));
+    }
+  }
   if (c->port < 0 || c->port > 65535)
     return Status::InvalidArgument("--port must be in [0, 65535]");
   if (c->parallel < 1 || c->parallel > 256)
@@ -72,6 +92,71 @@ Status FinalizeConfig(ServerConfig* c) {
     if (k.empty())
       return Status::InvalidArgument("--api-key must not be empty");
   }
+  if (c->template_time_budget_ms < 1)
+    return Status::InvalidArgument("--template-time-budget must be >= 1");
+  if (c->template_memory_budget_mb < 1)
+    return Status::InvalidArgument("--template-memory-budget must be >= 1");
+  if (!(c->sampling.temperature >= 0))
+    return Status::InvalidArgument("--temp must be >= 0");
+  if (!(c->sampling.top_p > 0 && c->sampling.top_p <= 1))
+    return Status::InvalidArgument("--top-p must be in (0, 1]");
+  if (!(c->sampling.min_p >= 0 && c->sampling.min_p <= 1))
+    return Status::InvalidArgument("--min-p must be in [0, 1]");
+  if (c->sampling.top_k < -1)
+    return Status::InvalidArgument("--top-k must be >= -1");
+  if (!(c->sampling.repetition_penalty > 0))
+    return Status::InvalidArgument("--repeat-penalty must be > 0");
+  if (c->sampling.seed < -1)
+    return Status::InvalidArgument("--seed must be >= -1");
+
+  // Each model inherits what it does not set; the thread budget is split
+  // evenly between the models without a count of their own.
+  const int total_threads = c->threads > 0 ? c->threads : PhysicalCoreCount();
+  int explicit_threads = 0, shared = 0;
+  for (const ModelSpec& m : c->models) {
+    if (m.threads > 0) {
+      explicit_threads += m.threads;
+    } else {
+      ++shared;
+    }
+  }
+  const int share =
+      shared > 0 ? std::max(1, (total_threads - explicit_threads) / shared) : 0;
+  std::vector<std::string> names;
+  for (ModelSpec& m : c->models) {
+    if (m.path.empty())
+      return Status::InvalidArgument("every model needs a path (-m FILE)");
+    if (m.name.empty()) m.name = DefaultModelName(m.path);
+    if (m.threads <= 0) m.threads = share;
+    if (m.ctx_tokens == 0) m.ctx_tokens = c->ctx_tokens;
+    if (m.parallel == 0) m.parallel = c->parallel;
+    if (m.batch_tokens == 0) m.batch_tokens = c->batch_tokens;
+    if (m.kv_type.empty()) m.kv_type = c->kv_type;
+    if (m.chat_template_file.empty() && m.chat_template_name.empty()) {
+      m.chat_template_file = c->chat_template_file;
+      m.chat_template_name = c->chat_template_name;
+    }
+    const std::string where = "model '" + m.name + "'";
+    if (m.parallel < 1 || m.parallel > 256)
+      return Status::InvalidArgument(where + ": parallel must be in [1, 256]");
+    if (m.ctx_tokens != 0 && m.ctx_tokens < 16)
+      return Status::InvalidArgument(where + ": ctx must be 0 or >= 16");
+    if (m.batch_tokens < 1)
+      return Status::InvalidArgument(where + ": batch must be >= 1");
+    if (m.kv_type != "f16" && m.kv_type != "f32")
+      return Status::InvalidArgument(where +
+                                     ": kv-type must be \"f16\" or \"f32\"");
+    names.push_back(m.name);
+    for (const std::string& a : m.aliases) names.push_back(a);
+  }
+  std::sort(names.begin(), names.end());
+  for (size_t i = 1; i < names.size(); ++i) {
+    if (names[i] == names[i - 1])
+      return Status::InvalidArgument(
+          fmt::format("two models are served as '{}': give each its own "
+                      "--alias",
+                      names[i]));
+  }
   return Status::Ok();
 }
 
@@ -93,16 +178,108 @@ std::string DescribeConfig(ServerConfig config) {
     }
     out += fmt::format("  {} = {}\n", LongName(names), value);
   });
+  for (const ModelSpec& m : config.models) {
+    out += fmt::format(
+        "  model {}: {} (threads {}, ctx {}, parallel {}, batch {}, kv {}{})\n",
+        m.name, m.path, m.threads, m.ctx_tokens, m.parallel, m.batch_tokens,
+        m.kv_type,
+        m.aliases.empty()
+            ? std::string()
+            : fmt::format(", aliases {}", fmt::join(m.aliases, ",")));
+  }
   return out;
 }
 
-std::string ServedModelName(const ServerConfig& config) {
-  if (!config.model_alias.empty()) return config.model_alias;
-  std::string name = config.model_path;
+std::string DefaultModelName(std::string_view path) {
+  std::string name(path);
   const size_t slash = name.find_last_of('/');
   if (slash != std::string::npos) name = name.substr(slash + 1);
   if (name.size() > 5 && name.ends_with(".gguf")) name.resize(name.size() - 5);
   return name.empty() ? "model" : name;
+}
+
+Status ParseConfigYaml(
+    const std::string& path, std::vector<ModelSpec>* models,
+    std::vector<std::pair<std::string, std::vector<std::string>>>* flags) {
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(path);
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidArgument(
+        fmt::format("--config {}: {}", path, e.what()));
+  }
+  if (!root.IsMap())
+    return Status::InvalidArgument(
+        "--config " + path + ": the file must be a mapping of flag names");
+  auto where = [&](const YAML::Node& n, const std::string& key) {
+    return fmt::format("--config {}:{}: {}", path, n.Mark().line + 1, key);
+  };
+  try {
+    for (const auto& kv : root) {
+      const std::string key = kv.first.as<std::string>();
+      const YAML::Node& v = kv.second;
+      if (key != "models") {
+        std::vector<std::string> values;
+        if (v.IsSequence()) {
+          for (const auto& x : v) values.push_back(x.as<std::string>());
+        } else if (v.IsScalar()) {
+          values.push_back(v.as<std::string>());
+        } else {
+          return Status::InvalidArgument(where(v, key) +
+                                         " must be a value or a list");
+        }
+        flags->emplace_back(key, std::move(values));
+        continue;
+      }
+      if (!v.IsSequence())
+        return Status::InvalidArgument(where(v, key) +
+                                       " must be a list of models");
+      for (const auto& item : v) {
+        if (!item.IsMap())
+          return Status::InvalidArgument(where(item, "models") +
+                                         " items must be mappings");
+        ModelSpec m;
+        for (const auto& f : item) {
+          const std::string k = f.first.as<std::string>();
+          const YAML::Node& x = f.second;
+          if (k == "path" || k == "model") {
+            m.path = x.as<std::string>();
+          } else if (k == "name" || k == "alias") {
+            m.name = x.as<std::string>();
+          } else if (k == "aliases") {
+            for (const auto& a : x) m.aliases.push_back(a.as<std::string>());
+          } else if (k == "ctx" || k == "ctx-size") {
+            m.ctx_tokens = x.as<int64_t>();
+          } else if (k == "parallel") {
+            m.parallel = x.as<int>();
+          } else if (k == "threads") {
+            m.threads = x.as<int>();
+          } else if (k == "batch") {
+            m.batch_tokens = x.as<int64_t>();
+          } else if (k == "kv-type") {
+            m.kv_type = x.as<std::string>();
+          } else if (k == "chat-template") {
+            m.chat_template_name = x.as<std::string>();
+          } else if (k == "chat-template-file") {
+            m.chat_template_file = x.as<std::string>();
+          } else {
+            return Status::InvalidArgument(
+                where(f.first, "models." + k) +
+                ": unknown key (path, name, aliases, ctx, parallel, threads, "
+                "batch, kv-type, chat-template, chat-template-file)");
+          }
+        }
+        if (m.path.empty())
+          return Status::InvalidArgument(where(item, "models") +
+                                         ": a model needs a path");
+        models->push_back(std::move(m));
+      }
+    }
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidArgument(
+        fmt::format("--config {}:{}: {}", path, e.mark.line + 1, e.msg));
+  }
+  return Status::Ok();
 }
 
 }  // namespace redline::server

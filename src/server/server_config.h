@@ -4,7 +4,12 @@
 // text and kind; the CLI builds its options (and so `--help` and the config
 // file keys) from that list, and DescribeConfig prints the effective
 // configuration from the same list, so flags, config file and log never
-// disagree (style.md, practice 14).
+// disagree.
+//
+// Several models: `-m` (and `-a`) repeat, or the YAML config file has a
+// `models:` list (see ParseModelsYaml). FinalizeConfig turns either into
+// `models`, one ModelSpec per model, each inheriting the global engine
+// flags it does not set itself.
 //
 // Ownership: plain value. Thread-safety: thread-compatible.
 #ifndef REDLINE_SERVER_SERVER_CONFIG_H_
@@ -13,18 +18,51 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
 
 namespace redline::server {
 
-struct ServerConfig {
-  // --- Model ---
-  std::string model_path;
+// One served model. Zero/empty fields inherit the global flag of the same
+// name when FinalizeConfig runs.
+struct ModelSpec {
+  std::string path;
   // Name clients use in "model" and that /v1/models lists. Empty: the file
   // name without directory and ".gguf".
-  std::string model_alias;
+  std::string name;
+  std::vector<std::string> aliases;  // more names that route here
+  std::string chat_template_file;
+  std::string chat_template_name;
+  // Compute threads of this model's pool. 0: an even share of --threads
+  // (or of the physical cores), at least 1.
+  int threads = 0;
+  int64_t ctx_tokens = 0;
+  int parallel = 0;
+  int64_t batch_tokens = 0;
+  std::string kv_type;
+};
+
+// Applied to a request field that the request does not set (llama.cpp's
+// server defaults).
+struct SamplingDefaults {
+  double temperature = 0.8;
+  int64_t top_k = 40;
+  double top_p = 0.95;
+  double min_p = 0.05;
+  double repetition_penalty = 1.0;
+  int64_t seed = -1;  // -1: a random seed per request
+};
+
+struct ServerConfig {
+  // --- Model ---
+  // GGUF files (-m, repeatable) and their names (-a, repeatable, in the
+  // same order; missing ones default to the file name).
+  std::vector<std::string> model_paths;
+  std::vector<std::string> model_aliases;
+  // Filled by FinalizeConfig (or by the config file's models: list).
+  std::vector<ModelSpec> models;
   // Jinja chat template to use instead of the model's tokenizer.chat_template.
   std::string chat_template_file;
   // Built-in template by family name (chatml, llama3, ...) instead of the
@@ -53,12 +91,13 @@ struct ServerConfig {
   int64_t ctx_tokens = 0;  // context per slot; 0: min(training context, 4096)
   int parallel = 4;        // slots decoded together
   std::string kv_type = "f16";  // KV cache element type: "f16" or "f32"
-  int64_t batch_tokens =
-      256;  // tokens per forward step (decode + prefill chunks)
+  // Tokens per forward step (decode + prefill chunks).
+  int64_t batch_tokens = 256;
   int max_queued_requests = 64;
   // Bound on prompt tokens waiting for a slot. Sized as TTFT budget x
-  // prefill rate (serving.md §5): 32k tokens is ~3 s of prefill at ~10k
-  // tok/s for a small model; set it from `redline bench-model` for yours.
+  // prefill rate (docs/SERVING.md, admission): 32k tokens is ~3 s of
+  // prefill at ~10k tok/s for a small model; set it from `redline
+  // bench-model` for yours.
   int64_t max_queued_tokens = 32768;
   bool no_prefix_cache = false;
   // Admission by expected wait: a request whose estimated time to a slot
@@ -80,6 +119,11 @@ struct ServerConfig {
   double shutdown_grace_s = 30;
   // Upper bound on "n" (further bounded by --parallel).
   int max_n = 8;
+  // Budget of one chat-template render: a conversation (or a template)
+  // that would take longer or hold more is refused with 400.
+  int64_t template_time_budget_ms = 100;
+  int64_t template_memory_budget_mb = 64;
+  SamplingDefaults sampling;
 
   // --- Metrics ---
   // Prefix of Redline's own metric names. The default "redline_" passes
@@ -108,11 +152,13 @@ enum class FlagKind {
 // the config-file key. bool fields are switches.
 template <typename Visitor>
 void VisitServerFlags(ServerConfig& c, Visitor&& v) {
-  v(c.model_path, "-m,--model", "GGUF model file to serve",
-    FlagKind::kRequired);
-  v(c.model_alias, "-a,--alias",
+  v(c.model_paths, "-m,--model",
+    "GGUF model file to serve; repeat for several models (requests route by "
+    "\"model\")",
+    FlagKind::kOption);
+  v(c.model_aliases, "-a,--alias",
     "Model name served in /v1/models and accepted in \"model\" (default: file "
-    "name)",
+    "name); repeat in -m order",
     FlagKind::kOption);
   v(c.chat_template_file, "--chat-template-file",
     "Jinja chat template to use instead of the model's own", FlagKind::kOption);
@@ -145,7 +191,9 @@ void VisitServerFlags(ServerConfig& c, Visitor&& v) {
     FlagKind::kSecret);
   v(c.api_key_file, "--api-key-file",
     "File with one API key per line (added to --api-key)", FlagKind::kOption);
-  v(c.threads, "-t,--threads", "Compute threads (0: physical cores)",
+  v(c.threads, "-t,--threads",
+    "Compute threads in all (0: physical cores), split evenly between the "
+    "models that do not set their own",
     FlagKind::kOption);
   v(c.ctx_tokens, "-c,--ctx",
     "Context per slot in tokens, prompt + output (0: min(model's, 4096))",
@@ -188,6 +236,25 @@ void VisitServerFlags(ServerConfig& c, Visitor&& v) {
   v(c.max_n, "--max-n",
     "Largest \"n\" (choices per request) accepted; also at most --parallel",
     FlagKind::kOption);
+  v(c.template_time_budget_ms, "--template-time-budget",
+    "Milliseconds one chat-template render may take; longer ones get 400",
+    FlagKind::kOption);
+  v(c.template_memory_budget_mb, "--template-memory-budget",
+    "MiB one chat-template render may hold; more gets 400", FlagKind::kOption);
+  v(c.sampling.temperature, "--temp",
+    "Temperature for requests that send none (0: greedy)", FlagKind::kOption);
+  v(c.sampling.top_k, "--top-k", "top_k for requests that send none (0: off)",
+    FlagKind::kOption);
+  v(c.sampling.top_p, "--top-p", "top_p for requests that send none (1: off)",
+    FlagKind::kOption);
+  v(c.sampling.min_p, "--min-p", "min_p for requests that send none (0: off)",
+    FlagKind::kOption);
+  v(c.sampling.repetition_penalty, "--repeat-penalty",
+    "repetition_penalty for requests that send none (1: off)",
+    FlagKind::kOption);
+  v(c.sampling.seed, "--seed",
+    "Sampling seed for requests that send none (-1: random per request)",
+    FlagKind::kOption);
   v(c.metrics_prefix, "--metrics-prefix",
     "Prefix of metric names: \"redline_\" (default; passes promtool) or "
     "\"redline:\" (vLLM style, which promtool's lint rejects)",
@@ -202,8 +269,17 @@ Status FinalizeConfig(ServerConfig* config);
 // One "name = value" line per flag (keys masked), for the start-up log.
 std::string DescribeConfig(ServerConfig config);
 
-// The served model name: alias, else the file name without ".gguf".
-std::string ServedModelName(const ServerConfig& config);
+// The name a model file is served under by default: the file name without
+// directory and ".gguf".
+std::string DefaultModelName(std::string_view path);
+
+// Reads the `models:` list of a YAML config file into *models (each item:
+// path, name (or alias), aliases, ctx, parallel, threads, batch, kv-type,
+// chat-template, chat-template-file) and every other top-level key into
+// *flags as (long flag name, values). Errors name the file, line and key.
+Status ParseConfigYaml(
+    const std::string& path, std::vector<ModelSpec>* models,
+    std::vector<std::pair<std::string, std::vector<std::string>>>* flags);
 
 }  // namespace redline::server
 

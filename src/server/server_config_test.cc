@@ -12,22 +12,53 @@ namespace {
 
 TEST(ServerConfigTest, DefaultsAreSafe) {
   ServerConfig c;
-  c.model_path = "/models/smollm2-135m-q8_0.gguf";
+  c.model_paths = {"/models/smollm2-135m-q8_0.gguf"};
   ASSERT_TRUE(FinalizeConfig(&c).ok());
   EXPECT_EQ(c.host, "127.0.0.1");
-  EXPECT_EQ(ServedModelName(c), "smollm2-135m-q8_0");
-  c.model_alias = "smol";
-  EXPECT_EQ(ServedModelName(c), "smol");
+  ASSERT_EQ(c.models.size(), 1u);
+  EXPECT_EQ(c.models[0].name, "smollm2-135m-q8_0");
+  EXPECT_EQ(c.models[0].parallel, c.parallel);
+  EXPECT_GE(c.models[0].threads, 1);
+  ServerConfig a;
+  a.model_paths = {"/models/smollm2-135m-q8_0.gguf"};
+  a.model_aliases = {"smol"};
+  ASSERT_TRUE(FinalizeConfig(&a).ok());
+  EXPECT_EQ(a.models[0].name, "smol");
+}
+
+TEST(ServerConfigTest, SeveralModelsShareTheThreadBudget) {
+  ServerConfig c;
+  c.model_paths = {"a.gguf", "b.gguf", "c.gguf"};
+  c.threads = 8;
+  ASSERT_TRUE(FinalizeConfig(&c).ok());
+  ASSERT_EQ(c.models.size(), 3u);
+  for (const ModelSpec& m : c.models) EXPECT_EQ(m.threads, 2);
+  ServerConfig own;
+  own.threads = 8;
+  own.models = {ModelSpec{}, ModelSpec{}};
+  own.models[0].path = "a.gguf";
+  own.models[0].threads = 6;
+  own.models[1].path = "b.gguf";
+  ASSERT_TRUE(FinalizeConfig(&own).ok());
+  EXPECT_EQ(own.models[0].threads, 6);
+  EXPECT_EQ(own.models[1].threads, 2);
+  ServerConfig tight;
+  tight.model_paths = {"a.gguf", "b.gguf", "c.gguf"};
+  tight.threads = 2;
+  ASSERT_TRUE(FinalizeConfig(&tight).ok());
+  for (const ModelSpec& m : tight.models) EXPECT_EQ(m.threads, 1);
 }
 
 TEST(ServerConfigTest, RangesAreChecked) {
   auto bad = [](auto mutate) {
     ServerConfig c;
-    c.model_path = "m.gguf";
+    c.model_paths = {"m.gguf"};
     mutate(c);
     return FinalizeConfig(&c);
   };
-  EXPECT_FALSE(bad([](ServerConfig& c) { c.model_path.clear(); }).ok());
+  EXPECT_FALSE(bad([](ServerConfig& c) { c.model_paths.clear(); }).ok());
+  EXPECT_FALSE(bad([](ServerConfig& c) { c.sampling.top_p = 0; }).ok());
+  EXPECT_FALSE(bad([](ServerConfig& c) { c.sampling.temperature = -1; }).ok());
   EXPECT_FALSE(bad([](ServerConfig& c) { c.port = 70000; }).ok());
   EXPECT_FALSE(bad([](ServerConfig& c) { c.parallel = 0; }).ok());
   EXPECT_FALSE(bad([](ServerConfig& c) { c.sse_ping_interval_s = 0; }).ok());
@@ -42,7 +73,7 @@ TEST(ServerConfigTest, KeyFileAddsKeysAndDescribeMasksThem) {
   const std::string path = ::testing::TempDir() + "/keys.txt";
   std::ofstream(path) << "# comment\nsecret-one\n\n  secret-two  \n";
   ServerConfig c;
-  c.model_path = "m.gguf";
+  c.model_paths = {"m.gguf"};
   c.api_keys = {"secret-zero"};
   c.api_key_file = path;
   ASSERT_TRUE(FinalizeConfig(&c).ok());

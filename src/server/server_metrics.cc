@@ -1,5 +1,6 @@
 #include "server/server_metrics.h"
 
+#include <map>
 #include <string>
 
 namespace redline::server {
@@ -57,8 +58,55 @@ std::string_view EndpointName(Endpoint e) {
   return "other";
 }
 
-ServerMetrics::ServerMetrics(telemetry::Registry& r, std::string_view prefix,
-                             const std::string& model_name)
+// Registers each family once and hands the same family to every model that
+// asks for it by name.
+class MetricFamilies {
+ public:
+  explicit MetricFamilies(telemetry::Registry& r) : r_(r) {}
+
+  telemetry::CounterFamily& AddCounter(const std::string& name,
+                                       const std::string& help,
+                                       std::vector<std::string> labels) {
+    auto& f = counters_[name];
+    if (f == nullptr) f = &r_.AddCounter(name, help, std::move(labels));
+    return *f;
+  }
+  telemetry::GaugeFamily& AddGauge(const std::string& name,
+                                   const std::string& help,
+                                   std::vector<std::string> labels) {
+    auto& f = gauges_[name];
+    if (f == nullptr) f = &r_.AddGauge(name, help, std::move(labels));
+    return *f;
+  }
+  telemetry::HistogramFamily& AddHistogram(const std::string& name,
+                                           const std::string& help,
+                                           std::vector<std::string> labels,
+                                           std::vector<double> bounds) {
+    auto& f = histograms_[name];
+    if (f == nullptr)
+      f = &r_.AddHistogram(name, help, std::move(labels), std::move(bounds));
+    return *f;
+  }
+
+ private:
+  telemetry::Registry& r_;
+  std::map<std::string, telemetry::CounterFamily*> counters_;
+  std::map<std::string, telemetry::GaugeFamily*> gauges_;
+  std::map<std::string, telemetry::HistogramFamily*> histograms_;
+};
+
+ServerMetrics::ServerMetrics(telemetry::Registry& registry,
+                             std::string_view prefix,
+                             const std::vector<std::string>& model_names)
+    : families_(std::make_unique<MetricFamilies>(registry)) {
+  for (const std::string& name : model_names)
+    models_.push_back(std::make_unique<ModelMetrics>(*families_, prefix, name));
+}
+
+ServerMetrics::~ServerMetrics() = default;
+
+ModelMetrics::ModelMetrics(MetricFamilies& r, std::string_view prefix,
+                           const std::string& model_name)
     : model_name_(model_name) {
   const std::string p(prefix);
   const std::string& m = model_name;
@@ -214,19 +262,19 @@ ServerMetrics::ServerMetrics(telemetry::Registry& r, std::string_view prefix,
            .Labels({m});
 }
 
-void ServerMetrics::CountHttp(Endpoint endpoint, int status) {
+void ModelMetrics::CountHttp(Endpoint endpoint, int status) {
   http_requests_
       ->Labels({model_name_, EndpointName(endpoint), std::to_string(status)})
       .Increment();
 }
 
-telemetry::Counter& ServerMetrics::RequestSuccess(model::FinishReason reason) {
+telemetry::Counter& ModelMetrics::RequestSuccess(model::FinishReason reason) {
   return success_->Labels({model_name_, reason == model::FinishReason::kLength
                                             ? "length"
                                             : "stop"});
 }
 
-void ServerMetrics::SetPhase(Phase phase) {
+void ModelMetrics::SetPhase(Phase phase) {
   for (Phase ph : kAllPhases)
     phase_[static_cast<int>(ph)]->Set(ph == phase ? 1 : 0);
 }

@@ -1,7 +1,8 @@
 // ServerMetrics: every metric `redline serve` exports, registered once with
-// the children the hot path needs looked up in advance. docs/METRICS.md
-// documents each name; serving.md §6 is the convention (vLLM's names under
-// the "redline:" prefix, model_name label, a bucket at every SLO line).
+// the children the hot path needs looked up in advance, one set per served
+// model. docs/METRICS.md documents each name; docs/SERVING.md (metrics) is
+// the convention (vLLM's names under the "redline:" prefix, a model_name
+// label, a bucket at every SLO line).
 //
 // Ownership: the families live in the Registry passed to the constructor,
 // which must outlive this object. Thread-safety: all members are
@@ -10,12 +11,13 @@
 #define REDLINE_SERVER_SERVER_METRICS_H_
 
 #include <array>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "model/sampling/stop_matcher.h"
-#include "server/api_error.h"
+#include "server/error_class.h"
 #include "server/startup.h"
 #include "telemetry/metrics.h"
 
@@ -24,7 +26,7 @@ namespace redline::server {
 // Bucket bounds in seconds. Each list has a bound at every SLO line the
 // product talks about (0.1, 1, 2, 3 s) so `histogram_quantile` checks
 // against them are exact, and is at least as fine as vLLM's and
-// OpenTelemetry's lists (serving.md §6, §7).
+// OpenTelemetry's lists (docs/SERVING.md, metrics).
 // TTFT: vLLM's list plus 0.15-0.4, 1.5, 2, 3, 4, 15, 30, 60.
 std::vector<double> TtftBucketsSeconds();
 // ITL and TPOT: 1 ms steps below 10 ms for CPU decode, then vLLM's list.
@@ -55,13 +57,16 @@ enum class Endpoint {
 inline constexpr int kNumEndpoints = 11;
 std::string_view EndpointName(Endpoint e);
 
-class ServerMetrics {
+class MetricFamilies;
+
+// The metrics of one served model: every child carries its model_name.
+class ModelMetrics {
  public:
   // `prefix` is "redline:" or "redline_".
-  ServerMetrics(telemetry::Registry& registry, std::string_view prefix,
-                const std::string& model_name);
-  ServerMetrics(const ServerMetrics&) = delete;
-  ServerMetrics& operator=(const ServerMetrics&) = delete;
+  ModelMetrics(MetricFamilies& families, std::string_view prefix,
+               const std::string& model_name);
+  ModelMetrics(const ModelMetrics&) = delete;
+  ModelMetrics& operator=(const ModelMetrics&) = delete;
 
   // Counts a finished HTTP exchange (any route), by status code.
   void CountHttp(Endpoint endpoint, int status);
@@ -113,6 +118,26 @@ class ServerMetrics {
   telemetry::Histogram* e2e_cold_;
   telemetry::Histogram* e2e_warm_;
   std::array<telemetry::Gauge*, std::size(kAllPhases)> phase_;
+};
+
+// Every metric of the server: the families, registered once, and one
+// ModelMetrics per served model (in configuration order).
+class ServerMetrics {
+ public:
+  ServerMetrics(telemetry::Registry& registry, std::string_view prefix,
+                const std::vector<std::string>& model_names);
+  ~ServerMetrics();
+  ServerMetrics(const ServerMetrics&) = delete;
+  ServerMetrics& operator=(const ServerMetrics&) = delete;
+
+  ModelMetrics& model(size_t index) { return *models_[index]; }
+  // Routes that are not about one model (probes, /metrics, unknown routes,
+  // HTTP parse errors) are counted under the first model.
+  ModelMetrics& server() { return *models_[0]; }
+
+ private:
+  std::unique_ptr<MetricFamilies> families_;
+  std::vector<std::unique_ptr<ModelMetrics>> models_;
 };
 
 }  // namespace redline::server

@@ -1,5 +1,5 @@
 // StartupTracker: the server's lifecycle phase and start-up progress, as
-// /startupz, /readyz, /health and the metrics report them (serving.md §5).
+// /startupz, /readyz, /health and the metrics report them (docs/SERVING.md, probes).
 //
 //   starting -> loading -> warming -> ready -> draining
 //   loading or warming -> failed (the reason is kept)

@@ -3,12 +3,13 @@
 // serves it.
 //
 //   telemetry::Registry registry;
-//   auto& requests = registry.AddCounter("redline:request_success_total",
+//   auto& requests = registry.AddCounter("redline_request_success_total",
 //                                        "Requests that finished",
 //                                        {"model_name", "finished_reason"});
-//   telemetry::Counter& ok_stop = requests.Labels({"smollm2", "stop"});  //
-//   cache the child ok_stop.Increment(); std::string text =
-//   registry.RenderText();
+//   // Look the child up once and keep the reference.
+//   telemetry::Counter& ok_stop = requests.Labels({"smollm2", "stop"});
+//   ok_stop.Increment();
+//   std::string text = registry.RenderText();
 //
 // Model: a family (one metric name, one type, fixed label names) holds one
 // child per combination of label values. Children are created on first use
@@ -90,8 +91,9 @@ class Histogram {
   void Observe(double value);
 
   struct Snapshot {
-    std::vector<uint64_t>
-        cumulative;  // [upper_bounds.size() + 1], last = +Inf = count
+    // Cumulative bucket counts, upper_bounds.size() + 1 of them; the last
+    // (+Inf) equals count.
+    std::vector<uint64_t> cumulative;
     double sum = 0;
     uint64_t count = 0;
   };
@@ -99,8 +101,8 @@ class Histogram {
 
  private:
   std::span<const double> upper_bounds_;
-  std::unique_ptr<std::atomic<uint64_t>[]>
-      counts_;  // per bucket, not cumulative
+  // One count per bucket (not cumulative), upper_bounds_.size() + 1.
+  std::unique_ptr<std::atomic<uint64_t>[]> counts_;
   std::atomic<double> sum_{0.0};
 };
 
@@ -153,9 +155,10 @@ class Family final : public FamilyBase {
 
  private:
   mutable std::mutex mu_;
-  std::map<std::vector<std::string>, std::unique_ptr<Metric>>
-      children_;                            // guarded by mu_
-  const std::vector<double> upper_bounds_;  // histograms only
+  // Guarded by mu_.
+  std::map<std::vector<std::string>, std::unique_ptr<Metric>> children_;
+  // Histograms only.
+  const std::vector<double> upper_bounds_{};
 };
 
 using CounterFamily = Family<Counter>;

@@ -16,12 +16,17 @@
 namespace redline::telemetry {
 
 struct ProcessStats {
-  double cpu_seconds = 0;      // user + system time of every thread
-  int64_t resident_bytes = 0;  // RSS
-  int64_t virtual_bytes = 0;   // address-space size
+  // User + system time of every thread.
+  double cpu_seconds = 0;
+  // RSS.
+  int64_t resident_bytes = 0;
+  // Address-space size.
+  int64_t virtual_bytes = 0;
   int64_t open_fds = 0;
-  int64_t max_fds = 0;            // soft RLIMIT_NOFILE
-  double start_time_seconds = 0;  // Unix time the process started
+  // Soft RLIMIT_NOFILE.
+  int64_t max_fds = 0;
+  // Unix time the process started.
+  double start_time_seconds = 0;
 };
 
 // Errors: Unimplemented where /proc is absent (not Linux), IoError when a

@@ -114,7 +114,7 @@ class BenchAgainstServerTest : public ::testing::Test {
   // The in-process server; returns its port (0 on failure).
   uint16_t StartServer() {
     server::ServerConfig c;
-    c.model_path = model_path_;
+    c.model_paths = {model_path_};
     c.port = 0;
     c.threads = 1;
     c.parallel = 4;

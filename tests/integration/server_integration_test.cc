@@ -154,7 +154,7 @@ class ServerTest : public ::testing::Test {
 
   ServerConfig BaseConfig() {
     ServerConfig c;
-    c.model_path = model_path_;
+    c.model_paths = {model_path_};
     c.port = 0;
     c.threads = 2;
     c.parallel = 4;
@@ -780,8 +780,8 @@ TEST_F(ServerTest, ReadyzGoes503To200WhileStartupProgressRises) {
 
 TEST_F(ServerTest, GracefulShutdownFinishesInFlightStreams) {
   ServerConfig c = BaseConfig();
-  c.shutdown_grace_s =
-      120;  // generous: the stream must finish, even on a busy machine
+  // Generous: the stream must finish, even on a busy machine.
+  c.shutdown_grace_s = 120;
   Start(c);
   TestConnection conn;
   ASSERT_TRUE(conn.Connect(port_));

@@ -5,13 +5,25 @@
 #include <algorithm>
 #include <future>
 
-#include "api/openai.h"
+#include "api/error.h"
+#include "api/request.h"
+#include "api/response.h"
 #include "bench/units.h"
 #include "http/sse.h"
 
 namespace redline::bench::testing {
 
 namespace {
+
+// An error body's fields as the fake server sends them.
+api::ApiError FakeError(std::string message, std::string type,
+                        std::string code) {
+  api::ApiError e;
+  e.message = std::move(message);
+  e.type = std::move(type);
+  e.code = std::move(code);
+  return e;
+}
 
 constexpr int64_t kUs = 1000;
 
@@ -134,8 +146,8 @@ struct FakeOpenAiServer::Stream
       return;
     }
     if (next >= total() && total() > 0) {
-      Step();  // the trailer (finish, usage, [DONE]) follows the last chunk at
-               // once
+      // The trailer (finish, usage, [DONE]) follows the last chunk at once.
+      Step();
       return;
     }
     const int64_t due = ChunkTime(next);
@@ -171,8 +183,8 @@ struct FakeOpenAiServer::Stream
     if (j == plan.stall_after)
       return;  // keep the connection open, send nothing
     if (j == plan.error_after) {
-      Write(http::SseData(
-          api::BuildErrorBody({"injected failure", "server_error", "500"})));
+      Write(http::SseData(api::BuildErrorBody(
+          FakeError("injected failure", "server_error", "500"))));
       writer->End();
       RecordDone(http::NowNs(), 0);
       Done();
@@ -180,16 +192,16 @@ struct FakeOpenAiServer::Stream
     }
     if (j == plan.bad_json_after) Write("data: {\"choices\": [ oops\n\n");
     if (j < total()) {
-      api::ChunkFields f;
+      api::ChunkChoice f;
       const std::string word = fmt::format(" w{}", j);
       if (j < plan.reasoning) {
         f.reasoning = word;
-        if (kind == api::ApiKind::kCompletions) f.content = word;
+        if (kind == api::ApiKind::kCompletions) f.text = word;
       } else {
-        f.content = word;
+        f.text = word;
       }
       const int64_t t = http::NowNs();
-      Write(http::SseData(api::BuildChunk(kind, id, f)));
+      Write(http::SseData(api::BuildChunk(kind, id, {f})));
       RecordChunk(t);
       next++;
       Arm();
@@ -199,17 +211,15 @@ struct FakeOpenAiServer::Stream
     const int64_t tokens =
         static_cast<int64_t>(total()) * plan.tokens_per_chunk;
     if (!plan.no_finish) {
-      api::ChunkFields f;
+      api::ChunkChoice f;
       f.finish_reason = "stop";
-      Write(http::SseData(api::BuildChunk(kind, id, f)));
+      Write(http::SseData(api::BuildChunk(kind, id, {f})));
     }
     if (include_usage && plan.usage) {
-      api::ChunkFields f;
       api::Usage u;
       u.prompt_tokens = prompt_tokens;
       u.completion_tokens = tokens;
-      f.usage = u;
-      Write(http::SseData(api::BuildChunk(kind, id, f)));
+      Write(http::SseData(api::BuildChunk(kind, id, {}, &u)));
     }
     if (!plan.no_done) Write(http::SseData("[DONE]"));
     writer->End();
@@ -287,9 +297,9 @@ void FakeOpenAiServer::Handle(http::ServerRequest&& request,
               "fake_kv_cache_usage_ratio 0.{}\n",
               n, n % 7, n % 10));
     } else {
-      writer->Respond(
-          404, {{"Content-Type", "application/json"}},
-          api::BuildErrorBody({"no route", "invalid_request_error", "404"}));
+      writer->Respond(404, {{"Content-Type", "application/json"}},
+                      api::BuildErrorBody(FakeError(
+                          "no route", "invalid_request_error", "404")));
     }
     return;
   }
@@ -299,9 +309,10 @@ void FakeOpenAiServer::Handle(http::ServerRequest&& request,
     // Header values override the default plan key by key.
     auto parsed = FakePlan::Parse(h, options_.default_plan);
     if (!parsed.ok()) {
-      writer->Respond(400, {{"Content-Type", "application/json"}},
-                      api::BuildErrorBody({parsed.status().message(),
-                                           "invalid_request_error", "400"}));
+      writer->Respond(
+          400, {{"Content-Type", "application/json"}},
+          api::BuildErrorBody(FakeError(parsed.status().message(),
+                                        "invalid_request_error", "400")));
       return;
     }
     plan = *parsed;
@@ -312,18 +323,19 @@ void FakeOpenAiServer::Handle(http::ServerRequest&& request,
   const bool completions =
       !chat && path.find("completions") != std::string_view::npos;
   if (!chat && !completions) {
-    writer->Respond(
-        404, {{"Content-Type", "application/json"}},
-        api::BuildErrorBody({"no route", "invalid_request_error", "404"}));
+    writer->Respond(404, {{"Content-Type", "application/json"}},
+                    api::BuildErrorBody(
+                        FakeError("no route", "invalid_request_error", "404")));
     return;
   }
   const api::ApiKind kind =
       chat ? api::ApiKind::kChat : api::ApiKind::kCompletions;
   auto parsed = api::ParseRequest(request.body, kind);
   if (!parsed.ok()) {
-    writer->Respond(400, {{"Content-Type", "application/json"}},
-                    api::BuildErrorBody({parsed.status().message(),
-                                         "invalid_request_error", "400"}));
+    writer->Respond(
+        400, {{"Content-Type", "application/json"}},
+        api::BuildErrorBody(FakeError(parsed.status().message(),
+                                      "invalid_request_error", "400")));
     return;
   }
 
@@ -365,8 +377,8 @@ void FakeOpenAiServer::Handle(http::ServerRequest&& request,
       if (!self) return;
       self->writer->Respond(
           self->plan.status, {{"Content-Type", "application/json"}},
-          api::BuildErrorBody({"injected status", "server_error",
-                               std::to_string(self->plan.status)}));
+          api::BuildErrorBody(FakeError("injected status", "server_error",
+                                        std::to_string(self->plan.status))));
       self->RecordDone(http::NowNs(), 0);
       self->Done();
     };
@@ -388,9 +400,12 @@ void FakeOpenAiServer::Handle(http::ServerRequest&& request,
       u.prompt_tokens = self->prompt_tokens;
       u.completion_tokens =
           static_cast<int64_t>(n) * self->plan.tokens_per_chunk;
+      api::FinalChoice choice;
+      choice.text = std::move(content);
+      choice.finish_reason = "stop";
       self->writer->Respond(
           200, {{"Content-Type", "application/json"}},
-          api::BuildResponse(self->kind, self->id, content, "stop", u));
+          api::BuildResponse(self->kind, self->id, {choice}, u));
       self->RecordDone(http::NowNs(), u.completion_tokens);
       self->Done();
     };
@@ -406,10 +421,9 @@ void FakeOpenAiServer::Handle(http::ServerRequest&& request,
                             {"Cache-Control", "no-cache"},
                             {"X-Accel-Buffering", "no"}});
   if (kind == api::ApiKind::kChat) {
-    api::ChunkFields role;
-    role.role = "assistant";
-    role.content = "";
-    s->Write(http::SseData(api::BuildChunk(kind, s->id, role)));
+    api::ChunkChoice role;
+    role.role = true;
+    s->Write(http::SseData(api::BuildChunk(kind, s->id, {role})));
   }
   s->Arm();
 }

@@ -7,10 +7,10 @@
 // when each content/reasoning chunk was written), so tests can compare what
 // bench measured with what actually happened.
 //
-// Chunks follow serving.md §3: role chunk (content ""), content chunks (one
-// token each unless tokens_per_chunk > 1), finish chunk, usage chunk when the
-// request asked for include_usage, then data: [DONE]. The schedule is
-// absolute from request arrival: chunk j (0-based) is written at
+// Chunks follow docs/SERVING.md#streaming: role chunk (content ""), content
+// chunks (one token each unless tokens_per_chunk > 1), finish chunk, usage
+// chunk when the request asked for include_usage, then data: [DONE]. The
+// schedule is absolute from request arrival: chunk j (0-based) is written at
 // t_received + ttft + j * gap.
 //
 // Threading: runs its own EventLoop on a background thread. Start/Stop from
@@ -35,26 +35,36 @@
 namespace redline::bench::testing {
 
 struct FakePlan {
-  int64_t ttft_us = 0;  // request parsed -> first content/reasoning chunk
-  int64_t gap_us = 0;   // between chunks
-  int tokens = 4;       // content chunks
-  int reasoning = 0;    // reasoning chunks before the content
-  int tokens_per_chunk =
-      1;             // usage.completion_tokens = (tokens + reasoning) * this
-  int status = 200;  // non-2xx: an OpenAI error body, no stream
-  int disconnect_after =
-      -1;  // >= 0: close the connection after this many chunks
-  int error_after =
-      -1;  // >= 0: send an in-stream error after this many chunks, then end
-  int bad_json_after =
-      -1;  // >= 0: send a malformed chunk after this many chunks
-  int stall_after =
-      -1;  // >= 0: stop sending (keep the connection) after this many chunks
-  bool no_done = false;    // end the stream without data: [DONE]
-  bool no_finish = false;  // no finish_reason chunk
-  bool usage = true;       // honour stream_options.include_usage
-  int64_t ping_us = 0;     // > 0: SSE comment every ping_us while waiting
-  bool drop_before_headers = false;  // close the connection without answering
+  // Request parsed -> first content/reasoning chunk.
+  int64_t ttft_us = 0;
+  // Between chunks.
+  int64_t gap_us = 0;
+  // Content chunks.
+  int tokens = 4;
+  // Reasoning chunks before the content.
+  int reasoning = 0;
+  // usage.completion_tokens = (tokens + reasoning) * this.
+  int tokens_per_chunk = 1;
+  // Non-2xx: an OpenAI error body, no stream.
+  int status = 200;
+  // >= 0: close the connection after this many chunks.
+  int disconnect_after = -1;
+  // >= 0: send an in-stream error after this many chunks, then end.
+  int error_after = -1;
+  // >= 0: send a malformed chunk after this many chunks.
+  int bad_json_after = -1;
+  // >= 0: stop sending (keep the connection) after this many chunks.
+  int stall_after = -1;
+  // End the stream without data: [DONE]
+  bool no_done = false;
+  // No finish_reason chunk.
+  bool no_finish = false;
+  // Honour stream_options.include_usage.
+  bool usage = true;
+  // > 0: SSE comment every ping_us while waiting.
+  int64_t ping_us = 0;
+  // Close the connection without answering.
+  bool drop_before_headers = false;
 
   // Parses "ttft=120ms;gap=20ms;tokens=16;status=503;no_done=1" (durations
   // need a unit) on top of `base`. Unknown keys are errors.
@@ -64,12 +74,14 @@ struct FakePlan {
 struct FakeTruth {
   uint64_t index = 0;
   int64_t t_received_ns = 0;
-  std::vector<int64_t>
-      chunk_write_ns;     // content and reasoning chunks, in order
-  int64_t t_done_ns = 0;  // [DONE] (or the full body) written
+  // Content and reasoning chunks, in order.
+  std::vector<int64_t> chunk_write_ns;
+  // [DONE] (or the full body) written.
+  int64_t t_done_ns = 0;
   int64_t completion_tokens = 0;
   std::string path;
-  std::string body;  // the request body
+  // The request body.
+  std::string body;
 };
 
 struct FakeServerOptions {
@@ -95,7 +107,8 @@ class FakeOpenAiServer {
   void Stop();
 
   uint16_t port() const { return port_; }
-  std::string BaseUrl() const;  // "http://127.0.0.1:<port>/v1" (https with TLS)
+  // "http://127.0.0.1:<port>/v1" (https with TLS).
+  std::string BaseUrl() const;
   std::vector<FakeTruth> Truths() const;
   uint64_t requests() const;
 
@@ -111,9 +124,10 @@ class FakeOpenAiServer {
   uint16_t port_ = 0;
   mutable std::mutex mu_;
   std::vector<FakeTruth> truths_;
-  uint64_t next_index_ = 0;  // loop thread only
-  std::unordered_map<Stream*, std::shared_ptr<Stream>>
-      streams_;  // loop thread only
+  // Loop thread only.
+  uint64_t next_index_ = 0;
+  // Loop thread only.
+  std::unordered_map<Stream*, std::shared_ptr<Stream>> streams_;
   std::unique_ptr<http::Timer> keepalive_;
 };
 

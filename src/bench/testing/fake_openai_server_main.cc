@@ -1,7 +1,7 @@
 // fake_openai_server: runs the deterministic fake OpenAI server in the
 // foreground (for manual runs and side-by-side load tool comparisons).
 //   fake_openai_server --port 8000 --plan "ttft=100ms;gap=20ms;tokens=32"
-//   [--threads 4] [--startup-delay-ms 500]
+//       [--threads 4] [--startup-delay-ms 500]
 #include <algorithm>
 #include <csignal>
 #include <cstdio>

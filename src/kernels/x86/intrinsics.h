@@ -1,5 +1,7 @@
-// Includes <immintrin.h> for the x86/ ISA translation units only (never from
-// a shared header: style.md keeps intrinsics out of them).
+// Includes <immintrin.h> for the x86/ ISA translation units only, never from
+// a shared header: shared headers hold no code that needs an ISA, because an
+// inline function there, compiled in an ISA unit with its flags, may be the
+// copy the linker keeps for baseline callers too (kernels/kernel_table.h).
 //
 // GCC 12 reports -Wmaybe-uninitialized inside its own AVX-512 headers
 // (_mm512_undefined_* initialise a variable from itself, used by the

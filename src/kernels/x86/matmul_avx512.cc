@@ -182,14 +182,15 @@ template <>
 struct QuantTraits<DType::kQ8_0> {
   static constexpr int64_t kBlockBytes = kQ8BlockBytes;
   static constexpr int kUnitBlocks = 2;
-  static constexpr char kOffset =
-      static_cast<char>(128);  // the u8 operand is w + 128
+  // The u8 operand is w + 128.
+  static constexpr char kOffset = static_cast<char>(128);
 };
 template <>
 struct QuantTraits<DType::kQ4_0> {
   static constexpr int64_t kBlockBytes = kQ4BlockBytes;
   static constexpr int kUnitBlocks = 4;
-  static constexpr char kOffset = 8;  // the u8 operand is the nibble w + 8
+  // The u8 operand is the nibble w + 8.
+  static constexpr char kOffset = 8;
 };
 
 // f32 scales of blocks [0, n) of a weight row (n <= 16); lanes >= n are 0.
@@ -226,12 +227,11 @@ inline WeightUnit LoadWeightUnit(const uint8_t* block, int64_t n) {
   if constexpr (kType == DType::kQ8_0) {
     const __m256i lo =
         _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + 2));
+    // Without a second block, 0x80 bytes: w = 0 after the flip below.
     const __m256i hi =
-        kFull || n > 1
-            ? _mm256_loadu_si256(
-                  reinterpret_cast<const __m256i*>(block + kQ8BlockBytes + 2))
-            : _mm256_set1_epi8(
-                  static_cast<char>(0x80));  // w = 0 after the flip below
+        kFull || n > 1 ? _mm256_loadu_si256(reinterpret_cast<const __m256i*>(
+                             block + kQ8BlockBytes + 2))
+                       : _mm256_set1_epi8(static_cast<char>(0x80));
     u.a =
         _mm512_xor_si512(_mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1),
                          _mm512_set1_epi8(static_cast<char>(0x80)));

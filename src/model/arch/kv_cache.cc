@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #include "base/float16.h"
+#include "model/arch/model_config.h"
 
 namespace redline::model {
 
@@ -21,6 +23,18 @@ Result<KvType> ParseKvType(std::string_view name) {
 }
 
 int64_t KvTypeBytes(KvType type) { return type == KvType::kF16 ? 2 : 4; }
+
+int64_t KvCacheBytes(const ModelConfig& config, int64_t n_ctx, KvType type) {
+  if (n_ctx <= 0) return 0;
+  const int64_t factors[] = {2, config.block_count, n_ctx, config.kv_dim(),
+                             KvTypeBytes(type)};
+  int64_t bytes = 1;
+  for (int64_t f : factors) {
+    if (f <= 0) return 0;
+    if (__builtin_mul_overflow(bytes, f, &bytes)) return INT64_MAX;
+  }
+  return bytes;
+}
 
 KvCache::KvCache(int64_t n_layer, int64_t n_ctx, int64_t kv_dim, KvType type)
     : n_layer_(n_layer),

@@ -32,6 +32,15 @@ std::string_view KvTypeName(KvType type);  // "f32", "f16"
 Result<KvType> ParseKvType(std::string_view name);
 int64_t KvTypeBytes(KvType type);  // bytes per element: 4 or 2
 
+struct ModelConfig;
+
+// Bytes one KvCache of `config`'s shape holds for n_ctx positions:
+// 2 (K and V) * block_count * n_ctx * kv_dim * KvTypeBytes(type), what
+// KvCache::SizeBytes() reports once allocated. Lets callers refuse a context
+// that cannot fit before allocating it. 0 for n_ctx <= 0; INT64_MAX when the
+// product overflows int64. Cost: O(1), allocates nothing.
+int64_t KvCacheBytes(const ModelConfig& config, int64_t n_ctx, KvType type);
+
 class KvCache {
  public:
   // Cost: 2 * n_layer * n_ctx * kv_dim * KvTypeBytes(type) bytes.

@@ -1,8 +1,8 @@
 // Transformer: the forward pass of llama- and qwen2-style decoders.
 //
 // Per layer (pre-norm):
-//   h  = x + Wo * Attention(RoPE(Wq*RmsNorm(x) + bq), RoPE(Wk*.. + bk), Wv*.. +
-//   bv) x' = h + Wdown * (SiLU(Wgate*RmsNorm(h)) * (Wup*RmsNorm(h)))
+//   h  = x + Wo * Attention(RoPE(Wq*RmsNorm(x) + bq), RoPE(Wk*.. + bk), Wv*.. + bv)
+//   x' = h + Wdown * (SiLU(Wgate*RmsNorm(h)) * (Wup*RmsNorm(h)))
 // then RmsNorm and the output projection (the token embedding when tied).
 //
 // One call runs a batch of tokens that may belong to different sequences

@@ -1,6 +1,8 @@
 #include "model/chat/chat_template.h"
 
 #include <chrono>
+#include <new>
+#include <stdexcept>
 #include <utility>
 
 #include "model/chat/jinja_interpreter.h"
@@ -37,6 +39,20 @@ Result<ChatTemplate> ChatTemplate::Parse(std::string source) {
 
 Result<std::string> ChatTemplate::Render(
     const ChatTemplateInputs& inputs) const {
+  // Converting huge inputs can run out of memory too; no exception leaves
+  // a render.
+  try {
+    return RenderChecked(inputs);
+  } catch (const std::bad_alloc&) {
+    return Status::ResourceExhausted("chat template ran out of memory");
+  } catch (const std::length_error&) {
+    return Status::ResourceExhausted(
+        "chat template built a string or list too long to hold");
+  }
+}
+
+Result<std::string> ChatTemplate::RenderChecked(
+    const ChatTemplateInputs& inputs) const {
   jinja::Dict vars;
   RL_ASSIGN_OR_RETURN(jinja::Value messages,
                       JsonArg(inputs.messages, inputs.limits, "messages"));
@@ -62,6 +78,7 @@ Result<std::string> ChatTemplate::Render(
   }
   jinja::RenderOptions options;
   options.limits = inputs.limits;
+  options.budget = inputs.budget;
   options.now = inputs.now ? *inputs.now : LocalNow();
   return template_->Render(vars, options);
 }

@@ -22,7 +22,10 @@
 //  * Render, the template's own expression failed under Jinja2 semantics:
 //    InvalidArgument "line N: <PythonError>: <message>", e.g.
 //    "line 7: TypeError: can only concatenate str (not \"NoneType\") to str".
-//  * Render, a RenderLimits bound tripped: ResourceExhausted.
+//  * Render, a RenderLimits bound or a RenderBudget (work, memory, time)
+//    tripped: ResourceExhausted naming it, e.g. "chat template exceeded its
+//    memory budget of 64 MiB". A template from a model file cannot hang the
+//    caller or exhaust its memory.
 #ifndef REDLINE_MODEL_CHAT_CHAT_TEMPLATE_H_
 #define REDLINE_MODEL_CHAT_CHAT_TEMPLATE_H_
 
@@ -36,6 +39,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "model/chat/jinja_budget.h"
 #include "model/chat/render_limits.h"
 
 namespace redline::model::chat {
@@ -61,6 +65,9 @@ struct ChatTemplateInputs {
   // nullopt uses the current local time. Tests pin it.
   std::optional<std::tm> now;
   RenderLimits limits;
+  // Work, memory and wall-clock time one render may spend (defaults: 2^28
+  // work units, 64 MiB, 100 ms).
+  RenderBudget budget;
 };
 
 // A parsed chat template.
@@ -69,7 +76,7 @@ struct ChatTemplateInputs {
 // copies are cheap. Thread-safety: immutable after Parse; Render may run
 // concurrently from any number of threads. Cost: Parse is linear in the
 // source; Render is linear in the work the template does (typically tens of
-// microseconds), bounded by `inputs.limits`.
+// microseconds), bounded by `inputs.limits` and `inputs.budget`.
 class ChatTemplate {
  public:
   // Parses a Jinja chat template. Syntax errors name the line.
@@ -82,6 +89,7 @@ class ChatTemplate {
 
  private:
   ChatTemplate() = default;
+  Result<std::string> RenderChecked(const ChatTemplateInputs& inputs) const;
   std::shared_ptr<const std::string> source_;
   std::shared_ptr<const jinja::Template> template_;
 };

@@ -2,7 +2,9 @@
 find_package(Boost 1.81 REQUIRED COMPONENTS json)
 list(APPEND MODEL_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/chat/builtin_templates.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/chat/chat_prompt.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/chat/chat_template.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/chat/jinja_budget.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/chat/jinja_filters.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/chat/jinja_interpreter.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/chat/jinja_json.cc
@@ -15,4 +17,5 @@ list(APPEND MODEL_SOURCES
 list(APPEND MODEL_LIBS Boost::json)
 set(CHAT_TEST_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/chat/chat_template_test.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/chat/jinja_budget_test.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/chat/jinja_test.cc)

@@ -4,11 +4,15 @@
 // JSON conversion (jinja_json.cc).
 //
 // All functions are stateless apart from the Renderer they are given (which
-// carries limits and the work counter); none throws.
+// carries limits and the budget meter); none throws. Every builtin charges
+// the work it is about to do and reserves the memory of what it is about to
+// build on that Renderer first, from the sizes of its inputs (see
+// Renderer::Charge); the ones without a Renderer take an optional Meter.
 #ifndef REDLINE_MODEL_CHAT_JINJA_BUILTINS_H_
 #define REDLINE_MODEL_CHAT_JINJA_BUILTINS_H_
 
 #include <cstdint>
+#include <cstdio>
 #include <initializer_list>
 #include <optional>
 #include <string>
@@ -29,17 +33,17 @@ Result<Value> ApplyBinary(Renderer& r, BinOp op, const Value& a,
                           const Value& b);
 // Unary minus / plus.
 Result<Value> ApplyUnary(const Value& v, bool negate);
-// Python comparison operators, `in` and `not in`.
-Result<bool> ApplyCompare(CmpOp op, const Value& a, const Value& b);
+// Python comparison operators, `in` and `not in`. With a meter, the bytes
+// and elements compared are charged to it (its status is returned once it
+// is exhausted).
+Result<bool> ApplyCompare(CmpOp op, const Value& a, const Value& b,
+                          Meter* meter = nullptr);
 // Python `item in container`.
-Result<bool> Contains(const Value& container, const Value& item);
+Result<bool> Contains(const Value& container, const Value& item,
+                      Meter* meter = nullptr);
 // Three-way comparison for sorting (-1, 0, 1); TypeError for unorderable
 // pairs, like Python's `<`.
-Result<int> ThreeWay(const Value& a, const Value& b);
-
-// markupsafe.escape: Markup stays as is, anything else is stringified and
-// escaped into Markup.
-Value EscapeToMarkup(const Value& v);
+Result<int> ThreeWay(const Value& a, const Value& b, Meter* meter = nullptr);
 
 // Python slicing obj[start:stop:step] for str, list and tuple; other values
 // give Undefined, as Jinja's getitem does.
@@ -48,9 +52,10 @@ Result<Value> SliceValue(Renderer& r, const Value& obj,
                          const std::optional<int64_t>& stop,
                          const std::optional<int64_t>& step);
 // Code point `index` (negative counts from the end) of a string, or
-// Undefined when out of range.
+// Undefined when out of range. O(size of the string), uncharged.
 Value StringIndex(const Value& s, int64_t index);
 // Python len() for str (code points), list, tuple, dict; nullopt otherwise.
+// O(size) for strings, uncharged.
 std::optional<int64_t> Length(const Value& v);
 
 // Python's `fmt % args` string formatting.
@@ -90,11 +95,42 @@ std::string PyCapitalize(std::string_view s);
 std::string PyTitle(std::string_view s);
 // Python str.splitlines() (keepends false).
 std::vector<std::string> PySplitLines(std::string_view s);
+// One step of PySplitLines: the line that starts at byte `start`
+// (< s.size()) ends at the returned offset; *next is where the line after
+// it starts (past the line break).
+size_t LineEnd(std::string_view s, size_t start, size_t* next);
+// The first occurrence of `needle` in `hay` at or after `pos`, or npos, in
+// time linear in the sizes (std::string::find is quadratic in the worst
+// case, e.g. 'a'*N searched for 'a'*(N/2) + 'b').
+size_t FindSub(std::string_view hay, std::string_view needle, size_t pos);
+// The last occurrence of `needle` that ends at or before `end`, or npos;
+// linear time too (it copies both strings reversed when the needle is
+// long).
+size_t RFindSub(std::string_view hay, std::string_view needle, size_t end);
+// Bytes of HtmlEscape(s).
+size_t HtmlEscapedSize(std::string_view s);
+
+// snprintf into a string of the size the result needs (a precision may ask
+// for any number of digits, which a fixed buffer would cut).
+template <typename... Args>
+std::string CFormat(const std::string& fmt, Args... args) {
+  const int n = std::snprintf(nullptr, 0, fmt.c_str(), args...);
+  if (n <= 0) return std::string();
+  std::string out(static_cast<size_t>(n) + 1, '\0');
+  std::snprintf(out.data(), out.size(), fmt.c_str(), args...);
+  out.resize(static_cast<size_t>(n));
+  return out;
+}
 // Python str.replace(old, new, count) with count < 0 meaning all; nullopt
 // when the result would be longer than `max_bytes` (nothing is built then).
 std::optional<std::string> PyReplace(std::string_view s, std::string_view old_s,
                                      std::string_view new_s, int64_t count,
                                      size_t max_bytes);
+// PyReplace under the render's output limit and budgets: fails instead of
+// building a result they refuse.
+Result<std::string> ReplaceChecked(Renderer& r, std::string_view s,
+                                   std::string_view old_s,
+                                   std::string_view new_s, int64_t count);
 // A run of ASCII digits as an integer; nullopt for anything else or
 // overflow.
 std::optional<int64_t> ParseDigits(std::string_view s);

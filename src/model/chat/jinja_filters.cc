@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <limits>
 #include <numeric>
 #include <unordered_map>
 
@@ -87,12 +88,6 @@ namespace {
   ArgBinder binder(what, args, {__VA_ARGS__}); \
   RL_RETURN_IF_ERROR(binder.status())
 
-// Jinja's soft_str: strings (and Markup) unchanged, others str()-ed.
-Value SoftStr(const Value& v) {
-  if (v.is_string()) return v;
-  return Value::Str(ToStr(v));
-}
-
 Value Like(const Value& model, std::string s) {
   return model.is_markup() ? Value::Markup(std::move(s))
                            : Value::Str(std::move(s));
@@ -103,9 +98,10 @@ bool OptBool(const ArgBinder& b, size_t i, bool fallback) {
   return v ? Truthy(*v) : fallback;
 }
 
-Value IgnoreCase(const Value& v) {
-  if (v.is_string()) return Value::Str(PyLower(v.str()));
-  return v;
+Result<Value> IgnoreCase(Renderer& r, const Value& v) {
+  if (!v.is_string()) return v;
+  RL_RETURN_IF_ERROR(r.ReserveString(v.str().size()));
+  return Value::Str(PyLower(v.str()));
 }
 
 // make_attrgetter: item[attribute parts...], optionally lower-cased; a
@@ -117,11 +113,13 @@ Result<Value> AttrKey(Renderer& r, const Value& item, const Value* attribute,
     if (attribute->is_int()) {
       RL_ASSIGN_OR_RETURN(v, r.GetItem(item, *attribute));
     } else {
-      RL_ASSIGN_OR_RETURN(v, r.GetAttrPath(item, ToStr(*attribute)));
+      RL_ASSIGN_OR_RETURN(std::string path, r.Str(*attribute));
+      RL_ASSIGN_OR_RETURN(v, r.GetAttrPath(item, path));
     }
     if (fallback != nullptr && v.is_undefined()) v = *fallback;
   }
-  return ignore_case ? IgnoreCase(v) : v;
+  if (ignore_case) return IgnoreCase(r, v);
+  return v;
 }
 
 // make_multi_attrgetter: "a,b" gives a tuple of keys.
@@ -133,6 +131,9 @@ Result<Value> MultiAttrKey(Renderer& r, const Value& item,
   }
   std::vector<Value> keys;
   const std::string& spec = attribute->str();
+  RL_RETURN_IF_ERROR(r.Charge(static_cast<int64_t>(spec.size())));
+  RL_RETURN_IF_ERROR(r.ReserveList(
+      static_cast<size_t>(std::count(spec.begin(), spec.end(), ',')) + 1));
   size_t start = 0;
   while (true) {
     const size_t comma = spec.find(',', start);
@@ -152,22 +153,30 @@ Result<Value> MultiAttrKey(Renderer& r, const Value& item,
 Status SortByKeys(Renderer& r, std::vector<Value>* items,
                   const std::vector<Value>& keys, bool reverse,
                   bool wrapped = false) {
+  // The order, the sort's buffer and the sorted copy.
+  RL_RETURN_IF_ERROR(r.ReserveList(items->size()));
+  RL_RETURN_IF_ERROR(r.Reserve(2 * items->size() * sizeof(size_t)));
   std::vector<size_t> order(items->size());
   std::iota(order.begin(), order.end(), 0);
   Status error;
   const int64_t n = static_cast<int64_t>(items->size());
   RL_RETURN_IF_ERROR(
       r.Charge(n * (64 - __builtin_clzll(static_cast<uint64_t>(n) | 1))));
+  Meter* meter = r.meter();
+  // After an error every comparison says "not less": a consistent order,
+  // so the sort finishes quickly and safely.
   std::stable_sort(order.begin(), order.end(), [&](size_t x, size_t y) {
     if (!error.ok()) return false;
-    if (wrapped && Equals(keys[x], keys[y])) return false;
-    auto c = reverse ? ThreeWay(keys[y], keys[x]) : ThreeWay(keys[x], keys[y]);
+    if (wrapped && Equals(keys[x], keys[y], meter)) return false;
+    auto c = reverse ? ThreeWay(keys[y], keys[x], meter)
+                     : ThreeWay(keys[x], keys[y], meter);
     if (!c.ok()) {
       error = c.status();
       return false;
     }
     return *c < 0;
   });
+  RL_RETURN_IF_ERROR(r.BudgetStatus());
   RL_RETURN_IF_ERROR(error);
   std::vector<Value> sorted;
   sorted.reserve(items->size());
@@ -178,50 +187,68 @@ Status SortByKeys(Renderer& r, std::vector<Value>* items,
 
 // ---- string filters ---------------------------------------------------------
 
-Result<Value> FTrim(Renderer&, const Value& in, CallArgs& a) {
+Result<Value> FTrim(Renderer& r, const Value& in, CallArgs& a) {
   RL_BIND(b, "filter 'trim'", a, "chars");
   std::optional<std::string> chars;
-  if (const Value* c = b.Get(0); c && !c->is_none()) chars = ToStr(*c);
-  Value s = SoftStr(in);
+  if (const Value* c = b.Get(0); c && !c->is_none()) {
+    RL_ASSIGN_OR_RETURN(chars, r.Str(*c));
+  }
+  RL_ASSIGN_OR_RETURN(Value s, r.SoftStr(in));
+  const size_t chars_size = chars ? chars->size() : 0;
+  RL_RETURN_IF_ERROR(
+      r.Charge(static_cast<int64_t>(s.str().size() + chars_size)));
+  // The result, and the code points of `chars` looked up while stripping.
+  RL_RETURN_IF_ERROR(
+      r.Reserve(StringValueBytes(s.str().size()) + 4 * chars_size));
   return Like(s, PyStrip(s.str(), chars, true, true));
 }
 
-Result<Value> FUpper(Renderer&, const Value& in, CallArgs& a) {
+// A string filter's input as a string, with the work and memory of a
+// result of about its size reserved.
+Result<Value> CaseInput(Renderer& r, const Value& in) {
+  RL_ASSIGN_OR_RETURN(Value s, r.SoftStr(in));
+  RL_RETURN_IF_ERROR(r.ReserveString(s.str().size()));
+  return s;
+}
+
+Result<Value> FUpper(Renderer& r, const Value& in, CallArgs& a) {
   RL_BIND(b, "filter 'upper'", a);
-  Value s = SoftStr(in);
+  RL_ASSIGN_OR_RETURN(Value s, CaseInput(r, in));
   return Like(s, PyUpper(s.str()));
 }
 
-Result<Value> FLower(Renderer&, const Value& in, CallArgs& a) {
+Result<Value> FLower(Renderer& r, const Value& in, CallArgs& a) {
   RL_BIND(b, "filter 'lower'", a);
-  Value s = SoftStr(in);
+  RL_ASSIGN_OR_RETURN(Value s, CaseInput(r, in));
   return Like(s, PyLower(s.str()));
 }
 
-Result<Value> FCapitalize(Renderer&, const Value& in, CallArgs& a) {
+Result<Value> FCapitalize(Renderer& r, const Value& in, CallArgs& a) {
   RL_BIND(b, "filter 'capitalize'", a);
-  Value s = SoftStr(in);
+  RL_ASSIGN_OR_RETURN(Value s, CaseInput(r, in));
   return Like(s, PyCapitalize(s.str()));
 }
 
 // Jinja's title: words start after "-", whitespace, "(", "{", "[" or "<".
-Result<Value> FTitle(Renderer&, const Value& in, CallArgs& a) {
+Result<Value> FTitle(Renderer& r, const Value& in, CallArgs& a) {
   RL_BIND(b, "filter 'title'", a);
-  Value s = SoftStr(in);
-  std::u32string cps = DecodeUtf8(s.str());
+  RL_ASSIGN_OR_RETURN(Value s, CaseInput(r, in));
   std::string out;
+  out.reserve(s.str().size());
   auto is_sep = [](char32_t c) {
     return c == '-' || c == '(' || c == '{' || c == '[' || c == '<' ||
            IsSpace(c);
   };
-  size_t i = 0;
-  while (i < cps.size()) {
-    const bool sep = is_sep(cps[i]);
-    size_t j = i;
-    while (j < cps.size() && is_sep(cps[j]) == sep) ++j;
-    for (size_t k = i; k < j; ++k)
-      AppendUtf8(k == i ? ToUpper(cps[k]) : ToLower(cps[k]), &out);
-    i = j;
+  // The first code point of each run of separators or non-separators is
+  // upper-cased, the rest lower-cased.
+  bool first = true;
+  bool prev_sep = false;
+  for (char32_t cp : CodePoints(s.str())) {
+    const bool sep = is_sep(cp);
+    const bool starts_run = first || sep != prev_sep;
+    AppendUtf8(starts_run ? ToUpper(cp) : ToLower(cp), &out);
+    first = false;
+    prev_sep = sep;
   }
   return Value::Str(std::move(out));
 }
@@ -234,11 +261,12 @@ Result<Value> FReplace(Renderer& r, const Value& in, CallArgs& a) {
   if (const Value* c = b.Get(2); c && !c->is_none()) {
     RL_ASSIGN_OR_RETURN(count, ToIndex(*c, "count"));
   }
-  std::optional<std::string> out =
-      PyReplace(ToStr(in), ToStr(*b.Get(0)), ToStr(*b.Get(1)), count,
-                r.options().limits.max_output_bytes);
-  if (!out) return r.CheckStringSize(r.options().limits.max_output_bytes + 1);
-  return Value::Str(std::move(*out));
+  RL_ASSIGN_OR_RETURN(Value s, r.SoftStr(in));
+  RL_ASSIGN_OR_RETURN(std::string old_s, r.Str(*b.Get(0)));
+  RL_ASSIGN_OR_RETURN(std::string new_s, r.Str(*b.Get(1)));
+  RL_ASSIGN_OR_RETURN(std::string out,
+                      ReplaceChecked(r, s.str(), old_s, new_s, count));
+  return Value::Str(std::move(out));
 }
 
 Result<Value> FIndent(Renderer& r, const Value& in, CallArgs& a) {
@@ -256,29 +284,46 @@ Result<Value> FIndent(Renderer& r, const Value& in, CallArgs& a) {
     if (w) {
       RL_ASSIGN_OR_RETURN(width, ToIndex(*w, "width"));
     }
-    RL_RETURN_IF_ERROR(
-        r.CheckStringSize(static_cast<size_t>(std::max<int64_t>(width, 0))));
-    indention.assign(static_cast<size_t>(std::max<int64_t>(width, 0)), ' ');
+    const size_t spaces = static_cast<size_t>(std::max<int64_t>(width, 0));
+    RL_RETURN_IF_ERROR(r.ReserveString(spaces));
+    indention.assign(spaces, ' ');
   }
   const bool first = OptBool(b, 1, false);
   const bool blank = OptBool(b, 2, false);
-  std::vector<std::string> lines = PySplitLines(in.str() + "\n");
-  std::string rv;
-  if (blank) {
-    for (size_t i = 0; i < lines.size(); ++i) {
-      if (i) rv += "\n" + indention;
-      rv += lines[i];
-    }
-  } else {
-    rv = lines.empty() ? "" : lines[0];
-    for (size_t i = 1; i < lines.size(); ++i) {
-      rv += "\n";
-      if (!lines[i].empty()) rv += indention;
-      rv += lines[i];
-    }
+  // Jinja appends a newline before splitting the lines.
+  RL_RETURN_IF_ERROR(r.ReserveString(in.str().size() + 1));
+  const std::string text = in.str() + "\n";
+  // Measure the result before building it: a million short lines indented
+  // by a long string make terabytes.
+  RL_RETURN_IF_ERROR(r.Charge(static_cast<int64_t>(text.size())));
+  uint64_t lines = 0;
+  uint64_t line_bytes = 0;
+  uint64_t indented = 0;  // non-empty lines after the first
+  for (size_t start = 0, next = 0; start < text.size(); start = next) {
+    const size_t end = LineEnd(text, start, &next);
+    line_bytes += end - start;
+    if (lines > 0 && end > start) ++indented;
+    ++lines;
   }
-  if (first) rv = indention + rv;
-  RL_RETURN_IF_ERROR(r.CheckStringSize(rv.size()));
+  const unsigned __int128 w = indention.size();
+  const unsigned __int128 breaks = lines > 0 ? lines - 1 : 0;
+  unsigned __int128 size =
+      line_bytes + breaks + (blank ? breaks : indented) * w + (first ? w : 0);
+  if (size > r.options().limits.max_output_bytes) return r.TooLongError();
+  RL_RETURN_IF_ERROR(r.ReserveString(static_cast<size_t>(size)));
+  std::string rv;
+  rv.reserve(static_cast<size_t>(size));
+  if (first) rv += indention;
+  bool first_line = true;
+  for (size_t start = 0, next = 0; start < text.size(); start = next) {
+    const size_t end = LineEnd(text, start, &next);
+    if (!first_line) {
+      rv += '\n';
+      if (blank || end > start) rv += indention;
+    }
+    rv.append(text, start, end - start);
+    first_line = false;
+  }
   return Like(in, std::move(rv));
 }
 
@@ -286,7 +331,8 @@ Result<Value> FCenter(Renderer& r, const Value& in, CallArgs& a) {
   RL_BIND(b, "filter 'center'", a, "width");
   CallArgs m;
   m.positional.push_back(b.GetOr(0, Value::Int(80)));
-  return CallMethod(r, SoftStr(in), "center", m);
+  RL_ASSIGN_OR_RETURN(Value s, r.SoftStr(in));
+  return CallMethod(r, s, "center", m);
 }
 
 Result<Value> FFormat(Renderer& r, const Value& in, CallArgs& a) {
@@ -300,19 +346,24 @@ Result<Value> FFormat(Renderer& r, const Value& in, CallArgs& a) {
     for (const auto& [k, v] : a.keyword) d.SetStr(k, v);
     args = Value::MakeDict(std::move(d));
   } else {
+    RL_RETURN_IF_ERROR(r.ReserveList(a.positional.size()));
     args = Value::MakeTuple(a.positional);
   }
-  return PercentFormat(r, SoftStr(in), args);
+  RL_ASSIGN_OR_RETURN(Value fmt, r.SoftStr(in));
+  return PercentFormat(r, fmt, args);
 }
 
-Result<Value> FTruncate(Renderer&, const Value& in, CallArgs& a) {
+Result<Value> FTruncate(Renderer& r, const Value& in, CallArgs& a) {
   RL_BIND(b, "filter 'truncate'", a, "length", "killwords", "end", "leeway");
   int64_t length = 255;
   if (const Value* l = b.Get(0)) {
     RL_ASSIGN_OR_RETURN(length, ToIndex(*l, "length"));
   }
   const bool killwords = OptBool(b, 1, false);
-  const std::string end = b.has(2) ? ToStr(*b.Get(2)) : "...";
+  std::string end = "...";
+  if (b.has(2)) {
+    RL_ASSIGN_OR_RETURN(end, r.Str(*b.Get(2)));
+  }
   int64_t leeway = 5;
   if (const Value* l = b.Get(3); l && !l->is_none()) {
     RL_ASSIGN_OR_RETURN(leeway, ToIndex(*l, "leeway"));
@@ -325,23 +376,31 @@ Result<Value> FTruncate(Renderer&, const Value& in, CallArgs& a) {
   }
   if (leeway < 0)
     return Status::InvalidArgument("AssertionError: expected leeway >= 0");
-  const std::string s = ToStr(in);
-  std::u32string cps = DecodeUtf8(s);
-  if (static_cast<int64_t>(cps.size()) <= length + leeway) return SoftStr(in);
-  std::string head =
-      EncodeUtf8(std::u32string_view(cps).substr(0, length - end_len));
+  RL_ASSIGN_OR_RETURN(Value in_str, r.SoftStr(in));
+  const std::string& s = in_str.str();
+  RL_RETURN_IF_ERROR(r.Charge(static_cast<int64_t>(2 * s.size())));
+  if (static_cast<int64_t>(CountCodePoints(s)) <= length + leeway)
+    return in_str;
+  const size_t head_bytes =
+      CodePointOffset(s, static_cast<size_t>(length - end_len));
+  std::string_view head = std::string_view(s).substr(0, head_bytes);
   if (!killwords) {
     const size_t sp = head.rfind(' ');
-    if (sp != std::string::npos) head.resize(sp);
+    if (sp != std::string::npos) head = head.substr(0, sp);
   }
-  return Value::Str(head + end);
+  RL_RETURN_IF_ERROR(r.ReserveString(head.size() + end.size()));
+  std::string out(head);
+  out += end;
+  return Value::Str(std::move(out));
 }
 
-Result<Value> FWordcount(Renderer&, const Value& in, CallArgs& a) {
+Result<Value> FWordcount(Renderer& r, const Value& in, CallArgs& a) {
   RL_BIND(b, "filter 'wordcount'", a);
+  RL_ASSIGN_OR_RETURN(Value s, r.SoftStr(in));
+  RL_RETURN_IF_ERROR(r.Charge(static_cast<int64_t>(s.str().size())));
   int64_t n = 0;
   bool in_word = false;
-  for (char32_t cp : DecodeUtf8(ToStr(in))) {
+  for (char32_t cp : CodePoints(s.str())) {
     const bool w = IsAlnum(cp) || cp == '_';
     if (w && !in_word) ++n;
     in_word = w;
@@ -349,30 +408,42 @@ Result<Value> FWordcount(Renderer&, const Value& in, CallArgs& a) {
   return Value::Int(n);
 }
 
-Result<Value> FString(Renderer&, const Value& in, CallArgs& a) {
+Result<Value> FString(Renderer& r, const Value& in, CallArgs& a) {
   RL_BIND(b, "filter 'string'", a);
-  return SoftStr(in);
+  return r.SoftStr(in);
 }
 
-Result<Value> FSafe(Renderer&, const Value& in, CallArgs& a) {
+Result<Value> FSafe(Renderer& r, const Value& in, CallArgs& a) {
   RL_BIND(b, "filter 'safe'", a);
   if (in.is_markup()) return in;
-  return Value::Markup(ToStr(in));
+  RL_ASSIGN_OR_RETURN(std::string s, r.Str(in));
+  return Value::Markup(std::move(s));
 }
 
-Result<Value> FEscape(Renderer&, const Value& in, CallArgs& a) {
+// markupsafe.escape with its size checked first (up to five bytes per
+// byte).
+Result<Value> Escaped(Renderer& r, const Value& in) {
+  RL_ASSIGN_OR_RETURN(Value s, r.SoftStr(in));
+  RL_RETURN_IF_ERROR(r.Charge(static_cast<int64_t>(s.str().size())));
+  RL_RETURN_IF_ERROR(r.ReserveString(HtmlEscapedSize(s.str())));
+  return Value::Markup(HtmlEscape(s.str()));
+}
+
+Result<Value> FEscape(Renderer& r, const Value& in, CallArgs& a) {
   RL_BIND(b, "filter 'escape'", a);
-  return EscapeToMarkup(in);
+  if (in.is_markup()) return in;
+  return Escaped(r, in);
 }
 
-Result<Value> FForceEscape(Renderer&, const Value& in, CallArgs& a) {
+Result<Value> FForceEscape(Renderer& r, const Value& in, CallArgs& a) {
   RL_BIND(b, "filter 'forceescape'", a);
-  return Value::Markup(HtmlEscape(ToStr(in)));
+  return Escaped(r, in);
 }
 
-Result<Value> FPprint(Renderer&, const Value& in, CallArgs& a) {
+Result<Value> FPprint(Renderer& r, const Value& in, CallArgs& a) {
   RL_BIND(b, "filter 'pprint'", a);
-  return Value::Str(Repr(in));
+  RL_ASSIGN_OR_RETURN(std::string s, r.ReprOf(in));
+  return Value::Str(std::move(s));
 }
 
 // ---- numbers
@@ -467,7 +538,14 @@ bool ParsePyFloat(std::string_view s, double* out) {
   return end != nullptr && *end == '\0' && end != clean.c_str();
 }
 
-Result<Value> FInt(Renderer&, const Value& in, CallArgs& a) {
+// Parsing a number from a string makes three copies of it.
+Status ChargeNumberParse(Renderer& r, const Value& in) {
+  if (!in.is_string()) return Status::Ok();
+  RL_RETURN_IF_ERROR(r.Charge(static_cast<int64_t>(3 * in.str().size())));
+  return r.Reserve(3 * in.str().size());
+}
+
+Result<Value> FInt(Renderer& r, const Value& in, CallArgs& a) {
   RL_BIND(b, "filter 'int'", a, "default", "base");
   const Value fallback = b.GetOr(0, Value::Int(0));
   int64_t base = 10;
@@ -486,6 +564,7 @@ Result<Value> FInt(Renderer&, const Value& in, CallArgs& a) {
     return Value::Int(static_cast<int64_t>(f));
   }
   if (in.is_string()) {
+    RL_RETURN_IF_ERROR(ChargeNumberParse(r, in));
     int64_t v;
     if ((base == 0 || (base >= 2 && base <= 36)) &&
         ParsePyInt(in.str(), static_cast<int>(base), &v)) {
@@ -500,11 +579,12 @@ Result<Value> FInt(Renderer&, const Value& in, CallArgs& a) {
   return fallback;
 }
 
-Result<Value> FFloat(Renderer&, const Value& in, CallArgs& a) {
+Result<Value> FFloat(Renderer& r, const Value& in, CallArgs& a) {
   RL_BIND(b, "filter 'float'", a, "default");
   const Value fallback = b.GetOr(0, Value::Float(0.0));
   if (in.is_undefined()) return FailUndefined(in);
   if (in.is_number()) return Value::Float(in.AsDouble());
+  RL_RETURN_IF_ERROR(ChargeNumberParse(r, in));
   double f;
   if (in.is_string() && ParsePyFloat(in.str(), &f)) return Value::Float(f);
   return fallback;
@@ -539,13 +619,16 @@ double PyRound(double x, int64_t ndigits) {
   return r * p;
 }
 
-Result<Value> FRound(Renderer&, const Value& in, CallArgs& a) {
+Result<Value> FRound(Renderer& r, const Value& in, CallArgs& a) {
   RL_BIND(b, "filter 'round'", a, "precision", "method");
   int64_t precision = 0;
   if (const Value* p = b.Get(0)) {
     RL_ASSIGN_OR_RETURN(precision, ToIndex(*p, "precision"));
   }
-  const std::string method = b.has(1) ? ToStr(*b.Get(1)) : "common";
+  std::string method = "common";
+  if (b.has(1)) {
+    RL_ASSIGN_OR_RETURN(method, r.Str(*b.Get(1)));
+  }
   if (method != "common" && method != "ceil" && method != "floor") {
     return Status::InvalidArgument(
         "FilterArgumentError: method must be common, ceil or floor");
@@ -571,8 +654,11 @@ Result<Value> FRound(Renderer&, const Value& in, CallArgs& a) {
 // ---- sequences
 // ------------------------------------------------------------------
 
-Result<Value> FLength(Renderer&, const Value& in, CallArgs& a) {
+Result<Value> FLength(Renderer& r, const Value& in, CallArgs& a) {
   RL_BIND(b, "filter 'length'", a);
+  if (in.is_string()) {
+    RL_RETURN_IF_ERROR(r.Charge(static_cast<int64_t>(in.str().size())));
+  }
   std::optional<int64_t> n = Length(in);
   if (!n) {
     return TypeError("object of type '" + TypeName(in) + "' has no len()");
@@ -583,11 +669,27 @@ Result<Value> FLength(Renderer&, const Value& in, CallArgs& a) {
 Result<Value> FList(Renderer& r, const Value& in, CallArgs& a) {
   RL_BIND(b, "filter 'list'", a);
   RL_ASSIGN_OR_RETURN(auto items, r.Iterate(in));
+  RL_RETURN_IF_ERROR(r.ReserveList(items->size()));
   return Value::MakeList(*items);
+}
+
+// The first or last code point of a non-empty string, without splitting
+// the whole string into one-character strings.
+Value EndCodePoint(const Value& in, bool last) {
+  const std::string& s = in.str();
+  size_t at = 0;
+  size_t next = 0;
+  NextCodePoint(s, &next);
+  while (last && next < s.size()) {
+    at = next;
+    NextCodePoint(s, &next);
+  }
+  return Value::Str(s.substr(at, next - at));
 }
 
 Result<Value> FFirst(Renderer& r, const Value& in, CallArgs& a) {
   RL_BIND(b, "filter 'first'", a);
+  if (in.is_string() && !in.str().empty()) return EndCodePoint(in, false);
   RL_ASSIGN_OR_RETURN(auto items, r.Iterate(in));
   if (items->empty())
     return Value::Undefined("No first item, sequence was empty.");
@@ -598,6 +700,10 @@ Result<Value> FLast(Renderer& r, const Value& in, CallArgs& a) {
   RL_BIND(b, "filter 'last'", a);
   if (in.is_generator())
     return TypeError("'generator' object is not reversible");
+  if (in.is_string() && !in.str().empty()) {
+    RL_RETURN_IF_ERROR(r.Charge(static_cast<int64_t>(in.str().size())));
+    return EndCodePoint(in, true);
+  }
   RL_ASSIGN_OR_RETURN(auto items, r.Iterate(in));
   if (items->empty())
     return Value::Undefined("No last item, sequence was empty.");
@@ -608,37 +714,55 @@ Result<Value> FReverse(Renderer& r, const Value& in, CallArgs& a) {
   RL_BIND(b, "filter 'reverse'", a);
   if (in.is_string()) return SliceValue(r, in, std::nullopt, std::nullopt, -1);
   auto items = r.Iterate(in);
-  if (!items.ok())
+  if (!items.ok()) {
+    if (items.status().code() == StatusCode::kResourceExhausted)
+      return items.status();
     return Status::InvalidArgument(
         "FilterArgumentError: argument must be iterable");
+  }
+  RL_RETURN_IF_ERROR(r.ReserveList((*items)->size()));
   std::vector<Value> out((*items)->rbegin(), (*items)->rend());
   return Value::MakeList(std::move(out));
 }
 
 Result<Value> FJoin(Renderer& r, const Value& in, CallArgs& a) {
   RL_BIND(b, "filter 'join'", a, "d", "attribute");
-  const std::string sep = b.has(0) ? ToStr(*b.Get(0)) : "";
+  std::string sep;
+  if (b.has(0)) {
+    RL_ASSIGN_OR_RETURN(sep, r.Str(*b.Get(0)));
+  }
+  const Value sep_value = Value::Str(sep);
   RL_ASSIGN_OR_RETURN(auto items, r.Iterate(in));
+  // Every append is bounded (Renderer::AppendStr), so a separator or item
+  // repeated a million times fails at the output limit, not in the
+  // allocator.
   std::string out;
   for (size_t i = 0; i < items->size(); ++i) {
-    if (i) out += sep;
+    if (i) {
+      RL_RETURN_IF_ERROR(r.AppendStr(sep_value, &out));
+    }
     if (b.has(1)) {
       RL_ASSIGN_OR_RETURN(Value v, AttrKey(r, (*items)[i], b.Get(1), false));
-      AppendStr(v, &out);
+      RL_RETURN_IF_ERROR(r.AppendStr(v, &out));
     } else {
-      AppendStr((*items)[i], &out);
+      RL_RETURN_IF_ERROR(r.AppendStr((*items)[i], &out));
     }
-    RL_RETURN_IF_ERROR(r.CheckStringSize(out.size()));
   }
-  RL_RETURN_IF_ERROR(r.Charge(static_cast<int64_t>(out.size() / 64)));
   return Value::Str(std::move(out));
 }
 
-Result<Value> FItems(Renderer&, const Value& in, CallArgs& a) {
+// Before making `n` (key, value) tuples and a list of them.
+Status ReservePairs(Renderer& r, size_t n) {
+  RL_RETURN_IF_ERROR(r.ReserveList(n));
+  return r.Reserve(n * (ContainerValueBytes() + 2 * sizeof(Value)));
+}
+
+Result<Value> FItems(Renderer& r, const Value& in, CallArgs& a) {
   RL_BIND(b, "filter 'items'", a);
   if (in.is_undefined()) return Value::MakeGenerator({});
   if (!in.is_dict())
     return TypeError("Can only get item pairs from a mapping.");
+  RL_RETURN_IF_ERROR(ReservePairs(r, in.dict().size()));
   std::vector<Value> out;
   out.reserve(in.dict().size());
   for (const auto& [k, v] : in.dict().items())
@@ -649,7 +773,10 @@ Result<Value> FItems(Renderer&, const Value& in, CallArgs& a) {
 Result<Value> FDictsort(Renderer& r, const Value& in, CallArgs& a) {
   RL_BIND(b, "filter 'dictsort'", a, "case_sensitive", "by", "reverse");
   const bool case_sensitive = OptBool(b, 0, false);
-  const std::string by = b.has(1) ? ToStr(*b.Get(1)) : "key";
+  std::string by = "key";
+  if (b.has(1)) {
+    RL_ASSIGN_OR_RETURN(by, r.Str(*b.Get(1)));
+  }
   if (by != "key" && by != "value") {
     return Status::InvalidArgument(
         "FilterArgumentError: You can only sort by either \"key\" or "
@@ -660,12 +787,19 @@ Result<Value> FDictsort(Renderer& r, const Value& in, CallArgs& a) {
     return Status::InvalidArgument("AttributeError: '" + TypeName(in) +
                                    "' object has no attribute 'items'");
   }
+  RL_RETURN_IF_ERROR(ReservePairs(r, in.dict().size()));
+  RL_RETURN_IF_ERROR(r.ReserveList(in.dict().size()));
   std::vector<Value> items;
   std::vector<Value> keys;
   for (const auto& [k, v] : in.dict().items()) {
     items.push_back(Value::MakeTuple({k, v}));
     const Value& key = by == "key" ? k : v;
-    keys.push_back(case_sensitive ? key : IgnoreCase(key));
+    if (case_sensitive) {
+      keys.push_back(key);
+    } else {
+      RL_ASSIGN_OR_RETURN(Value folded, IgnoreCase(r, key));
+      keys.push_back(std::move(folded));
+    }
   }
   RL_RETURN_IF_ERROR(SortByKeys(r, &items, keys, OptBool(b, 2, false)));
   return Value::MakeList(std::move(items));
@@ -674,6 +808,7 @@ Result<Value> FDictsort(Renderer& r, const Value& in, CallArgs& a) {
 Result<Value> FSort(Renderer& r, const Value& in, CallArgs& a) {
   RL_BIND(b, "filter 'sort'", a, "reverse", "case_sensitive", "attribute");
   RL_ASSIGN_OR_RETURN(auto src, r.Iterate(in));
+  RL_RETURN_IF_ERROR(r.ReserveList(2 * src->size()));
   std::vector<Value> items = *src;
   std::vector<Value> keys;
   keys.reserve(items.size());
@@ -691,20 +826,18 @@ Result<Value> FUnique(Renderer& r, const Value& in, CallArgs& a) {
   RL_BIND(b, "filter 'unique'", a, "case_sensitive", "attribute");
   RL_ASSIGN_OR_RETURN(auto items, r.Iterate(in));
   const bool ignore_case = !OptBool(b, 0, false);
+  RL_RETURN_IF_ERROR(r.ReserveList(2 * items->size()));
   std::vector<Value> out;
   std::vector<Value> seen;
   for (const Value& item : *items) {
     RL_ASSIGN_OR_RETURN(Value k, AttrKey(r, item, b.Get(1), ignore_case));
-    std::string hash;
-    if (!Dict::KeyOf(k, &hash) && !k.is_undefined())
+    if (!Dict::IsHashable(k) && !k.is_undefined())
       return TypeError("unhashable type: '" + TypeName(k) + "'");
     RL_RETURN_IF_ERROR(r.Charge(static_cast<int64_t>(seen.size())));
     bool dup = false;
     for (const Value& s : seen) {
-      if (Equals(s, k)) {
-        dup = true;
-        break;
-      }
+      RL_ASSIGN_OR_RETURN(dup, r.Equal(s, k));
+      if (dup) break;
     }
     if (dup) continue;
     seen.push_back(k);
@@ -726,7 +859,7 @@ Result<Value> MinMax(Renderer& r, const Value& in, CallArgs& a, bool want_max) {
   for (size_t i = 1; i < items->size(); ++i) {
     RL_ASSIGN_OR_RETURN(Value k,
                         AttrKey(r, (*items)[i], b.Get(1), ignore_case));
-    RL_ASSIGN_OR_RETURN(int c, ThreeWay(k, best_key));
+    RL_ASSIGN_OR_RETURN(int c, ThreeWay(k, best_key, r.meter()));
     if (want_max ? c > 0 : c < 0) {
       best = i;
       best_key = std::move(k);
@@ -761,6 +894,19 @@ Result<Value> FBatch(Renderer& r, const Value& in, CallArgs& a) {
   RL_ASSIGN_OR_RETURN(int64_t n, ToIndex(*b.Get(0), "linecount"));
   if (n <= 0) return ValueError("linecount must be positive");
   RL_ASSIGN_OR_RETURN(auto items, r.Iterate(in));
+  // A fill value pads the last batch to `n` items: [x]|batch(10**9, 0)
+  // would make a billion.
+  const Value* fill_with = b.Get(1);
+  const bool fills = fill_with != nullptr && !fill_with->is_none();
+  const uint64_t batches =
+      (items->size() + static_cast<uint64_t>(n) - 1) / static_cast<uint64_t>(n);
+  const unsigned __int128 elements =
+      fills ? static_cast<unsigned __int128>(batches) * n : items->size();
+  if (elements > r.meter()->budget().max_memory_bytes)
+    return r.OutOfMemoryError();
+  RL_RETURN_IF_ERROR(r.ReserveList(static_cast<size_t>(elements)));
+  RL_RETURN_IF_ERROR(r.ReserveList(batches));
+  RL_RETURN_IF_ERROR(r.Reserve(batches * ContainerValueBytes()));
   std::vector<Value> out;
   std::vector<Value> cur;
   for (const Value& item : *items) {
@@ -789,9 +935,15 @@ Result<Value> FSlice(Renderer& r, const Value& in, CallArgs& a) {
   const int64_t length = static_cast<int64_t>(seq.size());
   const int64_t items_per_slice = length / slices;
   const int64_t slices_with_extra = length % slices;
+  // One list per slice, each with room for a fill value.
+  if (static_cast<uint64_t>(slices) > r.meter()->budget().max_memory_bytes)
+    return r.OutOfMemoryError();
+  RL_RETURN_IF_ERROR(r.ReserveList(static_cast<size_t>(slices) + seq.size()));
+  RL_RETURN_IF_ERROR(r.Reserve(static_cast<size_t>(slices) *
+                               (ContainerValueBytes() + sizeof(Value))));
   int64_t offset = 0;
   std::vector<Value> out;
-  for (int64_t i = 0; i < std::min<int64_t>(slices, 1 << 20); ++i) {
+  for (int64_t i = 0; i < slices; ++i) {
     const int64_t start = offset + i * items_per_slice;
     if (i < slices_with_extra) ++offset;
     const int64_t end = offset + (i + 1) * items_per_slice;
@@ -808,7 +960,7 @@ Result<Value> FSlice(Renderer& r, const Value& in, CallArgs& a) {
 Result<Value> FAttr(Renderer& r, const Value& in, CallArgs& a) {
   RL_BIND(b, "filter 'attr'", a, "name");
   if (!b.has(0)) return TypeError("filter 'attr' needs a name");
-  const std::string name = ToStr(*b.Get(0));
+  RL_ASSIGN_OR_RETURN(const std::string name, r.Str(*b.Get(0)));
   // attr() reads Python attributes only, never items.
   bool unsafe = false;
   if (in.is_dict() && !HasMethod(in, name, &unsafe)) {
@@ -835,12 +987,13 @@ Result<Value> SelectOrReject(Renderer& r, const Value& in, CallArgs& a,
   CallArgs test_args;
   const bool has_test = a.positional.size() > off;
   if (has_test) {
-    test = ToStr(a.positional[off]);
+    RL_ASSIGN_OR_RETURN(test, r.Str(a.positional[off]));
     test_args.positional.assign(a.positional.begin() + off + 1,
                                 a.positional.end());
     test_args.keyword = a.keyword;
   }
   RL_ASSIGN_OR_RETURN(auto items, r.Iterate(in));
+  RL_RETURN_IF_ERROR(r.ReserveList(items->size()));
   std::vector<Value> out;
   for (const Value& item : *items) {
     RL_ASSIGN_OR_RETURN(Value v, AttrKey(r, item, attr, false));
@@ -872,6 +1025,7 @@ Result<Value> FRejectAttr(Renderer& r, const Value& in, CallArgs& a) {
 Result<Value> FMap(Renderer& r, const Value& in, CallArgs& a) {
   if (!Truthy(in)) return Value::MakeGenerator({});
   RL_ASSIGN_OR_RETURN(auto items, r.Iterate(in));
+  RL_RETURN_IF_ERROR(r.ReserveList(items->size()));
   std::vector<Value> out;
   out.reserve(items->size());
   const Value* attribute = nullptr;
@@ -900,7 +1054,7 @@ Result<Value> FMap(Renderer& r, const Value& in, CallArgs& a) {
     return Status::InvalidArgument(
         "FilterArgumentError: map requires a filter argument");
   }
-  const std::string filter = ToStr(a.positional[0]);
+  RL_ASSIGN_OR_RETURN(const std::string filter, r.Str(a.positional[0]));
   CallArgs rest;
   rest.positional.assign(a.positional.begin() + 1, a.positional.end());
   rest.keyword = a.keyword;
@@ -963,8 +1117,9 @@ Result<Value> FToJson(Renderer& r, const Value& in, CallArgs& a) {
       opts.indent = indent->str();
     } else {
       RL_ASSIGN_OR_RETURN(int64_t n, ToIndex(*indent, "indent"));
-      opts.indent = std::string(
-          static_cast<size_t>(std::clamp<int64_t>(n, 0, 1024)), ' ');
+      const size_t width = static_cast<size_t>(std::max<int64_t>(n, 0));
+      RL_RETURN_IF_ERROR(r.ReserveString(width));
+      opts.indent = std::string(width, ' ');
     }
     opts.item_separator = ",";
   }
@@ -1024,24 +1179,24 @@ RL_SIMPLE_TEST(TIterable, "iterable",
 RL_SIMPLE_TEST(TSequence, "sequence",
                v.is_undefined() || v.is_string() || v.is_sequence() ||
                    v.is_dict())
-RL_SIMPLE_TEST(TLower, "lower", [&] {
-  const std::string s = ToStr(v);
+// str(v).islower() / isupper().
+Result<bool> CaseTest(Renderer& r, const Value& v, CallArgs& a, bool lower) {
+  RL_RETURN_IF_ERROR(NoArgs(a, lower ? "lower" : "upper").status());
+  RL_ASSIGN_OR_RETURN(Value s, r.SoftStr(v));
+  RL_RETURN_IF_ERROR(r.Charge(static_cast<int64_t>(s.str().size())));
   bool cased = false;
-  for (char32_t cp : DecodeUtf8(s)) {
-    if (IsUpper(cp)) return false;
-    cased |= IsLower(cp);
+  for (char32_t cp : CodePoints(s.str())) {
+    if (lower ? IsUpper(cp) : IsLower(cp)) return false;
+    cased |= lower ? IsLower(cp) : IsUpper(cp);
   }
   return cased;
-}())
-RL_SIMPLE_TEST(TUpper, "upper", [&] {
-  const std::string s = ToStr(v);
-  bool cased = false;
-  for (char32_t cp : DecodeUtf8(s)) {
-    if (IsLower(cp)) return false;
-    cased |= IsUpper(cp);
-  }
-  return cased;
-}())
+}
+Result<bool> TLower(Renderer& r, const Value& v, CallArgs& a) {
+  return CaseTest(r, v, a, true);
+}
+Result<bool> TUpper(Renderer& r, const Value& v, CallArgs& a) {
+  return CaseTest(r, v, a, false);
+}
 
 Result<bool> Parity(Renderer& r, const Value& v, CallArgs& a, bool want_even) {
   RL_RETURN_IF_ERROR(NoArgs(a, want_even ? "even" : "odd").status());
@@ -1064,16 +1219,16 @@ Result<bool> TDivisibleBy(Renderer& r, const Value& v, CallArgs& a) {
 }
 
 template <CmpOp kOp>
-Result<bool> TCompare(Renderer&, const Value& v, CallArgs& a) {
+Result<bool> TCompare(Renderer& r, const Value& v, CallArgs& a) {
   const Value* other = OneArg(a);
   if (other == nullptr) return TypeError("comparison test needs an argument");
-  return ApplyCompare(kOp, v, *other);
+  return ApplyCompare(kOp, v, *other, r.meter());
 }
 
-Result<bool> TIn(Renderer&, const Value& v, CallArgs& a) {
+Result<bool> TIn(Renderer& r, const Value& v, CallArgs& a) {
   const Value* seq = OneArg(a);
   if (seq == nullptr) return TypeError("test 'in' needs a sequence");
-  return Contains(*seq, v);
+  return Contains(*seq, v, r.meter());
 }
 
 Result<bool> TSameAs(Renderer&, const Value& v, CallArgs& a) {
@@ -1140,7 +1295,7 @@ Result<Value> GRange(Renderer& r, CallArgs& a) {
         "OverflowError: Range too big. The sandbox blocks ranges larger than "
         "MAX_RANGE (100000).");
   }
-  RL_RETURN_IF_ERROR(r.Charge(static_cast<int64_t>(count)));
+  RL_RETURN_IF_ERROR(r.ReserveList(static_cast<size_t>(count)));
   std::vector<Value> out;
   out.reserve(static_cast<size_t>(count));
   for (__int128 i = 0; i < count; ++i)
@@ -1155,11 +1310,20 @@ Result<Dict> BuildDict(Renderer& r, CallArgs& a, std::string_view what) {
     return TypeError(std::string(what) + " expected at most 1 argument, got " +
                      std::to_string(a.positional.size()));
   }
+  // An entry, and the copy of a string key its index keeps.
+  auto reserve_entry = [&r](const Value& key) -> Status {
+    RL_RETURN_IF_ERROR(r.Charge(Dict::LookupUnits(key)));
+    if (!key.is_string()) return r.Reserve(4 * sizeof(Value));
+    return r.Reserve(4 * sizeof(Value) + StringValueBytes(key.str().size()));
+  };
   if (a.positional.size() == 1) {
     const Value& src = a.positional[0];
     if (src.is_dict() || src.is_namespace()) {
       const Dict& sd = src.is_dict() ? src.dict() : src.namespace_attrs();
-      for (const auto& [k, v] : sd.items()) RL_RETURN_IF_ERROR(d.Set(k, v));
+      for (const auto& [k, v] : sd.items()) {
+        RL_RETURN_IF_ERROR(reserve_entry(k));
+        RL_RETURN_IF_ERROR(d.Set(k, v));
+      }
     } else {
       RL_ASSIGN_OR_RETURN(auto items, r.Iterate(src));
       for (const Value& pair : *items) {
@@ -1168,6 +1332,7 @@ Result<Dict> BuildDict(Renderer& r, CallArgs& a, std::string_view what) {
               "dictionary update sequence element has wrong length; 2 is "
               "required");
         }
+        RL_RETURN_IF_ERROR(reserve_entry(pair.items()[0]));
         RL_RETURN_IF_ERROR(d.Set(pair.items()[0], pair.items()[1]));
       }
     }
@@ -1197,10 +1362,13 @@ Result<Value> GNamespace(Renderer& r, CallArgs& a) {
   return Value::MakeNamespace(std::move(d));
 }
 
-Result<Value> GJoiner(Renderer&, CallArgs& a) {
+Result<Value> GJoiner(Renderer& r, CallArgs& a) {
   ArgBinder b("joiner", a, {"sep"});
   RL_RETURN_IF_ERROR(b.status());
-  const std::string sep = b.has(0) ? ToStr(*b.Get(0)) : ", ";
+  std::string sep = ", ";
+  if (b.has(0)) {
+    RL_ASSIGN_OR_RETURN(sep, r.Str(*b.Get(0)));
+  }
   auto used = std::make_shared<bool>(false);
   return Value::MakeCallable(
       "joiner", [sep, used](Renderer&, CallArgs&) -> Result<Value> {
@@ -1218,7 +1386,7 @@ Result<Value> GRaiseException(Renderer& r, CallArgs& a) {
   if (!b.has(0))
     return TypeError(
         "raise_exception() missing 1 required positional argument: 'message'");
-  std::string message = ToStr(*b.Get(0));
+  RL_ASSIGN_OR_RETURN(std::string message, r.Str(*b.Get(0)));
   return r.RaiseTemplateError(std::move(message));
 }
 
@@ -1229,6 +1397,8 @@ Result<Value> GStrftimeNow(Renderer& r, CallArgs& a) {
   if (!b.has(0) || !b.Get(0)->is_string())
     return TypeError("strftime_now() argument must be str");
   const std::string& fmt = b.Get(0)->str();
+  RL_RETURN_IF_ERROR(r.Charge(static_cast<int64_t>(fmt.size())));
+  RL_RETURN_IF_ERROR(r.Reserve(2 * fmt.size()));
   // Python handles %f, %z and %Z itself (a naive datetime has no zone).
   std::string c_fmt;
   for (size_t i = 0; i < fmt.size(); ++i) {
@@ -1253,6 +1423,7 @@ Result<Value> GStrftimeNow(Renderer& r, CallArgs& a) {
   if (c_fmt.empty()) return Value::Str("");
   std::tm tm = r.options().now;
   for (size_t cap = 256; cap <= (size_t{1} << 20); cap *= 4) {
+    RL_RETURN_IF_ERROR(r.ReserveString(cap));
     std::string buf(cap, '\0');
     const size_t n = std::strftime(buf.data(), buf.size(), c_fmt.c_str(), &tm);
     if (n > 0) {

@@ -1,6 +1,9 @@
 #include "model/chat/jinja_interpreter.h"
 
 #include <algorithm>
+#include <limits>
+#include <new>
+#include <stdexcept>
 
 #include "model/chat/jinja_builtins.h"
 #include "model/chat/jinja_parser.h"
@@ -19,23 +22,6 @@ Status LimitError(std::string_view what) {
 }
 
 bool HasLinePrefix(const std::string& m) { return m.rfind("line ", 0) == 0; }
-
-// True when `v` holds a namespace, loop or callable object (storing one
-// inside a namespace could create a reference cycle).
-bool HoldsMutable(const Value& v) {
-  if (v.is_namespace() || v.is_loop() || v.is_callable()) return true;
-  if (v.depth() == 0) return false;
-  if (v.is_list()) {
-    for (const Value& item : v.items()) {
-      if (HoldsMutable(item)) return true;
-    }
-  } else if (v.is_dict()) {
-    for (const auto& [k, item] : v.dict().items()) {
-      if (HoldsMutable(item)) return true;
-    }
-  }
-  return false;
-}
 
 }  // namespace
 
@@ -104,8 +90,18 @@ Result<std::shared_ptr<const Template>> Template::Parse(
 
 Result<std::string> Template::Render(const Dict& variables,
                                      const RenderOptions& options) const {
-  Renderer renderer(*this, variables, options);
-  return renderer.Run();
+  // The budgets check sizes before every allocation a template controls;
+  // this is the last resort should one be missed, so that a hostile
+  // template can never abort the process.
+  try {
+    Renderer renderer(*this, variables, options);
+    return renderer.Run();
+  } catch (const std::bad_alloc&) {
+    return Status::ResourceExhausted("chat template ran out of memory");
+  } catch (const std::length_error&) {
+    return Status::ResourceExhausted(
+        "chat template built a string or list too long to hold");
+  }
 }
 
 // ---------------------------------------------------------------------------
@@ -115,6 +111,7 @@ Renderer::Renderer(const Template& tmpl, const Dict& variables,
                    const RenderOptions& options)
     : template_(tmpl),
       options_(options),
+      meter_(options.budget),
       root_(std::make_unique<Scope>(nullptr)) {
   for (const auto& [k, v] : variables.items()) {
     if (k.is_string()) root_->Set(k.str(), v);
@@ -125,30 +122,106 @@ Renderer::Renderer(const Template& tmpl, const Dict& variables,
 Renderer::~Renderer() = default;
 
 Result<std::string> Renderer::Run() {
+  MeterScope metered(&meter_);
   std::string out;
   Flow flow = Flow::kNormal;
   Status s = ExecBody(template_.body(), &out, &flow);
   if (template_error_) return Status::InvalidArgument(*template_error_);
+  // Code that ran out of budget where it could not return a Status stopped
+  // early with a made-up answer; whatever followed from it is void.
+  if (meter_.exhausted() &&
+      (s.ok() || s.code() != StatusCode::kResourceExhausted)) {
+    return meter_.status();
+  }
   if (!s.ok()) return s;
   return out;
 }
 
-Status Renderer::Charge(int64_t steps) {
-  steps_ += steps;
-  if (steps_ > options_.limits.max_steps) {
+Status Renderer::Step() {
+  if (++steps_ > options_.limits.max_steps) {
     return LimitError("its work limit (" +
                       std::to_string(options_.limits.max_steps) + " steps)");
   }
+  if (!meter_.Spend(1) || !meter_.Reserve(0)) return meter_.status();
   return Status::Ok();
 }
 
-Status Renderer::CheckStringSize(size_t bytes) const {
-  if (bytes > options_.limits.max_output_bytes) {
-    return LimitError("the output size limit (" +
-                      std::to_string(options_.limits.max_output_bytes) +
-                      " bytes)");
-  }
+Status Renderer::Charge(int64_t units) {
+  if (!meter_.Spend(units)) return meter_.status();
   return Status::Ok();
+}
+
+Status Renderer::Reserve(size_t bytes) {
+  if (!meter_.Reserve(bytes)) return meter_.status();
+  return Status::Ok();
+}
+
+Status Renderer::ReserveString(size_t bytes) {
+  RL_RETURN_IF_ERROR(CheckStringSize(bytes));
+  RL_RETURN_IF_ERROR(Reserve(StringValueBytes(bytes)));
+  return Charge(static_cast<int64_t>(bytes));
+}
+
+Status Renderer::ReserveList(size_t count) {
+  if (count > meter_.budget().max_memory_bytes / sizeof(Value))
+    return OutOfMemoryError();
+  RL_RETURN_IF_ERROR(Reserve(ContainerValueBytes() + count * sizeof(Value)));
+  return Charge(static_cast<int64_t>(count));
+}
+
+Status Renderer::AppendStr(const Value& v, std::string* out) {
+  // The text may grow *out up to the output limit, or up to what memory
+  // is left, whichever comes first.
+  const size_t max_output = options_.limits.max_output_bytes;
+  const size_t headroom = meter_.memory_headroom();
+  const size_t memory_cap =
+      out->size() +
+      std::min(headroom, std::numeric_limits<size_t>::max() - out->size());
+  const bool memory_bound = memory_cap < max_output;
+  const size_t cap = memory_bound ? memory_cap : max_output;
+  if (AppendStrBounded(v, cap, &meter_, out)) return Status::Ok();
+  if (meter_.exhausted()) return meter_.status();
+  if (memory_bound) return OutOfMemoryError();
+  return TooLongError();
+}
+
+Result<std::string> Renderer::Str(const Value& v) {
+  std::string out;
+  RL_RETURN_IF_ERROR(AppendStr(v, &out));
+  return out;
+}
+
+Result<std::string> Renderer::ReprOf(const Value& v) {
+  std::string out;
+  const size_t cap =
+      std::min(options_.limits.max_output_bytes, meter_.memory_headroom());
+  if (AppendReprBounded(v, cap, &meter_, &out)) return out;
+  if (meter_.exhausted()) return meter_.status();
+  if (cap < options_.limits.max_output_bytes) return OutOfMemoryError();
+  return TooLongError();
+}
+
+Result<Value> Renderer::SoftStr(const Value& v) {
+  if (v.is_string()) return v;
+  RL_ASSIGN_OR_RETURN(std::string s, Str(v));
+  return Value::Str(std::move(s));
+}
+
+Result<bool> Renderer::Equal(const Value& a, const Value& b) {
+  const bool equal = Equals(a, b, &meter_);
+  RL_RETURN_IF_ERROR(meter_.status());
+  return equal;
+}
+
+Status Renderer::CheckStringSize(size_t bytes) const {
+  if (bytes > options_.limits.max_output_bytes) return TooLongError();
+  return Status::Ok();
+}
+
+Status Renderer::TooLongError() const {
+  return LimitError("the output size limit (" +
+                    std::to_string(options_.limits.max_output_bytes) +
+                    " bytes)");
 }
 
 Status Renderer::CheckValueDepth(const Value& v) const {
@@ -190,24 +263,33 @@ Result<std::shared_ptr<const std::vector<Value>>> Renderer::Iterate(
         if (list.consumed) return kEmpty;
         list.consumed = true;
       }
-      RL_RETURN_IF_ERROR(Charge(static_cast<int64_t>(list.items.size() / 16)));
+      // Shared, not copied: the loop pays per iteration.
+      RL_RETURN_IF_ERROR(Charge(1));
       return v.shared_items();
     }
     case Value::Kind::kDict: {
+      RL_RETURN_IF_ERROR(ReserveList(v.dict().size()));
       auto keys = std::make_shared<std::vector<Value>>();
       keys->reserve(v.dict().size());
       for (const auto& [k, val] : v.dict().items()) keys->push_back(k);
-      RL_RETURN_IF_ERROR(Charge(static_cast<int64_t>(keys->size())));
       return Items(std::move(keys));
     }
     case Value::Kind::kString: {
+      // One string value per code point: about 100 bytes each.
+      const std::string& str = v.str();
+      RL_RETURN_IF_ERROR(Charge(static_cast<int64_t>(str.size())));
+      const size_t n = CountCodePoints(str);
+      RL_RETURN_IF_ERROR(ReserveList(n));
+      if (n > meter_.budget().max_memory_bytes / StringValueBytes(1))
+        return OutOfMemoryError();
+      RL_RETURN_IF_ERROR(Reserve(n * StringValueBytes(1)));
       auto chars = std::make_shared<std::vector<Value>>();
-      for (char32_t cp : DecodeUtf8(v.str())) {
+      chars->reserve(n);
+      for (char32_t cp : CodePoints(str)) {
         std::string s;
         AppendUtf8(cp, &s);
         chars->push_back(Value::Str(std::move(s)));
       }
-      RL_RETURN_IF_ERROR(Charge(static_cast<int64_t>(chars->size())));
       return Items(std::move(chars));
     }
     default:
@@ -271,6 +353,11 @@ Result<Value> Renderer::GetItem(const Value& obj, const Value& key) {
   if (obj.is_undefined()) return FailUndefined(obj);
   switch (obj.kind()) {
     case Value::Kind::kDict:
+      // Looking up a string key copies it.
+      RL_RETURN_IF_ERROR(Charge(Dict::LookupUnits(key)));
+      if (key.is_string()) {
+        RL_RETURN_IF_ERROR(Reserve(StringValueBytes(key.str().size())));
+      }
       if (const Value* v = obj.dict().Find(key)) return *v;
       break;
     case Value::Kind::kList:
@@ -283,6 +370,7 @@ Result<Value> Renderer::GetItem(const Value& obj, const Value& key) {
       break;
     case Value::Kind::kString:
       if (key.is_int() || key.is_bool()) {
+        RL_RETURN_IF_ERROR(Charge(static_cast<int64_t>(obj.str().size())));
         Value v = StringIndex(obj, key.int_value());
         if (!v.is_undefined())
           return obj.is_markup() ? Value::Markup(v.str()) : v;
@@ -293,10 +381,12 @@ Result<Value> Renderer::GetItem(const Value& obj, const Value& key) {
   }
   // Jinja falls back to attribute lookup for string keys.
   if (key.is_string()) return GetAttr(obj, key.str());
-  return Value::Undefined(ObjectTypeRepr(obj) + " has no element " + Repr(key));
+  return Value::Undefined(ObjectTypeRepr(obj) + " has no element " +
+                          ShortRepr(key));
 }
 
 Result<Value> Renderer::GetAttrPath(const Value& obj, std::string_view path) {
+  RL_RETURN_IF_ERROR(Charge(static_cast<int64_t>(path.size())));
   Value cur = obj;
   size_t start = 0;
   while (true) {
@@ -316,7 +406,7 @@ Result<Value> Renderer::Call(const Value& callee, CallArgs& args) {
   if (callee.is_loop()) return CallLoop(callee, args);
   if (!callee.is_callable())
     return TypeError("'" + TypeName(callee) + "' object is not callable");
-  RL_RETURN_IF_ERROR(Charge(1));
+  RL_RETURN_IF_ERROR(Step());
   return callee.callable().fn(*this, args);
 }
 
@@ -330,7 +420,7 @@ Result<Value> Renderer::ApplyFilter(std::string_view name, const Value& input,
             : "TemplateRuntimeError: No filter named '" + std::string(name) +
                   "' found.");
   }
-  RL_RETURN_IF_ERROR(Charge(1));
+  RL_RETURN_IF_ERROR(Step());
   return fn(*this, input, args);
 }
 
@@ -343,7 +433,7 @@ Result<bool> Renderer::ApplyTest(std::string_view name, const Value& input,
                           : "TemplateRuntimeError: No test named '" +
                                 std::string(name) + "'.");
   }
-  RL_RETURN_IF_ERROR(Charge(1));
+  RL_RETURN_IF_ERROR(Step());
   return fn(*this, input, args);
 }
 
@@ -359,8 +449,24 @@ Status Renderer::ExecBody(const Body& body, std::string* out, Flow* flow) {
 }
 
 Status Renderer::AppendOutput(const Value& v, std::string* out) {
-  AppendStr(v, out);
-  return CheckStringSize(out->size());
+  const size_t before = out->size();
+  Status s = AppendStr(v, out);
+  meter_.Hold(out->size() - before);
+  return s;
+}
+
+Status Renderer::AppendText(std::string_view text, std::string* out) {
+  RL_RETURN_IF_ERROR(CheckStringSize(out->size() + text.size()));
+  RL_RETURN_IF_ERROR(Reserve(text.size()));
+  RL_RETURN_IF_ERROR(Charge(static_cast<int64_t>(text.size())));
+  meter_.Hold(text.size());
+  out->append(text);
+  return Status::Ok();
+}
+
+Value Renderer::BufferValue(std::string* buf) {
+  meter_.Release(buf->size());
+  return Value::Str(std::move(*buf));
 }
 
 Status Renderer::Exec(const Stmt& s, std::string* out, Flow* flow) {
@@ -369,11 +475,10 @@ Status Renderer::Exec(const Stmt& s, std::string* out, Flow* flow) {
     return WithLine(LimitError("the nesting limit (recursion too deep)"),
                     s.line);
   }
-  RL_RETURN_IF_ERROR(WithLine(Charge(1), s.line));
+  RL_RETURN_IF_ERROR(WithLine(Step(), s.line));
   switch (s.kind) {
     case StmtKind::kText:
-      out->append(s.text);
-      return WithLine(CheckStringSize(out->size()), s.line);
+      return WithLine(AppendText(s.text, out), s.line);
     case StmtKind::kOutput: {
       RL_ASSIGN_OR_RETURN(Value v, Eval(*s.expr));
       return WithLine(AppendOutput(v, out), s.line);
@@ -401,7 +506,7 @@ Status Renderer::Exec(const Stmt& s, std::string* out, Flow* flow) {
         Flow inner = Flow::kNormal;
         RL_RETURN_IF_ERROR(ExecBody(s.bodies[0], &buf, &inner));
       }
-      Value v = Value::Str(std::move(buf));
+      Value v = BufferValue(&buf);
       if (s.expr) {
         block_values_.push_back(std::move(v));
         auto filtered = Eval(*s.expr);
@@ -480,12 +585,7 @@ Status Renderer::ExecSet(const Stmt& s) {
                         "non-namespace object"),
                     s.line);
   }
-  RL_RETURN_IF_ERROR(
-      WithLine(Charge(v.depth() > 0 && v.is_list()
-                          ? static_cast<int64_t>(v.items().size())
-                          : 0),
-               s.line));
-  if (HoldsMutable(v)) {
+  if (v.holds_mutable()) {
     return WithLine(
         Status::InvalidArgument(
             "TemplateRuntimeError: a namespace attribute cannot hold a "
@@ -504,11 +604,13 @@ Status Renderer::ExecLoop(const Stmt& s, const Value& iterable, int64_t depth0,
   if (!iterated.ok()) return WithLine(iterated.status(), s.expr->line);
   std::shared_ptr<const std::vector<Value>> items = std::move(iterated).value();
   if (s.loop_filter) {
+    RL_RETURN_IF_ERROR(WithLine(ReserveList(items->size()), s.line));
     auto kept = std::make_shared<std::vector<Value>>();
     for (const Value& item : *items) {
       if (++iterations_ > options_.limits.max_loop_iterations) {
         return WithLine(LimitError("its loop iteration limit"), s.line);
       }
+      if (!meter_.CheckTime()) return WithLine(meter_.status(), s.line);
       Scope tmp(scope_);
       ScopeGuard guard(&scope_, &tmp);
       RL_RETURN_IF_ERROR(Assign(s.targets, item, s.line));
@@ -536,6 +638,7 @@ Status Renderer::ExecLoop(const Stmt& s, const Value& iterable, int64_t depth0,
                      std::to_string(options_.limits.max_loop_iterations) + ")"),
           s.line);
     }
+    if (!meter_.CheckTime()) return WithLine(meter_.status(), s.line);
     state->index0 = static_cast<int64_t>(i);
     Scope body(scope);
     ScopeGuard guard(&scope_, &body);
@@ -568,7 +671,7 @@ Result<Value> Renderer::CallLoop(const Value& loop, CallArgs& args) {
                               args.positional[0], state.depth0 + 1,
                               static_cast<Scope*>(state.enclosing_scope), &buf,
                               &flow));
-  return Value::Str(std::move(buf));
+  return BufferValue(&buf);
 }
 
 // ---------------------------------------------------------------------------
@@ -612,6 +715,9 @@ Result<Value> Renderer::CallMacro(const Stmt& m, Scope* parent,
   ScopeGuard guard(&scope_, &scope);
   DepthGuard depth(&call_depth_);
   const size_t n = m.params.size();
+  // Binding a parameter or keyword searches the parameters bound so far.
+  RL_RETURN_IF_ERROR(Charge(static_cast<int64_t>(
+      (n + 1) * (n + args.keyword.size() + 1) + args.positional.size())));
   std::vector<bool> bound(n, false);
   std::vector<Value> varargs;
   for (size_t i = 0; i < args.positional.size(); ++i) {
@@ -658,7 +764,7 @@ Result<Value> Renderer::CallMacro(const Stmt& m, Scope* parent,
   std::string buf;
   Flow flow = Flow::kNormal;
   RL_RETURN_IF_ERROR(ExecBody(m.bodies[0], &buf, &flow));
-  return Value::Str(std::move(buf));
+  return BufferValue(&buf);
 }
 
 // ---------------------------------------------------------------------------
@@ -670,7 +776,7 @@ Result<Value> Renderer::Eval(const Expr& e) {
     return WithLine(LimitError("the nesting limit (recursion too deep)"),
                     e.line);
   }
-  Status charged = Charge(1);
+  Status charged = Step();
   if (!charged.ok()) return WithLine(std::move(charged), e.line);
   Result<Value> r = EvalImpl(e);
   if (!r.ok()) return WithLine(r.status(), e.line);
@@ -690,6 +796,7 @@ Status Renderer::EvalArgs(const Expr& e, CallArgs* args) {
   if (e.c) {
     RL_ASSIGN_OR_RETURN(Value extra, Eval(*e.c));
     RL_ASSIGN_OR_RETURN(auto items, Iterate(extra));
+    RL_RETURN_IF_ERROR(ReserveList(args->positional.size() + items->size()));
     args->positional.insert(args->positional.end(), items->begin(),
                             items->end());
   }
@@ -698,7 +805,11 @@ Status Renderer::EvalArgs(const Expr& e, CallArgs* args) {
     if (!extra.is_dict())
       return TypeError("argument after ** must be a mapping, not " +
                        TypeName(extra));
+    RL_RETURN_IF_ERROR(ReserveList(2 * extra.dict().size()));
     for (const auto& [k, v] : extra.dict().items()) {
+      if (k.is_string()) {
+        RL_RETURN_IF_ERROR(ReserveString(k.str().size()));
+      }
       if (!k.is_string()) return TypeError("keywords must be strings");
       args->keyword.emplace_back(k.str(), v);
     }
@@ -794,6 +905,10 @@ Result<Value> Renderer::EvalImpl(const Expr& e) {
       for (size_t i = 0; i + 1 < e.args.size(); i += 2) {
         RL_ASSIGN_OR_RETURN(Value k, Eval(*e.args[i]));
         RL_ASSIGN_OR_RETURN(Value v, Eval(*e.args[i + 1]));
+        RL_RETURN_IF_ERROR(Charge(Dict::LookupUnits(k)));
+        if (k.is_string()) {
+          RL_RETURN_IF_ERROR(Reserve(StringValueBytes(k.str().size())));
+        }
         RL_RETURN_IF_ERROR(d.Set(std::move(k), std::move(v)));
       }
       Value v = Value::MakeDict(std::move(d));
@@ -846,17 +961,15 @@ Result<Value> Renderer::EvalImpl(const Expr& e) {
       std::string out;
       for (const auto& a : e.args) {
         RL_ASSIGN_OR_RETURN(Value v, Eval(*a));
-        AppendStr(v, &out);
-        RL_RETURN_IF_ERROR(CheckStringSize(out.size()));
+        RL_RETURN_IF_ERROR(AppendStr(v, &out));
       }
-      RL_RETURN_IF_ERROR(Charge(static_cast<int64_t>(out.size() / 64)));
       return Value::Str(std::move(out));
     }
     case ExprKind::kCompare: {
       RL_ASSIGN_OR_RETURN(Value left, Eval(*e.a));
       for (const auto& [op, operand] : e.cmp) {
         RL_ASSIGN_OR_RETURN(Value right, Eval(*operand));
-        RL_ASSIGN_OR_RETURN(bool ok, ApplyCompare(op, left, right));
+        RL_ASSIGN_OR_RETURN(bool ok, ApplyCompare(op, left, right, &meter_));
         if (!ok) return Value::Bool(false);
         left = std::move(right);
       }

@@ -16,7 +16,9 @@
 // with the template line and the Python exception type, e.g.
 // "line 12: TypeError: can only concatenate str (not \"NoneType\") to str".
 // raise_exception(msg) fails with a Status whose message is exactly `msg`.
-// A tripped resource limit is ResourceExhausted. No exception escapes.
+// A tripped resource limit or budget is ResourceExhausted. No exception
+// escapes (an allocation failure, which the budgets should make impossible,
+// becomes ResourceExhausted too).
 #ifndef REDLINE_MODEL_CHAT_JINJA_INTERPRETER_H_
 #define REDLINE_MODEL_CHAT_JINJA_INTERPRETER_H_
 
@@ -31,6 +33,7 @@
 
 #include "base/result.h"
 #include "model/chat/jinja_ast.h"
+#include "model/chat/jinja_budget.h"
 #include "model/chat/jinja_value.h"
 #include "model/chat/render_limits.h"
 
@@ -40,13 +43,14 @@ using RenderLimits = ::redline::model::chat::RenderLimits;
 
 struct RenderOptions {
   RenderLimits limits;
+  RenderBudget budget;
   // The wall-clock time strftime_now() formats, as broken-down local time.
   std::tm now{};
 };
 
 // A parsed template. Immutable after Parse; Render may be called from many
 // threads at once. Cost: Parse is O(source); Render is O(work the template
-// does), bounded by RenderLimits.
+// does), bounded by RenderLimits and RenderBudget.
 class Template {
  public:
   // Syntax errors name the line ("line 3: unknown tag 'include'").
@@ -77,12 +81,45 @@ class Renderer {
 
   const RenderOptions& options() const { return options_; }
 
-  // Accounts for `steps` units of work; fails once max_steps is exceeded.
-  Status Charge(int64_t steps);
+  // Budget accounting. Builtins call these BEFORE doing the work, with
+  // sizes computed from their inputs, so that no single operation can run
+  // long or allocate much before it is refused.
+  //
+  // Charges `units` of work (bytes or elements an operation is about to
+  // touch); fails once the work or time budget is spent.
+  Status Charge(int64_t units);
+  // Fails when holding `bytes` more (a result or temporary about to be
+  // built) would exceed the memory budget.
+  Status Reserve(size_t bytes);
+  // Before building a string of `bytes`: the size limit, the memory budget
+  // and `bytes` units of work.
+  Status ReserveString(size_t bytes);
+  // Before building a list of `count` elements (their own objects aside):
+  // the memory budget and `count` units of work.
+  Status ReserveList(size_t count);
+  // The error of an exhausted budget, OK before. Code that stopped early
+  // because the meter ran out returns this.
+  const Status& BudgetStatus() const { return meter_.status(); }
+  Meter* meter() { return &meter_; }
   // Fails when a string of `bytes` would exceed max_output_bytes.
   Status CheckStringSize(size_t bytes) const;
+  // The errors of a result computed not to fit max_output_bytes, and of
+  // one computed not to fit the memory budget. Never OK, whatever the
+  // limits are set to.
+  Status TooLongError() const;
+  Status OutOfMemoryError() { return meter_.ExceedMemory(); }
   // Fails when `v` nests deeper than max_value_depth.
   Status CheckValueDepth(const Value& v) const;
+
+  // str(v) / repr(v), failing (size limit or budget) instead of building
+  // oversized text.
+  Status AppendStr(const Value& v, std::string* out);
+  Result<std::string> Str(const Value& v);
+  Result<std::string> ReprOf(const Value& v);
+  // Jinja's soft_str: strings as they are, anything else str()-ed.
+  Result<Value> SoftStr(const Value& v);
+  // Python `a == b` with its work charged.
+  Result<bool> Equal(const Value& a, const Value& b);
 
   // Jinja's environment.getattr / getitem (sandboxed): a missing attribute
   // or item is an Undefined value, not an error.
@@ -114,6 +151,10 @@ class Renderer {
  private:
   enum class Flow { kNormal, kBreak, kContinue };
 
+  // One evaluation step (statement, expression or call): counts toward
+  // max_steps and the work budget and checks the memory budget.
+  Status Step();
+
   Status ExecBody(const Body& body, std::string* out, Flow* flow);
   Status Exec(const Stmt& s, std::string* out, Flow* flow);
   // Runs loop `s` over `iterable` at recursion depth `depth0` in `scope`.
@@ -124,7 +165,12 @@ class Renderer {
   Status ExecSet(const Stmt& s);
   Status Assign(const std::vector<std::string>& targets, const Value& value,
                 int line);
+  // Output buffers (the render's, a macro's, a block's) hold their bytes on
+  // the meter while they grow.
   Status AppendOutput(const Value& v, std::string* out);
+  Status AppendText(std::string_view text, std::string* out);
+  // The finished buffer as a string value (its bytes now held by the value).
+  Value BufferValue(std::string* buf);
 
   Result<Value> Eval(const Expr& e);
   Result<Value> EvalImpl(const Expr& e);
@@ -143,6 +189,9 @@ class Renderer {
 
   const Template& template_;
   const RenderOptions& options_;
+  // Declared before every member that holds values: the values the render
+  // made release their bytes on it when they are destroyed.
+  Meter meter_;
   std::unique_ptr<Scope> root_;
   Scope* scope_ = nullptr;
   int64_t steps_ = 0;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <numeric>
 
 #include "model/chat/jinja_builtins.h"
@@ -98,7 +99,7 @@ void AppendJsonString(std::string_view s, bool ensure_ascii, std::string* out) {
       }
     }
   } else {
-    for (char32_t cp : DecodeUtf8(s)) {
+    for (char32_t cp : CodePoints(s)) {
       switch (cp) {
         case '"':
           out->append("\\\"");
@@ -141,6 +142,32 @@ void AppendJsonString(std::string_view s, bool ensure_ascii, std::string* out) {
   out->push_back('"');
 }
 
+// Bytes AppendJsonString appends, so that they are checked before.
+size_t JsonStringSize(std::string_view s, bool ensure_ascii) {
+  size_t n = 2;
+  auto escape = [](char32_t c) {
+    return c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t' ||
+           c == '\b' || c == '\f';
+  };
+  if (!ensure_ascii) {
+    for (char c : s) {
+      const unsigned char u = static_cast<unsigned char>(c);
+      n += escape(u) ? 2 : (u < 0x20 ? 6 : 1);
+    }
+    return n;
+  }
+  for (char32_t cp : CodePoints(s)) {
+    if (escape(cp)) {
+      n += 2;
+    } else if (cp >= 0x20 && cp <= 0x7E) {
+      n += 1;
+    } else {
+      n += cp < 0x10000 ? 6 : 12;
+    }
+  }
+  return n;
+}
+
 std::string JsonFloat(double f) {
   if (std::isnan(f)) return "NaN";
   if (std::isinf(f)) return f < 0 ? "-Infinity" : "Infinity";
@@ -152,103 +179,101 @@ class Dumper {
   Dumper(Renderer* r, const JsonDumpOptions& o) : r_(r), o_(o) {}
 
   Status Dump(const Value& v, int level, std::string* out) {
-    if (r_ != nullptr) {
-      RL_RETURN_IF_ERROR(r_->Charge(1));
-      RL_RETURN_IF_ERROR(r_->CheckStringSize(out->size()));
-    }
     switch (v.kind()) {
       case Value::Kind::kNone:
-        out->append("null");
-        return Status::Ok();
+        return Append("null", out);
       case Value::Kind::kBool:
-        out->append(v.bool_value() ? "true" : "false");
-        return Status::Ok();
+        return Append(v.bool_value() ? "true" : "false", out);
       case Value::Kind::kInt:
-        out->append(std::to_string(v.int_value()));
-        return Status::Ok();
+        return Append(std::to_string(v.int_value()), out);
       case Value::Kind::kFloat:
-        out->append(JsonFloat(v.float_value()));
-        return Status::Ok();
+        return Append(JsonFloat(v.float_value()), out);
       case Value::Kind::kString:
-        AppendJsonString(v.str(), o_.ensure_ascii, out);
+        RL_RETURN_IF_ERROR(String(v.str(), o_.ensure_ascii, out));
         return Status::Ok();
       case Value::Kind::kList: {
         if (v.is_generator()) break;
         const auto& items = v.items();
-        if (items.empty()) {
-          out->append("[]");
-          return Status::Ok();
-        }
-        out->push_back('[');
-        NewLine(level + 1, out);
+        if (items.empty()) return Append("[]", out);
+        RL_RETURN_IF_ERROR(Append("[", out));
+        RL_RETURN_IF_ERROR(NewLine(level + 1, out));
         for (size_t i = 0; i < items.size(); ++i) {
           if (i) {
-            out->append(o_.item_separator);
-            NewLine(level + 1, out);
+            RL_RETURN_IF_ERROR(Append(o_.item_separator, out));
+            RL_RETURN_IF_ERROR(NewLine(level + 1, out));
           }
           RL_RETURN_IF_ERROR(Dump(items[i], level + 1, out));
         }
-        NewLine(level, out);
-        out->push_back(']');
-        return Status::Ok();
+        RL_RETURN_IF_ERROR(NewLine(level, out));
+        return Append("]", out);
       }
       case Value::Kind::kDict: {
         const Dict& d = v.dict();
-        if (d.empty()) {
-          out->append("{}");
-          return Status::Ok();
+        if (d.empty()) return Append("{}", out);
+        if (r_ != nullptr) {
+          RL_RETURN_IF_ERROR(r_->Reserve(d.size() * sizeof(size_t)));
         }
         std::vector<size_t> order(d.size());
         std::iota(order.begin(), order.end(), 0);
         if (o_.sort_keys) {
+          Meter* meter = nullptr;
+          if (r_ != nullptr) {
+            const int64_t n = static_cast<int64_t>(d.size());
+            RL_RETURN_IF_ERROR(r_->Charge(
+                n * (64 - __builtin_clzll(static_cast<uint64_t>(n) | 1))));
+            meter = r_->meter();
+          }
           Status error;
           std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-            auto c = ThreeWay(d.items()[a].first, d.items()[b].first);
+            if (!error.ok()) return false;
+            auto c = ThreeWay(d.items()[a].first, d.items()[b].first, meter);
             if (!c.ok()) {
-              if (error.ok()) error = c.status();
+              error = c.status();
               return false;
             }
             return *c < 0;
           });
           RL_RETURN_IF_ERROR(error);
         }
-        out->push_back('{');
-        NewLine(level + 1, out);
+        RL_RETURN_IF_ERROR(Append("{", out));
+        RL_RETURN_IF_ERROR(NewLine(level + 1, out));
         bool first = true;
         for (size_t i : order) {
           const auto& [k, val] = d.items()[i];
           if (!first) {
-            out->append(o_.item_separator);
-            NewLine(level + 1, out);
+            RL_RETURN_IF_ERROR(Append(o_.item_separator, out));
+            RL_RETURN_IF_ERROR(NewLine(level + 1, out));
           }
           first = false;
           switch (k.kind()) {
             case Value::Kind::kString:
-              AppendJsonString(k.str(), o_.ensure_ascii, out);
+              RL_RETURN_IF_ERROR(String(k.str(), o_.ensure_ascii, out));
               break;
             case Value::Kind::kFloat:
-              AppendJsonString(JsonFloat(k.float_value()), false, out);
+              RL_RETURN_IF_ERROR(
+                  String(JsonFloat(k.float_value()), false, out));
               break;
             case Value::Kind::kBool:
-              out->append(k.bool_value() ? "\"true\"" : "\"false\"");
+              RL_RETURN_IF_ERROR(
+                  Append(k.bool_value() ? "\"true\"" : "\"false\"", out));
               break;
             case Value::Kind::kInt:
-              out->append("\"" + std::to_string(k.int_value()) + "\"");
+              RL_RETURN_IF_ERROR(
+                  Append("\"" + std::to_string(k.int_value()) + "\"", out));
               break;
             case Value::Kind::kNone:
-              out->append("\"null\"");
+              RL_RETURN_IF_ERROR(Append("\"null\"", out));
               break;
             default:
               return TypeError(
                   "keys must be str, int, float, bool or None, not " +
                   TypeName(k));
           }
-          out->append(o_.key_separator);
+          RL_RETURN_IF_ERROR(Append(o_.key_separator, out));
           RL_RETURN_IF_ERROR(Dump(val, level + 1, out));
         }
-        NewLine(level, out);
-        out->push_back('}');
-        return Status::Ok();
+        RL_RETURN_IF_ERROR(NewLine(level, out));
+        return Append("}", out);
       }
       default:
         break;
@@ -258,10 +283,38 @@ class Dumper {
   }
 
  private:
-  void NewLine(int level, std::string* out) const {
-    if (!o_.indent) return;
+  // Checks that `n` more bytes fit the output limit and the memory budget
+  // and charges them, before they are appended.
+  Status Room(size_t n, const std::string& out) {
+    if (r_ == nullptr) return Status::Ok();
+    RL_RETURN_IF_ERROR(r_->Charge(static_cast<int64_t>(n) + 1));
+    if (n > r_->options().limits.max_output_bytes) return r_->TooLongError();
+    RL_RETURN_IF_ERROR(r_->CheckStringSize(out.size() + n));
+    return r_->Reserve(out.size() + n);
+  }
+  Status Append(std::string_view s, std::string* out) {
+    RL_RETURN_IF_ERROR(Room(s.size(), *out));
+    out->append(s);
+    return Status::Ok();
+  }
+  Status String(std::string_view s, bool ensure_ascii, std::string* out) {
+    if (r_ != nullptr) {
+      RL_RETURN_IF_ERROR(r_->Charge(static_cast<int64_t>(s.size())));
+      RL_RETURN_IF_ERROR(Room(JsonStringSize(s, ensure_ascii), *out));
+    }
+    AppendJsonString(s, ensure_ascii, out);
+    return Status::Ok();
+  }
+  Status NewLine(int level, std::string* out) {
+    if (!o_.indent) return Status::Ok();
+    const unsigned __int128 n =
+        1 + static_cast<unsigned __int128>(level) * o_.indent->size();
+    if (r_ != nullptr && n > r_->options().limits.max_output_bytes)
+      return r_->TooLongError();
+    RL_RETURN_IF_ERROR(Room(static_cast<size_t>(n), *out));
     out->push_back('\n');
     for (int i = 0; i < level; ++i) out->append(*o_.indent);
+    return Status::Ok();
   }
 
   Renderer* r_;

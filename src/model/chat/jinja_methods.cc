@@ -1,7 +1,10 @@
 // Python methods of str, dict, list and Jinja's loop object, as the
 // immutable sandbox exposes them.
+#include <string.h>
+
 #include <algorithm>
 #include <array>
+#include <limits>
 
 #include "model/chat/jinja_builtins.h"
 #include "model/chat/jinja_interpreter.h"
@@ -71,19 +74,16 @@ int64_t CodePointIndex(std::string_view s, size_t byte) {
 // Byte offset of code point index `cp` (clamped to the ends, negative from
 // the end, as Python's start/end arguments).
 size_t ByteOffset(std::string_view s, int64_t cp) {
-  if (IsAscii(s)) {
-    const int64_t n = static_cast<int64_t>(s.size());
-    if (cp < 0) cp = std::max<int64_t>(0, cp + n);
-    return static_cast<size_t>(std::min(cp, n));
-  }
-  std::u32string cps = DecodeUtf8(s);
-  const int64_t n = static_cast<int64_t>(cps.size());
+  const bool ascii = IsAscii(s);
+  const int64_t n = static_cast<int64_t>(ascii ? s.size() : CountCodePoints(s));
   if (cp < 0) cp = std::max<int64_t>(0, cp + n);
   cp = std::min(cp, n);
-  return EncodeUtf8(std::u32string_view(cps).substr(0, cp)).size();
+  return ascii ? static_cast<size_t>(cp)
+               : CodePointOffset(s, static_cast<size_t>(cp));
 }
 
 // The [start, end) byte window of a str method's optional start/end args.
+// O(size of s) when either is given (the caller charges it).
 Result<std::pair<size_t, size_t>> Window(std::string_view s, const Value* start,
                                          const Value* end) {
   size_t b = 0;
@@ -99,72 +99,103 @@ Result<std::pair<size_t, size_t>> Window(std::string_view s, const Value* start,
   return std::make_pair(b, std::max(b, e));
 }
 
+// Byte ranges of the whitespace-separated words of `s`.
+std::vector<std::pair<size_t, size_t>> Words(std::string_view s) {
+  std::vector<std::pair<size_t, size_t>> words;
+  bool in_word = false;
+  const CodePoints cps(s);
+  for (CodePoints::Iterator it = cps.begin(); it != cps.end(); ++it) {
+    const bool space = IsSpace(*it);
+    if (!space && !in_word) words.emplace_back(it.offset(), s.size());
+    if (space && in_word) words.back().second = it.offset();
+    in_word = !space;
+  }
+  return words;
+}
+
+size_t CountWords(std::string_view s) {
+  size_t n = 0;
+  bool in_word = false;
+  for (char32_t cp : CodePoints(s)) {
+    const bool space = IsSpace(cp);
+    n += !space && !in_word;
+    in_word = !space;
+  }
+  return n;
+}
+
+// Python str.split() / rsplit() without a separator.
 std::vector<std::string> SplitWhitespace(std::string_view s, int64_t maxsplit,
                                          bool from_right) {
-  std::u32string cps = DecodeUtf8(s);
-  std::vector<std::u32string> parts;
-  if (!from_right) {
-    size_t i = 0;
-    const size_t n = cps.size();
-    while (true) {
-      while (i < n && IsSpace(cps[i])) ++i;
-      if (i >= n) break;
-      if (maxsplit >= 0 && static_cast<int64_t>(parts.size()) == maxsplit) {
-        parts.push_back(cps.substr(i));
-        break;
-      }
-      size_t j = i;
-      while (j < n && !IsSpace(cps[j])) ++j;
-      parts.push_back(cps.substr(i, j - i));
-      i = j;
-    }
-  } else {
-    int64_t i = static_cast<int64_t>(cps.size()) - 1;
-    while (true) {
-      while (i >= 0 && IsSpace(cps[i])) --i;
-      if (i < 0) break;
-      if (maxsplit >= 0 && static_cast<int64_t>(parts.size()) == maxsplit) {
-        parts.push_back(cps.substr(0, i + 1));
-        break;
-      }
-      int64_t j = i;
-      while (j >= 0 && !IsSpace(cps[j])) --j;
-      parts.push_back(cps.substr(j + 1, i - j));
-      i = j;
-    }
-    std::reverse(parts.begin(), parts.end());
-  }
+  const std::vector<std::pair<size_t, size_t>> words = Words(s);
+  const size_t n = words.size();
+  auto word = [&](size_t i) {
+    return std::string(
+        s.substr(words[i].first, words[i].second - words[i].first));
+  };
   std::vector<std::string> out;
-  out.reserve(parts.size());
-  for (const auto& p : parts) out.push_back(EncodeUtf8(p));
+  if (maxsplit < 0 || static_cast<uint64_t>(maxsplit) >= n) {
+    for (size_t i = 0; i < n; ++i) out.push_back(word(i));
+    return out;
+  }
+  const size_t k = static_cast<size_t>(maxsplit);
+  if (!from_right) {
+    // The rest keeps its inner and trailing whitespace.
+    for (size_t i = 0; i < k; ++i) out.push_back(word(i));
+    out.emplace_back(s.substr(words[k].first));
+  } else {
+    out.emplace_back(s.substr(0, words[n - k - 1].second));
+    for (size_t i = n - k; i < n; ++i) out.push_back(word(i));
+  }
   return out;
+}
+
+// Non-overlapping occurrences of `sep` in `s`, at most `maxsplit` (< 0: all)
+// and at most `limit`.
+size_t CountSep(std::string_view s, std::string_view sep, int64_t maxsplit,
+                size_t limit = std::numeric_limits<size_t>::max()) {
+  const size_t most =
+      maxsplit < 0 ? limit : std::min(limit, static_cast<size_t>(maxsplit));
+  size_t n = 0;
+  for (size_t p = FindSub(s, sep, 0); p != std::string_view::npos && n < most;
+       p = FindSub(s, sep, p + sep.size())) {
+    ++n;
+  }
+  return n;
+}
+
+// More parts than this cannot be held; counting stops there.
+size_t MaxParts(Renderer& r) {
+  return r.meter()->memory_headroom() / (sizeof(Value) + StringValueBytes(0)) +
+         1;
+}
+
+std::string Reversed(std::string_view s) {
+  return std::string(s.rbegin(), s.rend());
 }
 
 std::vector<std::string> SplitSep(std::string_view s, std::string_view sep,
                                   int64_t maxsplit, bool from_right) {
   std::vector<std::string> out;
-  if (!from_right) {
-    size_t start = 0;
-    while (maxsplit < 0 || static_cast<int64_t>(out.size()) < maxsplit) {
-      const size_t p = s.find(sep, start);
-      if (p == std::string_view::npos) break;
-      out.emplace_back(s.substr(start, p - start));
-      start = p + sep.size();
-    }
-    out.emplace_back(s.substr(start));
+  if (from_right) {
+    // Matches taken from the right differ from those from the left where
+    // they overlap ('aaa'.rsplit('aa')); splitting the reversed string from
+    // the left finds them in linear time.
+    const std::string rs = Reversed(s);
+    const std::string rsep = Reversed(sep);
+    std::vector<std::string> parts = SplitSep(rs, rsep, maxsplit, false);
+    for (auto it = parts.rbegin(); it != parts.rend(); ++it)
+      out.push_back(Reversed(*it));
     return out;
   }
-  size_t end = s.size();
-  std::vector<std::string> rev;
-  while (maxsplit < 0 || static_cast<int64_t>(rev.size()) < maxsplit) {
-    if (end < sep.size()) break;
-    const size_t p = s.rfind(sep, end - sep.size());
+  size_t start = 0;
+  while (maxsplit < 0 || static_cast<int64_t>(out.size()) < maxsplit) {
+    const size_t p = FindSub(s, sep, start);
     if (p == std::string_view::npos) break;
-    rev.emplace_back(s.substr(p + sep.size(), end - p - sep.size()));
-    end = p;
+    out.emplace_back(s.substr(start, p - start));
+    start = p + sep.size();
   }
-  rev.emplace_back(s.substr(0, end));
-  out.assign(rev.rbegin(), rev.rend());
+  out.emplace_back(s.substr(start));
   return out;
 }
 
@@ -183,7 +214,7 @@ Value StrList(const Value& receiver, const std::vector<std::string>& parts) {
 template <typename Pred>
 bool AllCodePoints(std::string_view s, Pred pred) {
   if (s.empty()) return false;
-  for (char32_t cp : DecodeUtf8(s)) {
+  for (char32_t cp : CodePoints(s)) {
     if (!pred(cp)) return false;
   }
   return true;
@@ -193,6 +224,11 @@ bool AllCodePoints(std::string_view s, Pred pred) {
 // [[fill]align][sign][0][width][.precision][type] spec.
 Result<std::string> StrFormat(Renderer& r, const std::string& fmt,
                               const CallArgs& args) {
+  RL_RETURN_IF_ERROR(r.Charge(static_cast<int64_t>(fmt.size())));
+  // A width beyond the output limit could only build a string the limit
+  // refuses; it is refused before anything is built.
+  const int64_t max_field = static_cast<int64_t>(std::min<size_t>(
+      r.options().limits.max_output_bytes, std::numeric_limits<int>::max()));
   std::string out;
   size_t auto_index = 0;
   for (size_t i = 0; i < fmt.size(); ++i) {
@@ -207,6 +243,7 @@ Result<std::string> StrFormat(Renderer& r, const std::string& fmt,
     }
     if (c != '{') {
       out.push_back(c);
+      RL_RETURN_IF_ERROR(r.CheckStringSize(out.size()));
       continue;
     }
     if (i + 1 < fmt.size() && fmt[i + 1] == '{') {
@@ -284,26 +321,26 @@ Result<std::string> StrFormat(Renderer& r, const std::string& fmt,
     std::string text;
     char type = 0;
     // Parse the spec.
-    char fill = ' ';
     char align = 0;
     char sign = 0;
-    int width = -1;
-    int precision = -1;
+    int64_t width = -1;
+    int64_t precision = -1;
     size_t p = 0;
-    std::u32string spec_cps = DecodeUtf8(spec);
     std::string fill_str = " ";
-    if (spec_cps.size() >= 2 && (spec_cps[1] == '<' || spec_cps[1] == '>' ||
-                                 spec_cps[1] == '^' || spec_cps[1] == '=')) {
-      fill_str.clear();
-      AppendUtf8(spec_cps[0], &fill_str);
-      align = static_cast<char>(spec_cps[1]);
-      spec = EncodeUtf8(std::u32string_view(spec_cps).substr(2));
-    } else if (!spec.empty() && (spec[0] == '<' || spec[0] == '>' ||
-                                 spec[0] == '^' || spec[0] == '=')) {
+    auto is_align = [](char32_t a) {
+      return a == '<' || a == '>' || a == '^' || a == '=';
+    };
+    size_t second = 0;
+    if (!spec.empty()) NextCodePoint(spec, &second);
+    if (second < spec.size() &&
+        is_align(static_cast<unsigned char>(spec[second]))) {
+      fill_str = spec.substr(0, second);
+      align = spec[second];
+      spec.erase(0, second + 1);
+    } else if (!spec.empty() && is_align(static_cast<unsigned char>(spec[0]))) {
       align = spec[0];
       p = 1;
     }
-    (void)fill;
     if (p < spec.size() && (spec[p] == '+' || spec[p] == '-' || spec[p] == ' '))
       sign = spec[p++];
     if (p < spec.size() && spec[p] == '0') {
@@ -314,44 +351,42 @@ Result<std::string> StrFormat(Renderer& r, const std::string& fmt,
       ++p;
     }
     while (p < spec.size() && spec[p] >= '0' && spec[p] <= '9') {
-      width = std::min((width < 0 ? 0 : width) * 10 + (spec[p++] - '0'), 4096);
+      width = (width < 0 ? 0 : width) * 10 + (spec[p++] - '0');
+      if (width > max_field) return r.TooLongError();
     }
     if (p < spec.size() && spec[p] == '.') {
       ++p;
       precision = 0;
       while (p < spec.size() && spec[p] >= '0' && spec[p] <= '9') {
-        precision = std::min(precision * 10 + (spec[p++] - '0'), 100);
+        precision = precision * 10 + (spec[p++] - '0');
+        if (precision > max_field) return r.TooLongError();
       }
     }
     if (p < spec.size()) type = spec[p++];
     if (p != spec.size()) return ValueError("Invalid format specifier");
     const bool numeric = value.is_number() && conversion == 0;
     if (conversion == 'r') {
-      text = Repr(value);
+      RL_ASSIGN_OR_RETURN(text, r.ReprOf(value));
     } else if (!numeric || type == 's') {
-      text = ToStr(value);
-      if (precision >= 0) {
-        std::u32string cps = DecodeUtf8(text);
-        if (static_cast<int64_t>(cps.size()) > precision)
-          text = EncodeUtf8(std::u32string_view(cps).substr(0, precision));
-      }
+      RL_ASSIGN_OR_RETURN(text, r.Str(value));
+      if (precision >= 0)
+        text.resize(CodePointOffset(text, static_cast<size_t>(precision)));
     } else {
-      char buf[256];
+      // %f of 1e308 has 309 digits before the point.
+      RL_RETURN_IF_ERROR(r.ReserveString(
+          static_cast<size_t>(std::max<int64_t>(precision, 0)) + 400));
+      const int digits = static_cast<int>(precision >= 0 ? precision : 6);
       std::string f = "%";
       if (sign == '+' || sign == ' ') f.push_back(sign);
       if (type == 'd' || (type == 0 && !value.is_float())) {
         if (value.is_float())
           return ValueError(
               "Unknown format code 'd' for object of type 'float'");
-        std::snprintf(buf, sizeof(buf), (f + "lld").c_str(),
-                      static_cast<long long>(value.int_value()));
-        text = buf;
+        text = CFormat(f + "lld", static_cast<long long>(value.int_value()));
       } else if (type == 0) {
         text = ToStr(value);
         if (precision >= 0) {
-          std::snprintf(buf, sizeof(buf), (f + ".*g").c_str(), precision,
-                        value.AsDouble());
-          text = buf;
+          text = CFormat(f + ".*g", digits, value.AsDouble());
         } else if (sign == '+' && value.AsDouble() >= 0) {
           text = "+" + text;
         }
@@ -359,10 +394,7 @@ Result<std::string> StrFormat(Renderer& r, const std::string& fmt,
                  type == 'g' || type == 'G' || type == '%') {
         double d = value.AsDouble();
         if (type == '%') d *= 100;
-        std::snprintf(buf, sizeof(buf),
-                      (f + ".*" + (type == '%' ? 'f' : type)).c_str(),
-                      precision >= 0 ? precision : 6, d);
-        text = buf;
+        text = CFormat(f + ".*" + (type == '%' ? 'f' : type), digits, d);
         if (type == '%') text += "%";
       } else if (type == 'x' || type == 'X' || type == 'o' || type == 'b') {
         if (!(value.is_int() || value.is_bool()))
@@ -378,19 +410,20 @@ Result<std::string> StrFormat(Renderer& r, const std::string& fmt,
           } while (mag);
           text = bits;
         } else {
-          std::snprintf(buf, sizeof(buf),
-                        type == 'o' ? "%llo" : (type == 'x' ? "%llx" : "%llX"),
-                        mag);
-          text = buf;
+          text = CFormat(type == 'o' ? "%llo" : (type == 'x' ? "%llx" : "%llX"),
+                         mag);
         }
         if (iv < 0) text = "-" + text;
       } else {
         return ValueError(std::string("Unknown format code '") + type + "'");
       }
     }
+    RL_RETURN_IF_ERROR(r.Charge(static_cast<int64_t>(text.size())));
     const int64_t len = static_cast<int64_t>(CountCodePoints(text));
     if (width > len) {
       const int64_t pad = width - len;
+      RL_RETURN_IF_ERROR(r.ReserveString(
+          text.size() + static_cast<size_t>(pad) * fill_str.size()));
       if (align == 0) align = numeric ? '>' : '<';
       auto repeat = [&](int64_t n) {
         std::string s;
@@ -411,20 +444,45 @@ Result<std::string> StrFormat(Renderer& r, const std::string& fmt,
         text = text.substr(0, s) + repeat(pad) + text.substr(s);
       }
     }
+    RL_RETURN_IF_ERROR(r.CheckStringSize(out.size() + text.size()));
+    RL_RETURN_IF_ERROR(r.Reserve(out.size() + text.size()));
     out += text;
-    RL_RETURN_IF_ERROR(r.CheckStringSize(out.size()));
   }
   return out;
+}
+
+// The strings of `parts` as a list, after reserving what it will hold.
+Result<Value> StrListOf(Renderer& r, const Value& receiver,
+                        const std::vector<std::string>& parts) {
+  RL_RETURN_IF_ERROR(r.ReserveList(parts.size()));
+  for (const auto& part : parts)
+    RL_RETURN_IF_ERROR(r.Reserve(StringValueBytes(part.size())));
+  return StrList(receiver, parts);
+}
+
+// Before splitting `s` into `n` parts: the parts' strings (at most the
+// bytes of `s` in all), their list, and the byte ranges or strings of the
+// intermediate vectors.
+Status ReserveParts(Renderer& r, std::string_view s, size_t n) {
+  if (n > r.meter()->budget().max_memory_bytes / StringValueBytes(0))
+    return r.OutOfMemoryError();
+  RL_RETURN_IF_ERROR(r.ReserveList(n));
+  return r.Reserve(2 * (n * StringValueBytes(0) + s.size()));
 }
 
 Result<Value> StrMethod(Renderer& r, const Value& self, std::string_view name,
                         CallArgs& args) {
   const std::string& s = self.str();
+  const int64_t size = static_cast<int64_t>(s.size());
   const std::string what = "str." + std::string(name) + "()";
   if (name == "strip" || name == "lstrip" || name == "rstrip") {
     ArgBinder b(what, args, {"chars"});
     RL_RETURN_IF_ERROR(b.status());
     RL_ASSIGN_OR_RETURN(auto chars, CharsArg(b.Get(0), name));
+    const size_t chars_size = chars ? chars->size() : 0;
+    RL_RETURN_IF_ERROR(r.Charge(size + static_cast<int64_t>(chars_size)));
+    // The result, and the code points of `chars` looked up while stripping.
+    RL_RETURN_IF_ERROR(r.Reserve(StringValueBytes(s.size()) + 4 * chars_size));
     return StrLike(self, PyStrip(s, chars, name != "rstrip", name != "lstrip"));
   }
   if (name == "split" || name == "rsplit") {
@@ -435,21 +493,43 @@ Result<Value> StrMethod(Renderer& r, const Value& self, std::string_view name,
       RL_ASSIGN_OR_RETURN(maxsplit, ToIndex(*m, "maxsplit"));
     }
     const Value* sep = b.Get(0);
+    // Count the parts first, so that their memory is known before any is
+    // made.
     std::vector<std::string> parts;
     if (sep == nullptr || sep->is_none()) {
+      RL_RETURN_IF_ERROR(r.Charge(size));
+      const size_t n = CountWords(s);
+      RL_RETURN_IF_ERROR(r.Charge(size));
+      RL_RETURN_IF_ERROR(ReserveParts(r, s, n + 1));
+      RL_RETURN_IF_ERROR(r.Reserve(n * sizeof(std::pair<size_t, size_t>)));
       parts = SplitWhitespace(s, maxsplit, name == "rsplit");
     } else {
       RL_ASSIGN_OR_RETURN(std::string sep_s, StrArg(sep, "sep"));
       if (sep_s.empty()) return ValueError("empty separator");
+      RL_RETURN_IF_ERROR(
+          r.Charge(2 * (size + static_cast<int64_t>(sep_s.size()))));
+      const size_t n =
+          CountSep(s, sep_s, name == "rsplit" ? -1 : maxsplit, MaxParts(r));
+      // rsplit works on reversed copies.
+      RL_RETURN_IF_ERROR(ReserveParts(r, s, n + 1));
+      RL_RETURN_IF_ERROR(r.Charge(2 * size));
       parts = SplitSep(s, sep_s, maxsplit, name == "rsplit");
     }
-    RL_RETURN_IF_ERROR(r.Charge(static_cast<int64_t>(parts.size())));
-    return StrList(self, parts);
+    return StrListOf(r, self, parts);
   }
   if (name == "splitlines") {
     ArgBinder b(what, args, {"keepends"});
     RL_RETURN_IF_ERROR(b.status());
-    return StrList(self, PySplitLines(s));
+    RL_RETURN_IF_ERROR(r.Charge(2 * size));
+    size_t n = 0;
+    const size_t most = MaxParts(r);
+    for (size_t start = 0, next = 0; start < s.size() && n < most;
+         start = next) {
+      LineEnd(s, start, &next);
+      ++n;
+    }
+    RL_RETURN_IF_ERROR(ReserveParts(r, s, n));
+    return StrListOf(r, self, PySplitLines(s));
   }
   if (name == "startswith" || name == "endswith") {
     ArgBinder b(what, args, {"prefix", "start", "end"});
@@ -457,11 +537,15 @@ Result<Value> StrMethod(Renderer& r, const Value& self, std::string_view name,
     const Value* p = b.Get(0);
     if (p == nullptr)
       return TypeError(what + " takes at least 1 argument (0 given)");
+    if (b.has(1) || b.has(2)) {
+      RL_RETURN_IF_ERROR(r.Charge(size));
+    }
     RL_ASSIGN_OR_RETURN(auto window, Window(s, b.Get(1), b.Get(2)));
     std::string_view sub =
         std::string_view(s).substr(window.first, window.second - window.first);
     std::vector<Value> candidates;
     if (p->is_tuple()) {
+      RL_RETURN_IF_ERROR(r.ReserveList(p->items().size()));
       candidates = p->items();
     } else if (p->is_string()) {
       candidates.push_back(*p);
@@ -475,6 +559,8 @@ Result<Value> StrMethod(Renderer& r, const Value& self, std::string_view name,
         return TypeError("tuple for " + std::string(name) +
                          " must only contain str");
       const std::string& x = c.str();
+      RL_RETURN_IF_ERROR(
+          r.Charge(static_cast<int64_t>(std::min(x.size(), sub.size()))));
       if (name == "startswith" ? sub.substr(0, x.size()) == x
                                : (sub.size() >= x.size() &&
                                   sub.substr(sub.size() - x.size()) == x)) {
@@ -487,12 +573,16 @@ Result<Value> StrMethod(Renderer& r, const Value& self, std::string_view name,
       name == "capitalize" || name == "swapcase" || name == "casefold") {
     ArgBinder b(what, args, {});
     RL_RETURN_IF_ERROR(b.status());
+    // Case mapping keeps the size within a few bytes per code point; the
+    // result is checked again when it is used.
+    RL_RETURN_IF_ERROR(r.ReserveString(s.size()));
     if (name == "upper") return StrLike(self, PyUpper(s));
     if (name == "lower" || name == "casefold") return StrLike(self, PyLower(s));
     if (name == "title") return StrLike(self, PyTitle(s));
     if (name == "capitalize") return StrLike(self, PyCapitalize(s));
     std::string out;
-    for (char32_t cp : DecodeUtf8(s))
+    out.reserve(s.size());
+    for (char32_t cp : CodePoints(s))
       AppendUtf8(IsUpper(cp) ? ToLower(cp) : ToUpper(cp), &out);
     return StrLike(self, std::move(out));
   }
@@ -507,31 +597,33 @@ Result<Value> StrMethod(Renderer& r, const Value& self, std::string_view name,
     if (const Value* c = b.Get(2)) {
       RL_ASSIGN_OR_RETURN(count, ToIndex(*c, "count"));
     }
-    std::optional<std::string> out =
-        PyReplace(s, old_s, new_s, count, r.options().limits.max_output_bytes);
-    if (!out) return r.CheckStringSize(r.options().limits.max_output_bytes + 1);
-    RL_RETURN_IF_ERROR(r.Charge(static_cast<int64_t>(out->size() / 64)));
-    return StrLike(self, std::move(*out));
+    RL_ASSIGN_OR_RETURN(std::string out,
+                        ReplaceChecked(r, s, old_s, new_s, count));
+    return StrLike(self, std::move(out));
   }
   if (name == "find" || name == "rfind" || name == "index" ||
       name == "rindex" || name == "count") {
     ArgBinder b(what, args, {"sub", "start", "end"});
     RL_RETURN_IF_ERROR(b.status());
     RL_ASSIGN_OR_RETURN(std::string sub, StrArg(b.Get(0), "must be str"));
+    // The window, the search and the code point index of the match each
+    // read the string once; rfind copies both strings reversed.
+    RL_RETURN_IF_ERROR(
+        r.Charge(3 * size + 2 * static_cast<int64_t>(sub.size())));
     RL_ASSIGN_OR_RETURN(auto window, Window(s, b.Get(1), b.Get(2)));
     std::string_view hay =
         std::string_view(s).substr(window.first, window.second - window.first);
     if (name == "count") {
       if (sub.empty())
         return Value::Int(static_cast<int64_t>(CountCodePoints(hay)) + 1);
-      int64_t n = 0;
-      for (size_t p = hay.find(sub); p != std::string_view::npos;
-           p = hay.find(sub, p + sub.size()))
-        ++n;
-      return Value::Int(n);
+      return Value::Int(static_cast<int64_t>(CountSep(hay, sub, -1)));
+    }
+    const bool forward = name == "find" || name == "index";
+    if (!forward) {
+      RL_RETURN_IF_ERROR(r.Reserve(hay.size() + sub.size()));
     }
     const size_t p =
-        (name == "find" || name == "index") ? hay.find(sub) : hay.rfind(sub);
+        forward ? FindSub(hay, sub, 0) : RFindSub(hay, sub, hay.size());
     if (p == std::string_view::npos) {
       if (name == "index" || name == "rindex")
         return ValueError("substring not found");
@@ -545,7 +637,13 @@ Result<Value> StrMethod(Renderer& r, const Value& self, std::string_view name,
     if (!b.has(0))
       return TypeError("str.join() takes exactly one argument (0 given)");
     RL_ASSIGN_OR_RETURN(auto items, r.Iterate(*b.Get(0)));
-    std::string out;
+    // The size of the result first: a separator repeated a million times
+    // must be refused before it is built.
+    auto escaped = [&](const Value& item) {
+      return self.is_markup() && !item.is_markup();
+    };
+    uint64_t total = 0;
+    RL_RETURN_IF_ERROR(r.Charge(static_cast<int64_t>(items->size())));
     for (size_t i = 0; i < items->size(); ++i) {
       const Value& item = (*items)[i];
       if (!item.is_string()) {
@@ -553,16 +651,27 @@ Result<Value> StrMethod(Renderer& r, const Value& self, std::string_view name,
                          ": expected str instance, " + TypeName(item) +
                          " found");
       }
+      if (escaped(item)) {
+        RL_RETURN_IF_ERROR(r.Charge(static_cast<int64_t>(item.str().size())));
+      }
+      total += (i ? s.size() : 0) + (escaped(item) ? HtmlEscapedSize(item.str())
+                                                   : item.str().size());
+      if (total > r.options().limits.max_output_bytes) return r.TooLongError();
+    }
+    RL_RETURN_IF_ERROR(r.ReserveString(total));
+    std::string out;
+    out.reserve(total);
+    for (size_t i = 0; i < items->size(); ++i) {
+      const Value& item = (*items)[i];
       if (i) out += s;
-      out += self.is_markup() && !item.is_markup() ? HtmlEscape(item.str())
-                                                   : item.str();
-      RL_RETURN_IF_ERROR(r.CheckStringSize(out.size()));
+      out += escaped(item) ? HtmlEscape(item.str()) : item.str();
     }
     return StrLike(self, std::move(out));
   }
   if (name.substr(0, 2) == "is") {
     ArgBinder b(what, args, {});
     RL_RETURN_IF_ERROR(b.status());
+    RL_RETURN_IF_ERROR(r.Charge(size));
     if (name == "isdigit" || name == "isnumeric" || name == "isdecimal") {
       return Value::Bool(AllCodePoints(s, IsDigit));
     }
@@ -574,7 +683,7 @@ Result<Value> StrMethod(Renderer& r, const Value& self, std::string_view name,
     bool lower_ok = true;
     bool title_ok = true;
     bool prev_cased = false;
-    for (char32_t cp : DecodeUtf8(s)) {
+    for (char32_t cp : CodePoints(s)) {
       if (IsUpper(cp)) {
         any_cased = true;
         lower_ok = false;
@@ -611,11 +720,14 @@ Result<Value> StrMethod(Renderer& r, const Value& self, std::string_view name,
       }
       fill = f->str();
     }
+    RL_RETURN_IF_ERROR(r.Charge(size));
     const int64_t len = static_cast<int64_t>(CountCodePoints(s));
     if (width <= len) return self;
-    RL_RETURN_IF_ERROR(
-        r.CheckStringSize(static_cast<size_t>(width) * fill.size()));
+    if (static_cast<uint64_t>(width) > r.options().limits.max_output_bytes)
+      return r.TooLongError();
     const int64_t pad = width - len;
+    RL_RETURN_IF_ERROR(
+        r.ReserveString(s.size() + static_cast<size_t>(pad) * fill.size()));
     int64_t left = 0;
     if (name == "rjust") {
       left = pad;
@@ -635,9 +747,12 @@ Result<Value> StrMethod(Renderer& r, const Value& self, std::string_view name,
     if (!b.has(0))
       return TypeError("zfill() takes exactly one argument (0 given)");
     RL_ASSIGN_OR_RETURN(int64_t width, ToIndex(*b.Get(0), "width"));
+    RL_RETURN_IF_ERROR(r.Charge(size));
     const int64_t len = static_cast<int64_t>(CountCodePoints(s));
     if (width <= len) return self;
-    RL_RETURN_IF_ERROR(r.CheckStringSize(static_cast<size_t>(width)));
+    if (static_cast<uint64_t>(width) > r.options().limits.max_output_bytes)
+      return r.TooLongError();
+    RL_RETURN_IF_ERROR(r.ReserveString(s.size() + static_cast<size_t>(width)));
     const size_t sign = (!s.empty() && (s[0] == '-' || s[0] == '+')) ? 1 : 0;
     return StrLike(self, s.substr(0, sign) + std::string(width - len, '0') +
                              s.substr(sign));
@@ -647,7 +762,12 @@ Result<Value> StrMethod(Renderer& r, const Value& self, std::string_view name,
     RL_RETURN_IF_ERROR(b.status());
     RL_ASSIGN_OR_RETURN(std::string sep, StrArg(b.Get(0), "sep"));
     if (sep.empty()) return ValueError("empty separator");
-    const size_t p = name == "partition" ? s.find(sep) : s.rfind(sep);
+    RL_RETURN_IF_ERROR(r.Charge(2 * (size + static_cast<int64_t>(sep.size()))));
+    // The three parts, and the reversed copies rpartition searches.
+    RL_RETURN_IF_ERROR(r.ReserveList(3));
+    RL_RETURN_IF_ERROR(r.Reserve(3 * StringValueBytes(s.size()) + sep.size()));
+    const size_t p =
+        name == "partition" ? FindSub(s, sep, 0) : RFindSub(s, sep, s.size());
     std::vector<Value> parts;
     if (p == std::string::npos) {
       if (name == "partition") {
@@ -665,6 +785,7 @@ Result<Value> StrMethod(Renderer& r, const Value& self, std::string_view name,
     ArgBinder b(what, args, {"affix"});
     RL_RETURN_IF_ERROR(b.status());
     RL_ASSIGN_OR_RETURN(std::string affix, StrArg(b.Get(0), "argument"));
+    RL_RETURN_IF_ERROR(r.ReserveString(s.size()));
     if (name == "removeprefix") {
       if (s.compare(0, affix.size(), affix) == 0)
         return StrLike(self, s.substr(affix.size()));
@@ -682,9 +803,32 @@ Result<Value> StrMethod(Renderer& r, const Value& self, std::string_view name,
       RL_ASSIGN_OR_RETURN(tab, ToIndex(*t, "tabsize"));
     }
     tab = std::clamp<int64_t>(tab, 0, 4096);
-    std::string out;
+    // Measure first, then build what the limits allow.
+    RL_RETURN_IF_ERROR(r.Charge(2 * size));
+    uint64_t bytes = 0;
     int64_t col = 0;
-    for (char32_t cp : DecodeUtf8(s)) {
+    for (size_t i = 0, next = 0; i < s.size(); i = next) {
+      next = i;
+      const char32_t cp = NextCodePoint(s, &next);
+      if (cp == '\t') {
+        if (tab > 0) {
+          const int64_t n = tab - col % tab;
+          bytes += static_cast<uint64_t>(n);
+          col += n;
+        }
+      } else {
+        bytes += next - i;
+        col = (cp == '\n' || cp == '\r') ? 0 : col + 1;
+      }
+      if (bytes > r.options().limits.max_output_bytes) return r.TooLongError();
+    }
+    RL_RETURN_IF_ERROR(r.ReserveString(bytes));
+    std::string out;
+    out.reserve(bytes);
+    col = 0;
+    for (size_t i = 0, next = 0; i < s.size(); i = next) {
+      next = i;
+      const char32_t cp = NextCodePoint(s, &next);
       if (cp == '\t') {
         if (tab > 0) {
           const int64_t n = tab - col % tab;
@@ -692,10 +836,9 @@ Result<Value> StrMethod(Renderer& r, const Value& self, std::string_view name,
           col += n;
         }
       } else {
-        AppendUtf8(cp, &out);
+        out.append(s, i, next - i);
         col = (cp == '\n' || cp == '\r') ? 0 : col + 1;
       }
-      RL_RETURN_IF_ERROR(r.CheckStringSize(out.size()));
     }
     return StrLike(self, std::move(out));
   }
@@ -712,18 +855,27 @@ Result<Value> DictMethod(Renderer& r, const Value& self, std::string_view name,
     ArgBinder b(what, args, {"key", "default"});
     RL_RETURN_IF_ERROR(b.status());
     if (!b.has(0)) return TypeError("get expected at least 1 argument, got 0");
-    std::string key;
-    if (!Dict::KeyOf(*b.Get(0), &key))
+    // The index copies a string key to look it up.
+    RL_RETURN_IF_ERROR(r.Charge(Dict::LookupUnits(*b.Get(0))));
+    if (b.Get(0)->is_string()) {
+      RL_RETURN_IF_ERROR(r.Reserve(StringValueBytes(b.Get(0)->str().size())));
+    }
+    if (!Dict::IsHashable(*b.Get(0)))
       return TypeError("unhashable type: '" + TypeName(*b.Get(0)) + "'");
     if (const Value* v = d.Find(*b.Get(0))) return *v;
     return b.GetOr(1, Value::None());
   }
   ArgBinder b(what, args, {});
   RL_RETURN_IF_ERROR(b.status());
-  RL_RETURN_IF_ERROR(r.Charge(static_cast<int64_t>(d.size())));
+  if (name == "copy") return self;
+  RL_RETURN_IF_ERROR(r.ReserveList(d.size()));
+  if (name == "items") {
+    // A two-element tuple per entry.
+    RL_RETURN_IF_ERROR(
+        r.Reserve(d.size() * (ContainerValueBytes() + 2 * sizeof(Value))));
+  }
   std::vector<Value> out;
   out.reserve(d.size());
-  if (name == "copy") return self;
   for (const auto& [k, v] : d.items()) {
     if (name == "items") {
       out.push_back(Value::MakeTuple({k, v}));
@@ -748,15 +900,16 @@ Result<Value> ListMethod(Renderer& r, const Value& self, std::string_view name,
   RL_RETURN_IF_ERROR(b.status());
   if (!b.has(0))
     return TypeError(what + " takes exactly one argument (0 given)");
-  RL_RETURN_IF_ERROR(r.Charge(static_cast<int64_t>(self.items().size())));
   int64_t count = 0;
   for (size_t i = 0; i < self.items().size(); ++i) {
-    if (Equals(self.items()[i], *b.Get(0))) {
+    RL_ASSIGN_OR_RETURN(bool equal, r.Equal(self.items()[i], *b.Get(0)));
+    if (equal) {
       if (name == "index") return Value::Int(static_cast<int64_t>(i));
       ++count;
     }
   }
-  if (name == "index") return ValueError(Repr(*b.Get(0)) + " is not in list");
+  if (name == "index")
+    return ValueError(ShortRepr(*b.Get(0)) + " is not in list");
   return Value::Int(count);
 }
 
@@ -771,9 +924,13 @@ Result<Value> LoopMethod(Renderer& r, const Value& self, std::string_view name,
         .positional[loop.index0 % static_cast<int64_t>(args.positional.size())];
   }
   // changed(*values): true when the values differ from the previous call.
+  RL_RETURN_IF_ERROR(r.ReserveList(args.positional.size()));
   Value current = Value::MakeTuple(args.positional);
-  const bool changed =
-      !loop.changed_called || !Equals(loop.changed_last, current);
+  bool changed = true;
+  if (loop.changed_called) {
+    RL_ASSIGN_OR_RETURN(bool same, r.Equal(loop.changed_last, current));
+    changed = !same;
+  }
   loop.changed_called = true;
   loop.changed_last = std::move(current);
   return Value::Bool(changed);
@@ -820,14 +977,22 @@ Result<Value> CallMethod(Renderer& r, const Value& obj, std::string_view name,
         for (const MarkupEscapedArg& e : kMarkupEscaped) {
           if (e.method != name) continue;
           CallArgs escaped = args;
-          auto escape = [](Value* v) {
-            if (v->is_string() && !v->is_markup())
+          auto escape = [&r](Value* v) -> Status {
+            if (v->is_string() && !v->is_markup()) {
+              RL_RETURN_IF_ERROR(
+                  r.Charge(static_cast<int64_t>(v->str().size())));
+              RL_RETURN_IF_ERROR(r.ReserveString(HtmlEscapedSize(v->str())));
               *v = Value::Markup(HtmlEscape(v->str()));
+            }
+            return Status::Ok();
           };
-          if (escaped.positional.size() > e.index)
-            escape(&escaped.positional[e.index]);
+          if (escaped.positional.size() > e.index) {
+            RL_RETURN_IF_ERROR(escape(&escaped.positional[e.index]));
+          }
           for (auto& [k, v] : escaped.keyword) {
-            if (k == e.keyword) escape(&v);
+            if (k == e.keyword) {
+              RL_RETURN_IF_ERROR(escape(&v));
+            }
           }
           return StrMethod(r, obj, name, escaped);
         }
@@ -857,37 +1022,43 @@ Value BoundMethod(const Value& obj, std::string_view name) {
 
 std::string PyStrip(std::string_view s, const std::optional<std::string>& chars,
                     bool left, bool right) {
-  if (IsAscii(s) && (!chars || IsAscii(*chars))) {
-    auto strip_char = [&](char c) {
-      if (!chars)
-        return c == ' ' || (c >= 0x09 && c <= 0x0D) || (c >= 0x1C && c <= 0x1F);
-      return chars->find(c) != std::string::npos;
-    };
-    size_t b = 0;
-    size_t e = s.size();
-    if (left) {
-      while (b < e && strip_char(s[b])) ++b;
+  // The characters to strip as a table (ASCII) or a sorted set, so that a
+  // long `chars` costs a lookup per character, not a scan.
+  std::array<bool, 128> ascii_set{};
+  std::vector<char32_t> set;
+  if (chars) {
+    for (char32_t cp : CodePoints(*chars)) {
+      if (cp < 128) {
+        ascii_set[cp] = true;
+      } else {
+        set.push_back(cp);
+      }
     }
-    if (right) {
-      while (e > b && strip_char(s[e - 1])) --e;
-    }
-    return std::string(s.substr(b, e - b));
+    std::sort(set.begin(), set.end());
   }
-  std::u32string cps = DecodeUtf8(s);
-  std::u32string set = chars ? DecodeUtf8(*chars) : std::u32string();
   auto strip_cp = [&](char32_t cp) {
     if (!chars) return IsSpace(cp);
-    return set.find(cp) != std::u32string::npos;
+    if (cp < 128) return ascii_set[cp];
+    return std::binary_search(set.begin(), set.end(), cp);
   };
   size_t b = 0;
-  size_t e = cps.size();
   if (left) {
-    while (b < e && strip_cp(cps[b])) ++b;
+    while (b < s.size()) {
+      size_t next = b;
+      if (!strip_cp(NextCodePoint(s, &next))) break;
+      b = next;
+    }
   }
+  size_t e = s.size();
   if (right) {
-    while (e > b && strip_cp(cps[e - 1])) --e;
+    // Code points decode front to back only (an odd byte may or may not
+    // belong to the one before it), so find the end of the last kept one.
+    e = b;
+    for (size_t i = b; i < s.size();) {
+      if (!strip_cp(NextCodePoint(s, &i))) e = i;
+    }
   }
-  return EncodeUtf8(std::u32string_view(cps).substr(b, e - b));
+  return std::string(s.substr(b, e - b));
 }
 
 std::string PyUpper(std::string_view s) {
@@ -898,7 +1069,7 @@ std::string PyUpper(std::string_view s) {
       out.push_back((c >= 'a' && c <= 'z') ? static_cast<char>(c - 32) : c);
     return out;
   }
-  for (char32_t cp : DecodeUtf8(s)) {
+  for (char32_t cp : CodePoints(s)) {
     if (cp == 0xDF) {
       out += "SS";  // ß has no single upper-case letter
     } else {
@@ -916,16 +1087,18 @@ std::string PyLower(std::string_view s) {
       out.push_back((c >= 'A' && c <= 'Z') ? static_cast<char>(c + 32) : c);
     return out;
   }
-  for (char32_t cp : DecodeUtf8(s)) AppendUtf8(ToLower(cp), &out);
+  for (char32_t cp : CodePoints(s)) AppendUtf8(ToLower(cp), &out);
   return out;
 }
 
 std::string PyCapitalize(std::string_view s) {
-  std::u32string cps = DecodeUtf8(s);
   std::string out;
   out.reserve(s.size());
-  for (size_t i = 0; i < cps.size(); ++i)
-    AppendUtf8(i == 0 ? ToUpper(cps[i]) : ToLower(cps[i]), &out);
+  bool first = true;
+  for (char32_t cp : CodePoints(s)) {
+    AppendUtf8(first ? ToUpper(cp) : ToLower(cp), &out);
+    first = false;
+  }
   return out;
 }
 
@@ -933,7 +1106,7 @@ std::string PyTitle(std::string_view s) {
   std::string out;
   out.reserve(s.size());
   bool prev_cased = false;
-  for (char32_t cp : DecodeUtf8(s)) {
+  for (char32_t cp : CodePoints(s)) {
     if (IsCased(cp)) {
       AppendUtf8(prev_cased ? ToLower(cp) : ToUpper(cp), &out);
       prev_cased = true;
@@ -945,25 +1118,80 @@ std::string PyTitle(std::string_view s) {
   return out;
 }
 
+size_t LineEnd(std::string_view s, size_t start, size_t* next) {
+  // Byte patterns of Python's line boundaries: \n \r \v \f \x1c-\x1e, and
+  // U+0085, U+2028, U+2029 in UTF-8. None can start inside another code
+  // point (their lead bytes are not continuation bytes), so matching bytes
+  // gives what decoding would.
+  const size_t n = s.size();
+  for (size_t i = start; i < n; ++i) {
+    const unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c == '\n' || c == 0x0B || c == 0x0C || (c >= 0x1C && c <= 0x1E)) {
+      *next = i + 1;
+      return i;
+    }
+    if (c == '\r') {
+      *next = (i + 1 < n && s[i + 1] == '\n') ? i + 2 : i + 1;
+      return i;
+    }
+    if (c == 0xC2 && i + 1 < n &&
+        static_cast<unsigned char>(s[i + 1]) == 0x85) {
+      *next = i + 2;
+      return i;
+    }
+    if (c == 0xE2 && i + 2 < n &&
+        static_cast<unsigned char>(s[i + 1]) == 0x80 &&
+        (static_cast<unsigned char>(s[i + 2]) == 0xA8 ||
+         static_cast<unsigned char>(s[i + 2]) == 0xA9)) {
+      *next = i + 3;
+      return i;
+    }
+  }
+  *next = n;
+  return n;
+}
+
 std::vector<std::string> PySplitLines(std::string_view s) {
   std::vector<std::string> out;
-  std::u32string cps = DecodeUtf8(s);
-  std::u32string cur;
-  for (size_t i = 0; i < cps.size(); ++i) {
-    const char32_t cp = cps[i];
-    const bool brk = cp == '\n' || cp == '\r' || cp == 0x0B || cp == 0x0C ||
-                     cp == 0x1C || cp == 0x1D || cp == 0x1E || cp == 0x85 ||
-                     cp == 0x2028 || cp == 0x2029;
-    if (!brk) {
-      cur.push_back(cp);
-      continue;
-    }
-    if (cp == '\r' && i + 1 < cps.size() && cps[i + 1] == '\n') ++i;
-    out.push_back(EncodeUtf8(cur));
-    cur.clear();
+  for (size_t start = 0, next = 0; start < s.size(); start = next) {
+    const size_t end = LineEnd(s, start, &next);
+    out.emplace_back(s.substr(start, end - start));
   }
-  if (!cur.empty()) out.push_back(EncodeUtf8(cur));
   return out;
+}
+
+size_t FindSub(std::string_view hay, std::string_view needle, size_t pos) {
+  if (pos > hay.size()) return std::string_view::npos;
+  if (needle.empty()) return pos;
+  // glibc's memmem is the two-way algorithm: linear in the worst case.
+  const void* p =
+      memmem(hay.data() + pos, hay.size() - pos, needle.data(), needle.size());
+  if (p == nullptr) return std::string_view::npos;
+  return static_cast<size_t>(static_cast<const char*>(p) - hay.data());
+}
+
+size_t RFindSub(std::string_view hay, std::string_view needle, size_t end) {
+  hay = hay.substr(0, std::min(end, hay.size()));
+  if (needle.size() > hay.size()) return std::string_view::npos;
+  // A short needle costs at most its length per position.
+  if (needle.size() <= 64) return hay.rfind(needle);
+  const std::string rhay(hay.rbegin(), hay.rend());
+  const std::string rneedle(needle.rbegin(), needle.rend());
+  const size_t p = FindSub(rhay, rneedle, 0);
+  if (p == std::string_view::npos) return p;
+  return hay.size() - p - needle.size();
+}
+
+size_t HtmlEscapedSize(std::string_view s) {
+  size_t n = s.size();
+  for (char c : s) {
+    if (c == '&' || c == '\'' || c == '"') {
+      n += 4;
+    } else if (c == '<' || c == '>') {
+      n += 3;
+    }
+  }
+  return n;
 }
 
 std::optional<std::string> PyReplace(std::string_view s, std::string_view old_s,
@@ -972,16 +1200,22 @@ std::optional<std::string> PyReplace(std::string_view s, std::string_view old_s,
   // Count the replacements first so that the size can be checked before
   // anything is built.
   uint64_t occurrences = 0;
+  const uint64_t most = count < 0 ? std::numeric_limits<uint64_t>::max()
+                                  : static_cast<uint64_t>(count);
   if (old_s.empty()) {
-    occurrences = CountCodePoints(s) + 1;
+    occurrences = std::min<uint64_t>(CountCodePoints(s) + 1, most);
   } else {
-    for (size_t p = s.find(old_s); p != std::string_view::npos;
-         p = s.find(old_s, p + old_s.size())) {
+    // Once growing replacements pass the bound, counting further is moot.
+    const uint64_t growth =
+        new_s.size() > old_s.size() ? new_s.size() - old_s.size() : 0;
+    for (size_t p = FindSub(s, old_s, 0);
+         p != std::string_view::npos && occurrences < most;
+         p = FindSub(s, old_s, p + old_s.size())) {
       ++occurrences;
+      if (growth != 0 && s.size() + occurrences * growth > max_bytes)
+        return std::nullopt;
     }
   }
-  if (count >= 0)
-    occurrences = std::min<uint64_t>(occurrences, static_cast<uint64_t>(count));
   const uint64_t size =
       s.size() + occurrences * new_s.size() - occurrences * old_s.size();
   if (size > max_bytes) return std::nullopt;
@@ -990,25 +1224,45 @@ std::optional<std::string> PyReplace(std::string_view s, std::string_view old_s,
   if (old_s.empty()) {
     // Python inserts `new` before every code point and at the end.
     uint64_t done = 0;
-    for (char32_t cp : DecodeUtf8(s)) {
+    for (size_t i = 0, next = 0; i < s.size(); i = next) {
+      next = i;
+      NextCodePoint(s, &next);
       if (done < occurrences) {
         out += new_s;
         ++done;
       }
-      AppendUtf8(cp, &out);
+      out.append(s.substr(i, next - i));
     }
     if (done < occurrences) out += new_s;
     return out;
   }
   size_t start = 0;
   for (uint64_t done = 0; done < occurrences; ++done) {
-    const size_t p = s.find(old_s, start);
+    const size_t p = FindSub(s, old_s, start);
     out.append(s.substr(start, p - start));
     out.append(new_s);
     start = p + old_s.size();
   }
   out.append(s.substr(start));
   return out;
+}
+
+Result<std::string> ReplaceChecked(Renderer& r, std::string_view s,
+                                   std::string_view old_s,
+                                   std::string_view new_s, int64_t count) {
+  // Counting reads the string once, building it again.
+  RL_RETURN_IF_ERROR(r.Charge(
+      static_cast<int64_t>(2 * s.size() + old_s.size() + new_s.size())));
+  const size_t max_output = r.options().limits.max_output_bytes;
+  const size_t headroom = r.meter()->memory_headroom();
+  const size_t cap = std::min(max_output, headroom);
+  std::optional<std::string> out = PyReplace(s, old_s, new_s, count, cap);
+  if (!out) {
+    if (cap < max_output) return r.OutOfMemoryError();
+    return r.TooLongError();
+  }
+  RL_RETURN_IF_ERROR(r.ReserveString(out->size()));
+  return std::move(*out);
 }
 
 std::optional<int64_t> ParseDigits(std::string_view s) {

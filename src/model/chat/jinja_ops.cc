@@ -159,13 +159,17 @@ Result<Value> Repeat(Renderer& r, const Value& seq, int64_t times) {
   if (seq.is_string()) {
     const size_t n = seq.str().size();
     if (n != 0 && static_cast<uint64_t>(times) > (size_t{1} << 40) / n) {
-      return r.CheckStringSize(std::numeric_limits<size_t>::max());
+      return r.TooLongError();
     }
-    RL_RETURN_IF_ERROR(r.CheckStringSize(n * times));
-    RL_RETURN_IF_ERROR(r.Charge(static_cast<int64_t>(n * times / 64)));
+    RL_RETURN_IF_ERROR(r.ReserveString(n * times));
+    // Doubling copies far fewer, larger blocks than appending `times` times.
+    const size_t total = n * static_cast<size_t>(times);
     std::string out;
-    out.reserve(n * times);
-    for (int64_t i = 0; i < times; ++i) out += seq.str();
+    out.reserve(total);
+    out = seq.str();
+    while (out.size() < total) {
+      out.append(out, 0, std::min(out.size(), total - out.size()));
+    }
     return seq.is_markup() ? Value::Markup(std::move(out))
                            : Value::Str(std::move(out));
   }
@@ -174,9 +178,9 @@ Result<Value> Repeat(Renderer& r, const Value& seq, int64_t times) {
       static_cast<uint64_t>(items.size()) * static_cast<uint64_t>(times);
   if (!items.empty() &&
       static_cast<uint64_t>(times) > (uint64_t{1} << 40) / items.size()) {
-    return r.Charge(std::numeric_limits<int64_t>::max() / 2);
+    return r.OutOfMemoryError();
   }
-  RL_RETURN_IF_ERROR(r.Charge(static_cast<int64_t>(total)));
+  RL_RETURN_IF_ERROR(r.ReserveList(total));
   std::vector<Value> out;
   out.reserve(total);
   for (int64_t i = 0; i < times; ++i)
@@ -186,11 +190,6 @@ Result<Value> Repeat(Renderer& r, const Value& seq, int64_t times) {
 }
 
 }  // namespace
-
-Value EscapeToMarkup(const Value& v) {
-  if (v.is_markup()) return v;
-  return Value::Markup(HtmlEscape(ToStr(v)));
-}
 
 Result<Value> ApplyBinary(Renderer& r, BinOp op, const Value& a,
                           const Value& b) {
@@ -204,15 +203,18 @@ Result<Value> ApplyBinary(Renderer& r, BinOp op, const Value& a,
   switch (op) {
     case BinOp::kAdd:
       if (a.is_string() && b.is_string()) {
-        RL_RETURN_IF_ERROR(r.CheckStringSize(a.str().size() + b.str().size()));
-        RL_RETURN_IF_ERROR(r.Charge(
-            static_cast<int64_t>((a.str().size() + b.str().size()) / 64)));
         if (a.is_markup() || b.is_markup()) {
+          RL_RETURN_IF_ERROR(
+              r.Charge(static_cast<int64_t>(a.str().size() + b.str().size())));
+          RL_RETURN_IF_ERROR(r.ReserveString(
+              (a.is_markup() ? a.str().size() : HtmlEscapedSize(a.str())) +
+              (b.is_markup() ? b.str().size() : HtmlEscapedSize(b.str()))));
           // markupsafe: the plain side is escaped, the result is Markup.
           std::string out = a.is_markup() ? a.str() : HtmlEscape(a.str());
           out += b.is_markup() ? b.str() : HtmlEscape(b.str());
           return Value::Markup(std::move(out));
         }
+        RL_RETURN_IF_ERROR(r.ReserveString(a.str().size() + b.str().size()));
         std::string out;
         out.reserve(a.str().size() + b.str().size());
         out += a.str();
@@ -220,8 +222,7 @@ Result<Value> ApplyBinary(Renderer& r, BinOp op, const Value& a,
         return Value::Str(std::move(out));
       }
       if (a.is_sequence() && b.is_sequence() && a.is_tuple() == b.is_tuple()) {
-        RL_RETURN_IF_ERROR(r.Charge(
-            static_cast<int64_t>(a.items().size() + b.items().size())));
+        RL_RETURN_IF_ERROR(r.ReserveList(a.items().size() + b.items().size()));
         std::vector<Value> out;
         out.reserve(a.items().size() + b.items().size());
         out.insert(out.end(), a.items().begin(), a.items().end());
@@ -270,7 +271,8 @@ Result<Value> ApplyUnary(const Value& v, bool negate) {
                    (negate ? "-" : "+") + ": '" + TypeName(v) + "'");
 }
 
-Result<int> ThreeWay(const Value& a, const Value& b) {
+Result<int> ThreeWay(const Value& a, const Value& b, Meter* meter) {
+  if (meter != nullptr && !meter->Spend(1)) return meter->status();
   if (a.is_undefined()) return FailUndefined(a);
   if (b.is_undefined()) return FailUndefined(b);
   if (a.is_number() && b.is_number()) {
@@ -286,6 +288,11 @@ Result<int> ThreeWay(const Value& a, const Value& b) {
                           : 0);  // NaN compares equal-ish, as sorting tolerates
   }
   if (a.is_string() && b.is_string()) {
+    if (a.identity() == b.identity()) return 0;
+    if (meter != nullptr && !meter->Spend(static_cast<int64_t>(
+                                std::min(a.str().size(), b.str().size())))) {
+      return meter->status();
+    }
     const int c =
         a.str().compare(b.str());  // UTF-8 byte order == code point order
     return c < 0 ? -1 : (c > 0 ? 1 : 0);
@@ -294,8 +301,10 @@ Result<int> ThreeWay(const Value& a, const Value& b) {
     const auto& x = a.items();
     const auto& y = b.items();
     for (size_t i = 0; i < x.size() && i < y.size(); ++i) {
-      if (Equals(x[i], y[i])) continue;
-      return ThreeWay(x[i], y[i]);
+      const bool equal = Equals(x[i], y[i], meter);
+      if (meter != nullptr && meter->exhausted()) return meter->status();
+      if (equal) continue;
+      return ThreeWay(x[i], y[i], meter);
     }
     return x.size() < y.size() ? -1 : (x.size() > y.size() ? 1 : 0);
   }
@@ -303,7 +312,10 @@ Result<int> ThreeWay(const Value& a, const Value& b) {
                    "' and '" + TypeName(b) + "'");
 }
 
-Result<bool> Contains(const Value& container, const Value& item) {
+Result<bool> Contains(const Value& container, const Value& item, Meter* meter) {
+  auto spend = [meter](size_t units) {
+    return meter == nullptr || meter->Spend(static_cast<int64_t>(units));
+  };
   switch (container.kind()) {
     case Value::Kind::kUndefined:
       return false;
@@ -312,15 +324,20 @@ Result<bool> Contains(const Value& container, const Value& item) {
         return TypeError("'in <string>' requires string as left operand, not " +
                          TypeName(item));
       }
-      return container.str().find(item.str()) != std::string::npos;
+      if (!spend(container.str().size() + item.str().size()))
+        return meter->status();
+      return FindSub(container.str(), item.str(), 0) != std::string::npos;
     case Value::Kind::kList:
       for (const Value& v : container.items()) {
-        if (Equals(v, item)) return true;
+        const bool equal = Equals(v, item, meter);
+        if (meter != nullptr && meter->exhausted()) return meter->status();
+        if (equal) return true;
       }
       return false;
     case Value::Kind::kDict: {
-      std::string key;
-      if (!Dict::KeyOf(item, &key)) {
+      if (meter != nullptr && !meter->Spend(Dict::LookupUnits(item)))
+        return meter->status();
+      if (!Dict::IsHashable(item)) {
         if (item.is_undefined()) return false;
         return TypeError("unhashable type: '" + TypeName(item) + "'");
       }
@@ -332,23 +349,27 @@ Result<bool> Contains(const Value& container, const Value& item) {
   }
 }
 
-Result<bool> ApplyCompare(CmpOp op, const Value& a, const Value& b) {
+Result<bool> ApplyCompare(CmpOp op, const Value& a, const Value& b,
+                          Meter* meter) {
   switch (op) {
     case CmpOp::kEq:
-      return Equals(a, b);
-    case CmpOp::kNe:
-      return !Equals(a, b);
+    case CmpOp::kNe: {
+      const bool equal = Equals(a, b, meter);
+      if (meter != nullptr && meter->exhausted()) return meter->status();
+      return equal == (op == CmpOp::kEq);
+    }
     case CmpOp::kIn:
-      return Contains(b, a);
+      return Contains(b, a, meter);
     case CmpOp::kNotIn: {
-      RL_ASSIGN_OR_RETURN(bool in, Contains(b, a));
+      RL_ASSIGN_OR_RETURN(bool in, Contains(b, a, meter));
       return !in;
     }
     default:
       break;
   }
-  auto c = ThreeWay(a, b);
+  auto c = ThreeWay(a, b, meter);
   if (!c.ok()) {
+    if (meter != nullptr && meter->exhausted()) return meter->status();
     if (a.is_undefined() || b.is_undefined()) return c.status();
     static constexpr const char* kSym[] = {"==", "!=", "<", "<=", ">", ">="};
     return TypeError(std::string("'") + kSym[static_cast<int>(op)] +
@@ -392,23 +413,18 @@ std::optional<int64_t> Length(const Value& v) {
 
 Value StringIndex(const Value& s, int64_t index) {
   const std::string& str = s.str();
-  if (IsAscii(str)) {
-    const int64_t n = static_cast<int64_t>(str.size());
-    if (index < 0) index += n;
-    if (index < 0 || index >= n)
-      return Value::Undefined("str object has no element " +
-                              std::to_string(index));
-    return Value::Str(std::string(1, str[index]));
-  }
-  std::u32string cps = DecodeUtf8(str);
-  const int64_t n = static_cast<int64_t>(cps.size());
+  const bool ascii = IsAscii(str);
+  const int64_t n =
+      static_cast<int64_t>(ascii ? str.size() : CountCodePoints(str));
   if (index < 0) index += n;
   if (index < 0 || index >= n)
     return Value::Undefined("str object has no element " +
                             std::to_string(index));
-  std::string out;
-  AppendUtf8(cps[index], &out);
-  return Value::Str(std::move(out));
+  if (ascii) return Value::Str(std::string(1, str[index]));
+  const size_t at = CodePointOffset(str, static_cast<size_t>(index));
+  size_t next = at;
+  NextCodePoint(str, &next);
+  return Value::Str(str.substr(at, next - at));
 }
 
 Result<Value> SliceValue(Renderer& r, const Value& obj,
@@ -420,13 +436,17 @@ Result<Value> SliceValue(Renderer& r, const Value& obj,
   if (!obj.is_string() && !obj.is_sequence()) {
     return Value::Undefined(ObjectTypeRepr(obj) + " has no element slice");
   }
-  std::u32string cps;
-  const bool ascii = obj.is_string() && IsAscii(obj.str());
-  if (obj.is_string() && !ascii) cps = DecodeUtf8(obj.str());
-  const int64_t len = obj.is_list()
-                          ? static_cast<int64_t>(obj.items().size())
-                          : (ascii ? static_cast<int64_t>(obj.str().size())
-                                   : static_cast<int64_t>(cps.size()));
+  bool ascii = false;
+  int64_t len;
+  if (obj.is_list()) {
+    len = static_cast<int64_t>(obj.items().size());
+  } else {
+    // IsAscii and CountCodePoints read the whole string.
+    RL_RETURN_IF_ERROR(r.Charge(static_cast<int64_t>(obj.str().size())));
+    ascii = IsAscii(obj.str());
+    len = static_cast<int64_t>(ascii ? obj.str().size()
+                                     : CountCodePoints(obj.str()));
+  }
   auto adjust = [&](const std::optional<int64_t>& v, int64_t def) {
     if (!v) return def;
     int64_t x = *v;
@@ -440,26 +460,54 @@ Result<Value> SliceValue(Renderer& r, const Value& obj,
   };
   const int64_t start = adjust(start_arg, step < 0 ? len - 1 : 0);
   const int64_t stop = adjust(stop_arg, step < 0 ? -1 : len);
-  std::vector<int64_t> idx;
-  for (int64_t i = start; step > 0 ? i < stop : i > stop; i += step)
-    idx.push_back(i);
-  RL_RETURN_IF_ERROR(r.Charge(static_cast<int64_t>(idx.size())));
+  // Number of selected indices, as Python's slice.indices() gives them.
+  const __int128 span = step > 0 ? static_cast<__int128>(stop) - start
+                                 : static_cast<__int128>(start) - stop;
+  const __int128 abs_step =
+      step > 0 ? static_cast<__int128>(step) : -static_cast<__int128>(step);
+  const size_t count =
+      span <= 0 ? 0 : static_cast<size_t>((span + abs_step - 1) / abs_step);
+  auto index = [&](size_t k) {
+    return static_cast<int64_t>(start + static_cast<__int128>(k) * step);
+  };
   if (obj.is_list()) {
+    RL_RETURN_IF_ERROR(r.ReserveList(count));
     std::vector<Value> out;
-    out.reserve(idx.size());
-    for (int64_t i : idx) out.push_back(obj.items()[i]);
+    out.reserve(count);
+    for (size_t k = 0; k < count; ++k) out.push_back(obj.items()[index(k)]);
     return obj.is_tuple() ? Value::MakeTuple(std::move(out))
                           : Value::MakeList(std::move(out));
   }
+  const std::string& str = obj.str();
   std::string out;
   if (ascii) {
+    RL_RETURN_IF_ERROR(r.ReserveString(count));
     if (step == 1) {
-      out = obj.str().substr(start, stop > start ? stop - start : 0);
+      out = str.substr(start, count);
     } else {
-      for (int64_t i : idx) out.push_back(obj.str()[i]);
+      out.reserve(count);
+      for (size_t k = 0; k < count; ++k) out.push_back(str[index(k)]);
     }
+  } else if (step == 1) {
+    const size_t from = count == 0 ? 0 : CodePointOffset(str, start);
+    const size_t to =
+        count == 0
+            ? 0
+            : from + CodePointOffset(std::string_view(str).substr(from), count);
+    RL_RETURN_IF_ERROR(r.ReserveString(to - from));
+    out = str.substr(from, to - from);
   } else {
-    for (int64_t i : idx) AppendUtf8(cps[i], &out);
+    RL_RETURN_IF_ERROR(r.Reserve(static_cast<size_t>(len) * 4));
+    const std::u32string cps = DecodeUtf8(str);
+    auto utf8_bytes = [](char32_t cp) -> size_t {
+      if (cp < 0x80 || (cp >= 0xDC80 && cp <= 0xDCFF)) return 1;
+      return cp < 0x800 ? 2 : (cp < 0x10000 ? 3 : 4);
+    };
+    size_t bytes = 0;
+    for (size_t k = 0; k < count; ++k) bytes += utf8_bytes(cps[index(k)]);
+    RL_RETURN_IF_ERROR(r.ReserveString(bytes));
+    out.reserve(bytes);
+    for (size_t k = 0; k < count; ++k) AppendUtf8(cps[index(k)], &out);
   }
   return obj.is_markup() ? Value::Markup(std::move(out))
                          : Value::Str(std::move(out));
@@ -472,15 +520,18 @@ namespace {
 
 struct FormatSpec {
   bool left = false, plus = false, space = false, alt = false, zero = false;
-  int width = -1;
-  int precision = -1;
+  int64_t width = -1;
+  int64_t precision = -1;
   char conv = 's';
 };
 
-std::string PadField(std::string body, const FormatSpec& spec, bool numeric) {
+Result<std::string> PadField(Renderer& r, std::string body,
+                             const FormatSpec& spec, bool numeric) {
+  RL_RETURN_IF_ERROR(r.Charge(static_cast<int64_t>(body.size())));
   const int64_t len = static_cast<int64_t>(CountCodePoints(body));
   if (spec.width <= len) return body;
   const size_t pad = static_cast<size_t>(spec.width - len);
+  RL_RETURN_IF_ERROR(r.ReserveString(body.size() + pad));
   if (spec.left) return body + std::string(pad, ' ');
   if (spec.zero && numeric) {
     size_t sign =
@@ -492,25 +543,30 @@ std::string PadField(std::string body, const FormatSpec& spec, bool numeric) {
   return std::string(pad, ' ') + body;
 }
 
-Result<std::string> FormatOne(const FormatSpec& spec, const Value& v) {
-  char buf[512];
+Result<std::string> FormatOne(Renderer& r, const FormatSpec& spec,
+                              const Value& v) {
   std::string flags;
   if (spec.left) flags += '-';
   if (spec.plus) flags += '+';
   if (spec.space) flags += ' ';
   if (spec.alt) flags += '#';
+  // Digits a precision adds (the width pads later, in PadField).
+  const size_t precision_bytes =
+      spec.precision > 0 ? static_cast<size_t>(spec.precision) : 0;
   switch (spec.conv) {
     case 's':
     case 'r':
     case 'a': {
-      std::string s = spec.conv == 's' ? ToStr(v) : Repr(v);
-      if (spec.precision >= 0) {
-        std::u32string cps = DecodeUtf8(s);
-        if (static_cast<int64_t>(cps.size()) > spec.precision) {
-          s = EncodeUtf8(std::u32string_view(cps).substr(0, spec.precision));
-        }
+      std::string s;
+      if (spec.conv == 's') {
+        RL_ASSIGN_OR_RETURN(s, r.Str(v));
+      } else {
+        RL_ASSIGN_OR_RETURN(s, r.ReprOf(v));
       }
-      return PadField(std::move(s), spec, false);
+      if (spec.precision >= 0) {
+        s.resize(CodePointOffset(s, static_cast<size_t>(spec.precision)));
+      }
+      return PadField(r, std::move(s), spec, false);
     }
     case 'd':
     case 'i':
@@ -521,28 +577,32 @@ Result<std::string> FormatOne(const FormatSpec& spec, const Value& v) {
       int64_t i;
       if (v.is_int() || v.is_bool()) {
         i = v.int_value();
-      } else if (v.is_float() && std::isfinite(v.float_value())) {
+      } else if (v.is_float() && std::isfinite(v.float_value()) &&
+                 std::fabs(v.float_value()) < 9.2e18) {
         i = static_cast<int64_t>(v.float_value());
+      } else if (v.is_float()) {
+        return Status::InvalidArgument(
+            "OverflowError: cannot convert float to integer");
       } else {
         return TypeError(std::string("%") + spec.conv +
                          " format: a real number is required, not " +
                          TypeName(v));
       }
+      RL_RETURN_IF_ERROR(r.ReserveString(precision_bytes + 32));
       const char conv = spec.conv == 'i' || spec.conv == 'u' ? 'd' : spec.conv;
       std::string fmt = "%" + flags;
       if (spec.precision >= 0) fmt += "." + std::to_string(spec.precision);
       fmt += "ll";
       fmt += conv;
       if (conv == 'd') {
-        std::snprintf(buf, sizeof(buf), fmt.c_str(), static_cast<long long>(i));
-      } else {
-        // Python formats the magnitude and puts the sign in front.
-        std::snprintf(buf, sizeof(buf), fmt.c_str(),
-                      static_cast<unsigned long long>(
-                          i < 0 ? -static_cast<unsigned long long>(i) : i));
-        if (i < 0) return PadField("-" + std::string(buf), spec, true);
+        return PadField(r, CFormat(fmt, static_cast<long long>(i)), spec, true);
       }
-      return PadField(buf, spec, true);
+      // Python formats the magnitude and puts the sign in front.
+      std::string body =
+          CFormat(fmt, static_cast<unsigned long long>(
+                           i < 0 ? -static_cast<unsigned long long>(i) : i));
+      if (i < 0) body.insert(body.begin(), '-');
+      return PadField(r, std::move(body), spec, true);
     }
     case 'e':
     case 'E':
@@ -553,23 +613,27 @@ Result<std::string> FormatOne(const FormatSpec& spec, const Value& v) {
       if (!v.is_number()) {
         return TypeError("must be real number, not " + TypeName(v));
       }
+      // %f of 1e308 has 309 digits before the point.
+      RL_RETURN_IF_ERROR(r.ReserveString(precision_bytes + 400));
       std::string fmt = "%" + flags;
-      fmt += "." + std::to_string(
-                       spec.precision >= 0 ? std::min(spec.precision, 100) : 6);
+      fmt += "." + std::to_string(spec.precision >= 0 ? spec.precision : 6);
       fmt += spec.conv;
-      std::snprintf(buf, sizeof(buf), fmt.c_str(), v.AsDouble());
-      return PadField(buf, spec, true);
+      return PadField(r, CFormat(fmt, v.AsDouble()), spec, true);
     }
     case 'c': {
       std::string s;
       if (v.is_int()) {
-        AppendUtf8(static_cast<char32_t>(v.int_value()), &s);
+        const int64_t cp = v.int_value();
+        if (cp < 0 || cp > 0x10FFFF)
+          return Status::InvalidArgument(
+              "OverflowError: %c arg not in range(0x110000)");
+        AppendUtf8(static_cast<char32_t>(cp), &s);
       } else if (v.is_string() && CountCodePoints(v.str()) == 1) {
         s = v.str();
       } else {
         return TypeError("%c requires int or char");
       }
-      return PadField(s, spec, false);
+      return PadField(r, s, spec, false);
     }
     default:
       return ValueError(std::string("unsupported format character '") +
@@ -582,20 +646,27 @@ Result<std::string> FormatOne(const FormatSpec& spec, const Value& v) {
 Result<Value> PercentFormat(Renderer& r, const Value& fmt_value,
                             const Value& args) {
   const std::string& fmt = fmt_value.str();
+  RL_RETURN_IF_ERROR(r.Charge(static_cast<int64_t>(fmt.size())));
   std::vector<Value> positional;
   const Dict* mapping = nullptr;
   if (args.is_tuple()) {
+    RL_RETURN_IF_ERROR(r.ReserveList(args.items().size()));
     positional = args.items();
   } else {
     if (args.is_dict()) mapping = &args.dict();
     positional.push_back(args);
   }
+  // A width or precision beyond the output limit could only build a string
+  // the limit refuses; refuse it before building anything.
+  const int64_t max_field = static_cast<int64_t>(std::min<size_t>(
+      r.options().limits.max_output_bytes, std::numeric_limits<int>::max()));
   size_t next = 0;
   bool used_mapping = false;
   std::string out;
   for (size_t i = 0; i < fmt.size(); ++i) {
     if (fmt[i] != '%') {
       out.push_back(fmt[i]);
+      RL_RETURN_IF_ERROR(r.CheckStringSize(out.size()));
       continue;
     }
     if (++i >= fmt.size()) return ValueError("incomplete format");
@@ -634,20 +705,22 @@ Result<Value> PercentFormat(Renderer& r, const Value& fmt_value,
         break;
       }
     }
-    auto read_number = [&](int* target) -> Status {
+    auto read_number = [&](int64_t* target) -> Status {
       if (i < fmt.size() && fmt[i] == '*') {
         if (next >= positional.size())
           return TypeError("not enough arguments for format string");
         RL_ASSIGN_OR_RETURN(int64_t n,
                             ToIndex(positional[next++], "* wants int"));
-        *target = static_cast<int>(std::clamp<int64_t>(n, -4096, 4096));
+        if (n > max_field || n < -max_field) return r.TooLongError();
+        *target = n;
         ++i;
         return Status::Ok();
       }
-      int n = 0;
+      int64_t n = 0;
       bool any = false;
       while (i < fmt.size() && fmt[i] >= '0' && fmt[i] <= '9') {
-        n = std::min(n * 10 + (fmt[i] - '0'), 4096);
+        n = n * 10 + (fmt[i] - '0');
+        if (n > max_field) return r.TooLongError();
         ++i;
         any = true;
       }
@@ -673,15 +746,17 @@ Result<Value> PercentFormat(Renderer& r, const Value& fmt_value,
         return TypeError("not enough arguments for format string");
       value = &positional[next++];
     }
-    RL_ASSIGN_OR_RETURN(std::string piece, FormatOne(spec, *value));
+    RL_ASSIGN_OR_RETURN(std::string piece, FormatOne(r, spec, *value));
     // Markup % args escapes what the arguments print as (markupsafe).
     if (fmt_value.is_markup() &&
         (spec.conv == 's' || spec.conv == 'r' || spec.conv == 'a') &&
         !(spec.conv == 's' && value->is_markup())) {
+      RL_RETURN_IF_ERROR(r.ReserveString(HtmlEscapedSize(piece)));
       piece = HtmlEscape(piece);
     }
+    RL_RETURN_IF_ERROR(r.CheckStringSize(out.size() + piece.size()));
+    RL_RETURN_IF_ERROR(r.Reserve(out.size() + piece.size()));
     out += piece;
-    RL_RETURN_IF_ERROR(r.CheckStringSize(out.size()));
   }
   if (!used_mapping && mapping == nullptr && next < positional.size()) {
     return TypeError("not all arguments converted during string formatting");

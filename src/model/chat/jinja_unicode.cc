@@ -9,49 +9,54 @@ bool IsAscii(std::string_view s) {
   return true;
 }
 
+char32_t NextCodePoint(std::string_view s, size_t* i) {
+  const size_t n = s.size();
+  const unsigned char c = static_cast<unsigned char>(s[*i]);
+  if (c < 0x80) {
+    ++*i;
+    return c;
+  }
+  int len = 0;
+  char32_t cp = 0;
+  char32_t min = 0;
+  if ((c & 0xE0) == 0xC0) {
+    len = 2, cp = c & 0x1F, min = 0x80;
+  } else if ((c & 0xF0) == 0xE0) {
+    len = 3, cp = c & 0x0F, min = 0x800;
+  } else if ((c & 0xF8) == 0xF0) {
+    len = 4, cp = c & 0x07, min = 0x10000;
+  }
+  bool valid = len > 0 && *i + len <= n;
+  for (int k = 1; valid && k < len; ++k) {
+    const unsigned char cc = static_cast<unsigned char>(s[*i + k]);
+    if ((cc & 0xC0) != 0x80) {
+      valid = false;
+    } else {
+      cp = (cp << 6) | (cc & 0x3F);
+    }
+  }
+  // Overlong forms, surrogates and values past U+10FFFF are not UTF-8.
+  if (valid && (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)))
+    valid = false;
+  if (valid) {
+    *i += len;
+    return cp;
+  }
+  ++*i;
+  return 0xDC00 + c;  // surrogateescape
+}
+
 std::u32string DecodeUtf8(std::string_view s) {
   std::u32string out;
   out.reserve(s.size());
-  size_t i = 0;
-  const size_t n = s.size();
-  while (i < n) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    if (c < 0x80) {
-      out.push_back(c);
-      ++i;
-      continue;
-    }
-    int len = 0;
-    char32_t cp = 0;
-    char32_t min = 0;
-    if ((c & 0xE0) == 0xC0) {
-      len = 2, cp = c & 0x1F, min = 0x80;
-    } else if ((c & 0xF0) == 0xE0) {
-      len = 3, cp = c & 0x0F, min = 0x800;
-    } else if ((c & 0xF8) == 0xF0) {
-      len = 4, cp = c & 0x07, min = 0x10000;
-    }
-    bool valid = len > 0 && i + len <= n;
-    for (int k = 1; valid && k < len; ++k) {
-      const unsigned char cc = static_cast<unsigned char>(s[i + k]);
-      if ((cc & 0xC0) != 0x80) {
-        valid = false;
-      } else {
-        cp = (cp << 6) | (cc & 0x3F);
-      }
-    }
-    // Overlong forms, surrogates and values past U+10FFFF are not UTF-8.
-    if (valid && (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)))
-      valid = false;
-    if (valid) {
-      out.push_back(cp);
-      i += len;
-    } else {
-      out.push_back(0xDC00 + c);  // surrogateescape
-      ++i;
-    }
-  }
+  for (size_t i = 0; i < s.size();) out.push_back(NextCodePoint(s, &i));
   return out;
+}
+
+size_t CodePointOffset(std::string_view s, size_t index) {
+  size_t i = 0;
+  for (size_t k = 0; k < index && i < s.size(); ++k) NextCodePoint(s, &i);
+  return i;
 }
 
 void AppendUtf8(char32_t cp, std::string* out) {
@@ -82,8 +87,15 @@ std::string EncodeUtf8(std::u32string_view s) {
 }
 
 size_t CountCodePoints(std::string_view s) {
-  if (IsAscii(s)) return s.size();
-  return DecodeUtf8(s).size();
+  size_t n = 0;
+  for (size_t i = 0; i < s.size(); ++n) {
+    if (static_cast<unsigned char>(s[i]) < 0x80) {
+      ++i;
+    } else {
+      NextCodePoint(s, &i);
+    }
+  }
+  return n;
 }
 
 bool IsSpace(char32_t cp) {

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 
 #include "base/check.h"
 #include "model/chat/jinja_unicode.h"
@@ -14,7 +15,62 @@ namespace {
 // Dicts up to this size are searched linearly; bigger ones get a hash index.
 constexpr size_t kDictLinearMax = 8;
 
+// Bytes of a make_shared control block besides the object.
+constexpr size_t kControlBlockBytes = 16;
+
+// A shared object made during a render: holds its bytes on the render's
+// meter until it is destroyed (MeterScope guarantees the meter outlives it).
+template <typename T>
+struct Metered {
+  Metered(Meter* m, T&& v) : value(std::move(v)), meter(m) {}
+  ~Metered() { meter->Release(bytes); }
+  Metered(const Metered&) = delete;
+  Metered& operator=(const Metered&) = delete;
+  T value;
+  Meter* meter;
+  size_t bytes = 0;
+};
+
+size_t HeapBytes(const std::string& s) {
+  // libstdc++ keeps up to 15 bytes inside the object.
+  return s.capacity() > 15 ? s.capacity() + 1 : 0;
+}
+size_t HeapBytes(const List& l) { return l.items.capacity() * sizeof(Value); }
+size_t HeapBytes(const Dict& d) { return d.FootprintBytes(); }
+
+// The shared object behind a value; accounted to the current render's meter
+// when one is running. The pointer always addresses the T itself.
+template <typename T>
+std::shared_ptr<const void> Share(T value) {
+  Meter* meter = Meter::Current();
+  if (meter == nullptr) return std::make_shared<T>(std::move(value));
+  auto p = std::make_shared<Metered<T>>(meter, std::move(value));
+  p->bytes = sizeof(Metered<T>) + kControlBlockBytes + HeapBytes(p->value);
+  meter->Hold(p->bytes);
+  return std::shared_ptr<const void>(p, &p->value);
+}
+
+// Whether two hashable keys are the same dict key (equal KeyOf strings),
+// without copying long string keys.
+bool SameKey(const Value& a, const Value& b) {
+  if (a.is_string() || b.is_string())
+    return a.is_string() && b.is_string() && a.str() == b.str();
+  std::string x;
+  std::string y;
+  return Dict::KeyOf(a, &x) && Dict::KeyOf(b, &y) && x == y;
+}
+
 }  // namespace
+
+size_t StringValueBytes(size_t size) {
+  return sizeof(Metered<std::string>) + kControlBlockBytes +
+         (size > 15 ? size + 1 : 0);
+}
+
+size_t ContainerValueBytes() {
+  return std::max(sizeof(Metered<List>), sizeof(Metered<Dict>)) +
+         kControlBlockBytes;
+}
 
 Value Value::Undefined(std::string message) {
   Value v;
@@ -54,7 +110,7 @@ Value Value::Float(double f) {
 Value Value::Str(std::string s) {
   Value v;
   v.kind_ = Kind::kString;
-  v.ptr_ = std::make_shared<const std::string>(std::move(s));
+  v.ptr_ = Share(std::move(s));
   return v;
 }
 
@@ -70,23 +126,21 @@ uint16_t ChildDepth(const Value& v) {
   return static_cast<uint16_t>(std::min(v.depth() + 1, 0xFFFF));
 }
 
-Value MakeSeq(std::vector<Value> items, bool tuple, bool generator) {
-  uint16_t depth = 1;
-  for (const Value& item : items) depth = std::max(depth, ChildDepth(item));
-  auto list = std::make_shared<List>();
-  list->items = std::move(items);
-  list->is_tuple = tuple;
-  list->is_generator = generator;
-  return Value::FromSharedList(std::move(list), depth);
-}
-
 }  // namespace
 
-Value Value::FromSharedList(std::shared_ptr<const List> list, uint16_t depth) {
+Value Value::MakeSeq(std::vector<Value> items, bool tuple, bool generator) {
   Value v;
   v.kind_ = Kind::kList;
-  v.depth_ = depth;
-  v.ptr_ = std::move(list);
+  v.depth_ = 1;
+  for (const Value& item : items) {
+    v.depth_ = std::max(v.depth_, ChildDepth(item));
+    v.holds_mutable_ = v.holds_mutable_ || item.holds_mutable();
+  }
+  List list;
+  list.items = std::move(items);
+  list.is_tuple = tuple;
+  list.is_generator = generator;
+  v.ptr_ = Share(std::move(list));
   return v;
 }
 
@@ -105,18 +159,20 @@ Value Value::MakeGenerator(std::vector<Value> items) {
 Value Value::MakeDict(Dict dict) {
   Value v;
   v.kind_ = Kind::kDict;
-  uint16_t depth = 1;
-  for (const auto& [k, item] : dict.items())
-    depth = std::max(depth, ChildDepth(item));
-  v.depth_ = depth;
-  v.ptr_ = std::make_shared<const Dict>(std::move(dict));
+  v.depth_ = 1;
+  for (const auto& [k, item] : dict.items()) {
+    v.depth_ = std::max(v.depth_, ChildDepth(item));
+    v.holds_mutable_ = v.holds_mutable_ || item.holds_mutable();
+  }
+  v.ptr_ = Share(std::move(dict));
   return v;
 }
 
 Value Value::MakeNamespace(Dict attrs) {
   Value v;
   v.kind_ = Kind::kNamespace;
-  v.ptr_ = std::make_shared<Dict>(std::move(attrs));
+  // Not const: namespaces are the one mutable container (namespace_attrs).
+  v.ptr_ = Share(std::move(attrs));
   return v;
 }
 
@@ -133,6 +189,11 @@ Value Value::MakeLoop(std::shared_ptr<LoopState> loop) {
   v.kind_ = Kind::kLoop;
   v.ptr_ = std::move(loop);
   return v;
+}
+
+bool Value::holds_mutable() const {
+  return kind_ == Kind::kNamespace || kind_ == Kind::kLoop ||
+         kind_ == Kind::kCallable || holds_mutable_;
 }
 
 bool Value::bool_value() const {
@@ -226,14 +287,33 @@ bool Dict::KeyOf(const Value& key, std::string* out) {
   }
 }
 
+bool Dict::IsHashable(const Value& key) {
+  switch (key.kind()) {
+    case Value::Kind::kNone:
+    case Value::Kind::kBool:
+    case Value::Kind::kInt:
+    case Value::Kind::kFloat:
+    case Value::Kind::kString:
+      return true;
+    default:
+      return false;
+  }
+}
+
+int64_t Dict::LookupUnits(const Value& key) {
+  if (!key.is_string()) return 1;
+  return static_cast<int64_t>(kDictLinearMax + 1) *
+             static_cast<int64_t>(key.str().size()) +
+         1;
+}
+
 const Value* Dict::Find(const Value& key) const {
   if (key.is_string()) return Find(std::string_view(key.str()));
   std::string k;
   if (!KeyOf(key, &k)) return nullptr;
   if (index_.empty()) {
-    std::string other;
     for (const auto& [ik, iv] : items_) {
-      if (KeyOf(ik, &other) && other == k) return &iv;
+      if (SameKey(ik, key)) return &iv;
     }
     return nullptr;
   }
@@ -257,26 +337,29 @@ const Value* Dict::Find(std::string_view key) const {
 }
 
 Status Dict::Set(Value key, Value value) {
-  std::string k;
-  if (!KeyOf(key, &k))
-    return TypeError("unhashable type: '" + TypeName(key) + "'");
   if (index_.empty()) {
-    std::string other;
+    std::string unused;
+    if (!KeyOf(key, &unused))
+      return TypeError("unhashable type: '" + TypeName(key) + "'");
     for (auto& [ik, iv] : items_) {
-      if (KeyOf(ik, &other) && other == k) {
+      if (SameKey(ik, key)) {
         iv = std::move(value);
         return Status::Ok();
       }
     }
     items_.emplace_back(std::move(key), std::move(value));
     if (items_.size() > kDictLinearMax) {
+      std::string k;
       for (size_t i = 0; i < items_.size(); ++i) {
-        KeyOf(items_[i].first, &other);
-        index_.emplace(other, i);
+        KeyOf(items_[i].first, &k);
+        index_.emplace(k, i);
       }
     }
     return Status::Ok();
   }
+  std::string k;
+  if (!KeyOf(key, &k))
+    return TypeError("unhashable type: '" + TypeName(key) + "'");
   auto [it, inserted] = index_.emplace(std::move(k), items_.size());
   if (inserted) {
     items_.emplace_back(std::move(key), std::move(value));
@@ -284,6 +367,18 @@ Status Dict::Set(Value key, Value value) {
     items_[it->second].second = std::move(value);
   }
   return Status::Ok();
+}
+
+size_t Dict::FootprintBytes() const {
+  size_t bytes = items_.capacity() * sizeof(items_[0]);
+  if (index_.empty()) return bytes;
+  // A node: the key/position pair, the next pointer and the cached hash.
+  bytes += index_.bucket_count() * sizeof(void*);
+  for (const auto& [k, i] : index_) {
+    bytes += sizeof(std::pair<const std::string, size_t>) + 2 * sizeof(void*) +
+             HeapBytes(k);
+  }
+  return bytes;
 }
 
 void Dict::SetStr(std::string key, Value value) {
@@ -350,7 +445,8 @@ bool Truthy(const Value& v) {
   }
 }
 
-bool Equals(const Value& a, const Value& b) {
+bool Equals(const Value& a, const Value& b, Meter* meter) {
+  if (meter != nullptr && !meter->Spend(1)) return false;
   if (a.is_number() && b.is_number()) {
     if (a.is_float() || b.is_float()) return a.AsDouble() == b.AsDouble();
     return a.int_value() == b.int_value();
@@ -360,8 +456,15 @@ bool Equals(const Value& a, const Value& b) {
     case Value::Kind::kUndefined:
     case Value::Kind::kNone:
       return true;
-    case Value::Kind::kString:
+    case Value::Kind::kString: {
+      // Strings are immutable: the same object is equal to itself.
+      if (a.identity() == b.identity()) return true;
+      const size_t n = a.str().size();
+      if (n != b.str().size()) return false;
+      if (meter != nullptr && !meter->Spend(static_cast<int64_t>(n)))
+        return false;
       return a.str() == b.str();
+    }
     case Value::Kind::kList: {
       if (a.is_generator() || b.is_generator())
         return a.identity() == b.identity();
@@ -370,7 +473,7 @@ bool Equals(const Value& a, const Value& b) {
       const auto& y = b.items();
       if (x.size() != y.size()) return false;
       for (size_t i = 0; i < x.size(); ++i) {
-        if (!Equals(x[i], y[i])) return false;
+        if (!Equals(x[i], y[i], meter)) return false;
       }
       return true;
     }
@@ -379,8 +482,11 @@ bool Equals(const Value& a, const Value& b) {
       const Dict& y = b.dict();
       if (x.size() != y.size()) return false;
       for (const auto& [k, v] : x.items()) {
+        if (meter != nullptr && !meter->Spend(Dict::LookupUnits(k))) {
+          return false;
+        }
         const Value* other = y.Find(k);
-        if (other == nullptr || !Equals(v, *other)) return false;
+        if (other == nullptr || !Equals(v, *other, meter)) return false;
       }
       return true;
     }
@@ -444,56 +550,150 @@ std::string FloatRepr(double f) {
   return out;
 }
 
-void AppendStringRepr(std::string_view s, std::string* out) {
-  const bool has_single = s.find('\'') != std::string_view::npos;
-  const bool has_double = s.find('"') != std::string_view::npos;
-  const char quote = (has_single && !has_double) ? '"' : '\'';
-  out->push_back(quote);
-  char buf[16];
-  for (char32_t cp : DecodeUtf8(s)) {
-    if (cp == static_cast<char32_t>(quote) || cp == '\\') {
-      out->push_back('\\');
-      out->push_back(static_cast<char>(cp));
-    } else if (cp == '\n') {
-      out->append("\\n");
-    } else if (cp == '\r') {
-      out->append("\\r");
-    } else if (cp == '\t') {
-      out->append("\\t");
-    } else if (IsPrintable(cp)) {
-      AppendUtf8(cp, out);
-    } else {
-      if (cp < 0x100) {
-        std::snprintf(buf, sizeof(buf), "\\x%02x", static_cast<unsigned>(cp));
-      } else if (cp < 0x10000) {
-        std::snprintf(buf, sizeof(buf), "\\u%04x", static_cast<unsigned>(cp));
-      } else {
-        std::snprintf(buf, sizeof(buf), "\\U%08x", static_cast<unsigned>(cp));
+namespace {
+
+// Python's str() and repr() into a string that may not grow past a bound.
+// Every append is checked before it is made, so a value that prints as
+// terabytes (one long string held a million times in a list) stops after
+// `max_bytes`; the meter, when given, is charged per byte and element.
+class Printer {
+ public:
+  Printer(size_t max_bytes, Meter* meter, std::string* out)
+      : max_bytes_(max_bytes), meter_(meter), out_(out) {}
+
+  bool Str(const Value& v) {
+    switch (v.kind()) {
+      case Value::Kind::kUndefined:
+        return true;
+      case Value::Kind::kNone:
+        return Append("None");
+      case Value::Kind::kBool:
+        return Append(v.bool_value() ? "True" : "False");
+      case Value::Kind::kInt:
+        return Append(std::to_string(v.int_value()));
+      case Value::Kind::kFloat:
+        return Append(FloatRepr(v.float_value()));
+      case Value::Kind::kString:
+        return Append(v.str());
+      case Value::Kind::kList: {
+        if (v.is_generator()) return Append("<generator object>");
+        const bool tuple = v.list().is_tuple;
+        if (!Append(tuple ? "(" : "[")) return false;
+        const auto& items = v.items();
+        for (size_t i = 0; i < items.size(); ++i) {
+          if (i && !Append(", ")) return false;
+          if (!Repr(items[i])) return false;
+        }
+        if (tuple && items.size() == 1 && !Append(",")) return false;
+        return Append(tuple ? ")" : "]");
       }
-      out->append(buf);
+      case Value::Kind::kDict:
+      case Value::Kind::kNamespace: {
+        const Dict& d = v.is_dict() ? v.dict() : v.namespace_attrs();
+        if (v.is_namespace() && !Append("<Namespace ")) return false;
+        if (!Append("{")) return false;
+        bool first = true;
+        for (const auto& [k, val] : d.items()) {
+          if (!first && !Append(", ")) return false;
+          first = false;
+          if (!Repr(k) || !Append(": ") || !Repr(val)) return false;
+        }
+        if (!Append("}")) return false;
+        return !v.is_namespace() || Append(">");
+      }
+      case Value::Kind::kCallable:
+        if (v.callable().is_macro)
+          return Append("<Macro '" + v.callable().name + "'>");
+        return Append("<function " + v.callable().name + ">");
+      case Value::Kind::kLoop: {
+        const LoopState& loop = v.loop();
+        return Append("<LoopContext " + std::to_string(loop.index0 + 1) + "/" +
+                      std::to_string(loop.items ? loop.items->size() : 0) +
+                      ">");
+      }
+    }
+    return true;
+  }
+
+  bool Repr(const Value& v) {
+    switch (v.kind()) {
+      case Value::Kind::kUndefined:
+        return Append("Undefined");
+      case Value::Kind::kString:
+        if (v.is_markup()) {
+          return Append("Markup(") && StringRepr(v.str()) && Append(")");
+        }
+        return StringRepr(v.str());
+      default:
+        return Str(v);
     }
   }
-  out->push_back(quote);
+
+  bool StringRepr(std::string_view s) {
+    // Escaping never shortens: the repr is at least the bytes plus quotes.
+    if (!Room(s.size() + 2)) return false;
+    const bool has_single = s.find('\'') != std::string_view::npos;
+    const bool has_double = s.find('"') != std::string_view::npos;
+    const char quote = (has_single && !has_double) ? '"' : '\'';
+    out_->push_back(quote);
+    char buf[16];
+    size_t done = 0;
+    for (char32_t cp : CodePoints(s)) {
+      if (cp == static_cast<char32_t>(quote) || cp == '\\') {
+        out_->push_back('\\');
+        out_->push_back(static_cast<char>(cp));
+      } else if (cp == '\n') {
+        out_->append("\\n");
+      } else if (cp == '\r') {
+        out_->append("\\r");
+      } else if (cp == '\t') {
+        out_->append("\\t");
+      } else if (IsPrintable(cp)) {
+        AppendUtf8(cp, out_);
+      } else {
+        if (cp < 0x100) {
+          std::snprintf(buf, sizeof(buf), "\\x%02x", static_cast<unsigned>(cp));
+        } else if (cp < 0x10000) {
+          std::snprintf(buf, sizeof(buf), "\\u%04x", static_cast<unsigned>(cp));
+        } else {
+          std::snprintf(buf, sizeof(buf), "\\U%08x", static_cast<unsigned>(cp));
+        }
+        out_->append(buf);
+      }
+      // Escapes grow the text up to tenfold; stop soon after the bound.
+      if ((++done & 1023) == 0 && out_->size() > max_bytes_) return false;
+    }
+    out_->push_back(quote);
+    return out_->size() <= max_bytes_;
+  }
+
+ private:
+  // Whether `n` more bytes fit (and are paid for).
+  bool Room(size_t n) {
+    if (n > max_bytes_ || out_->size() > max_bytes_ - n) return false;
+    return meter_ == nullptr || meter_->Spend(static_cast<int64_t>(n) + 1);
+  }
+  bool Append(std::string_view s) {
+    if (!Room(s.size())) return false;
+    out_->append(s);
+    return true;
+  }
+
+  size_t max_bytes_;
+  Meter* meter_;
+  std::string* out_;
+};
+
+constexpr size_t kUnbounded = std::numeric_limits<size_t>::max();
+
+}  // namespace
+
+void AppendStringRepr(std::string_view s, std::string* out) {
+  Printer(kUnbounded, nullptr, out).StringRepr(s);
 }
 
 void AppendRepr(const Value& v, std::string* out) {
-  switch (v.kind()) {
-    case Value::Kind::kUndefined:
-      out->append("Undefined");
-      return;
-    case Value::Kind::kString:
-      if (v.is_markup()) {
-        out->append("Markup(");
-        AppendStringRepr(v.str(), out);
-        out->push_back(')');
-      } else {
-        AppendStringRepr(v.str(), out);
-      }
-      return;
-    default:
-      AppendStr(v, out);
-      return;
-  }
+  Printer(kUnbounded, nullptr, out).Repr(v);
 }
 
 std::string Repr(const Value& v) {
@@ -503,77 +703,38 @@ std::string Repr(const Value& v) {
 }
 
 void AppendStr(const Value& v, std::string* out) {
-  switch (v.kind()) {
-    case Value::Kind::kUndefined:
-      return;
-    case Value::Kind::kNone:
-      out->append("None");
-      return;
-    case Value::Kind::kBool:
-      out->append(v.bool_value() ? "True" : "False");
-      return;
-    case Value::Kind::kInt:
-      out->append(std::to_string(v.int_value()));
-      return;
-    case Value::Kind::kFloat:
-      out->append(FloatRepr(v.float_value()));
-      return;
-    case Value::Kind::kString:
-      out->append(v.str());
-      return;
-    case Value::Kind::kList: {
-      if (v.is_generator()) {
-        out->append("<generator object>");
-        return;
-      }
-      const bool tuple = v.list().is_tuple;
-      out->push_back(tuple ? '(' : '[');
-      const auto& items = v.items();
-      for (size_t i = 0; i < items.size(); ++i) {
-        if (i) out->append(", ");
-        AppendRepr(items[i], out);
-      }
-      if (tuple && items.size() == 1) out->push_back(',');
-      out->push_back(tuple ? ')' : ']');
-      return;
-    }
-    case Value::Kind::kDict:
-    case Value::Kind::kNamespace: {
-      const Dict& d = v.is_dict() ? v.dict() : v.namespace_attrs();
-      if (v.is_namespace()) out->append("<Namespace ");
-      out->push_back('{');
-      bool first = true;
-      for (const auto& [k, val] : d.items()) {
-        if (!first) out->append(", ");
-        first = false;
-        AppendRepr(k, out);
-        out->append(": ");
-        AppendRepr(val, out);
-      }
-      out->push_back('}');
-      if (v.is_namespace()) out->push_back('>');
-      return;
-    }
-    case Value::Kind::kCallable:
-      if (v.callable().is_macro) {
-        out->append("<Macro '" + v.callable().name + "'>");
-      } else {
-        out->append("<function " + v.callable().name + ">");
-      }
-      return;
-    case Value::Kind::kLoop: {
-      const LoopState& loop = v.loop();
-      out->append("<LoopContext " + std::to_string(loop.index0 + 1) + "/" +
-                  std::to_string(loop.items ? loop.items->size() : 0) + ">");
-      return;
-    }
-  }
+  Printer(kUnbounded, nullptr, out).Str(v);
 }
 
 std::string ToStr(const Value& v) {
   if (v.is_string()) return v.str();
   std::string out;
   AppendStr(v, &out);
+  return out;
+}
+
+bool AppendStrBounded(const Value& v, size_t max_bytes, Meter* meter,
+                      std::string* out) {
+  return Printer(max_bytes, meter, out).Str(v);
+}
+
+bool AppendReprBounded(const Value& v, size_t max_bytes, Meter* meter,
+                       std::string* out) {
+  return Printer(max_bytes, meter, out).Repr(v);
+}
+
+std::string ShortRepr(const Value& v) {
+  constexpr size_t kMaxBytes = 200;
+  std::string out;
+  if (!AppendReprBounded(v, kMaxBytes, nullptr, &out)) {
+    // Keep the cut on a code point boundary.
+    while (!out.empty() &&
+           (static_cast<unsigned char>(out.back()) & 0xC0) == 0x80)
+      out.pop_back();
+    if (!out.empty() && static_cast<unsigned char>(out.back()) >= 0xC0)
+      out.pop_back();
+    out += "...";
+  }
   return out;
 }
 

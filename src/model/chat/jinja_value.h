@@ -3,10 +3,14 @@
 // i.e. markupsafe.Markup), list, tuple, dict (insertion-ordered), namespace,
 // callables and the `loop` object of a for loop.
 //
-// Ownership: a Value is a small handle (24 bytes). Strings, lists and dicts
+// Ownership: a Value is a small handle (32 bytes). Strings, lists and dicts
 // are immutable and shared between copies (copying costs one reference-count
 // increment). Namespaces and loop states are the only mutable objects; they
 // are shared by reference like Python objects.
+//
+// Memory: strings, lists, dicts and namespaces made while a render runs
+// (Meter::Current() is set) hold their bytes on that render's Meter until
+// they are destroyed, which bounds what a template can keep alive.
 //
 // Thread-safety: immutable values may be read from several threads (the
 // literals inside a parsed template are). Values made while rendering stay
@@ -25,6 +29,7 @@
 
 #include "base/result.h"
 #include "base/status.h"
+#include "model/chat/jinja_budget.h"
 
 namespace redline::model::chat::jinja {
 
@@ -87,8 +92,6 @@ class Value {
   static Value MakeList(std::vector<Value> items);
   static Value MakeTuple(std::vector<Value> items);
   static Value MakeGenerator(std::vector<Value> items);
-  // Wraps an existing list object (no copy); `depth` as computed by MakeList.
-  static Value FromSharedList(std::shared_ptr<const List> list, uint16_t depth);
   static Value MakeDict(Dict dict);
   static Value MakeNamespace(Dict attrs);
   static Value MakeCallable(std::string name, CallableFn fn,
@@ -119,6 +122,9 @@ class Value {
   }
   // Nesting depth of lists/dicts (0 for scalars).
   int depth() const { return depth_; }
+  // Whether this is, or a list/dict that (at any depth) holds, a namespace,
+  // loop or callable object. O(1).
+  bool holds_mutable() const;
   bool is_dict() const { return kind_ == Kind::kDict; }
   bool is_namespace() const { return kind_ == Kind::kNamespace; }
   bool is_callable() const { return kind_ == Kind::kCallable; }
@@ -146,8 +152,12 @@ class Value {
   const void* identity() const { return ptr_.get(); }
 
  private:
+  static Value MakeSeq(std::vector<Value> items, bool tuple, bool generator);
+
   Kind kind_ = Kind::kUndefined;
   bool markup_ = false;
+  // A list or dict with a namespace, loop or callable inside.
+  bool holds_mutable_ = false;
   uint16_t depth_ = 0;
   union {
     bool b_;
@@ -178,6 +188,14 @@ class Dict {
 
   // Canonical hash-index key, or false for unhashable values.
   static bool KeyOf(const Value& key, std::string* out);
+  // Whether KeyOf would succeed (None, bool, int, float, str).
+  static bool IsHashable(const Value& key);
+  // Work units of looking `key` up: the index copies a string key, an
+  // unindexed dict compares it with up to 8 keys.
+  static int64_t LookupUnits(const Value& key);
+  // Heap bytes of the entries and the index (not of the keys' and values'
+  // own objects).
+  size_t FootprintBytes() const;
 
  private:
   std::vector<std::pair<Value, Value>> items_;
@@ -214,8 +232,10 @@ std::string ObjectTypeRepr(const Value& v);
 
 // Python truthiness.
 bool Truthy(const Value& v);
-// Python `==` (Undefined equals Undefined).
-bool Equals(const Value& a, const Value& b);
+// Python `==` (Undefined equals Undefined). With a meter, spends one unit
+// per element and one per byte compared, and stops early (with any answer)
+// once the meter is exhausted.
+bool Equals(const Value& a, const Value& b, Meter* meter = nullptr);
 
 // Python str(): None -> "None", True -> "True", 1.0 -> "1.0", lists and
 // dicts as their repr; Undefined -> "".
@@ -225,6 +245,23 @@ void AppendStr(const Value& v, std::string* out);
 // Python repr(): strings quoted and escaped like Python.
 std::string Repr(const Value& v);
 void AppendRepr(const Value& v, std::string* out);
+// AppendStr / AppendRepr that stop before *out grows past `max_bytes`
+// (a list holding one long string a million times prints terabytes) and,
+// with a meter, spend one unit per byte and element printed. False when
+// they stopped (the meter is exhausted or the text did not fit); *out then
+// holds a prefix.
+bool AppendStrBounded(const Value& v, size_t max_bytes, Meter* meter,
+                      std::string* out);
+bool AppendReprBounded(const Value& v, size_t max_bytes, Meter* meter,
+                       std::string* out);
+// repr(v) for an error message: cut after about 200 bytes with "...".
+std::string ShortRepr(const Value& v);
+
+// Bytes a string value of `size` bytes holds (its object and buffer), and
+// the bytes of an empty list or dict value; what Meter::Reserve is asked for
+// before such values are made.
+size_t StringValueBytes(size_t size);
+size_t ContainerValueBytes();
 // Python repr() of a float: shortest round-trip digits, "1.0", "1e+16",
 // "inf", "nan".
 std::string FloatRepr(double f);

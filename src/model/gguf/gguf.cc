@@ -124,6 +124,12 @@ uint64_t MinEncodedBytes(ValueType t) {
   return ScalarBytes(t);
 }
 
+bool IsDocumentStringKey(std::string_view key) {
+  return std::find(std::begin(kDocumentStringKeys),
+                   std::end(kDocumentStringKeys),
+                   key) != std::end(kDocumentStringKeys);
+}
+
 // Keys and names come from the file: show them printable and bounded.
 std::string Printable(std::string_view s) {
   constexpr size_t kMaxShown = 80;
@@ -303,13 +309,16 @@ int64_t TensorInfo::NumElements() const {
 // Decodes and validates one file into a GgufFile. Every read goes through
 // Need(), which checks the remaining bytes first; every count is compared with
 // the remaining bytes (times the smallest encoding of one element) before
-// anything is reserved.
+// anything is reserved. The metadata is walked twice: a first pass checks
+// everything, the MetadataLimits included, and builds no Value; only a file
+// that passes it is decoded into Values by the second.
 class GgufParser {
  public:
-  GgufParser(std::span<const uint8_t> bytes, bool require_supported_types,
+  GgufParser(std::span<const uint8_t> bytes, const OpenOptions& options,
              GgufFile* file)
       : bytes_(bytes),
-        require_supported_(require_supported_types),
+        require_supported_(options.require_supported_types),
+        limits_(options.limits),
         file_(file) {}
 
   Status Run() {
@@ -321,6 +330,12 @@ class GgufParser {
   }
 
  private:
+  // The limit on a string value and the MetadataLimits field it comes from.
+  struct StringLimit {
+    uint64_t bytes;
+    std::string_view name;
+  };
+
   // Header: magic, version, tensor count, metadata count.
   static constexpr uint64_t kHeaderBytes = 24;
   // Smallest metadata pair: empty key (8), type (4), one-byte value.
@@ -355,7 +370,10 @@ class GgufParser {
   }
 
   // A GGUF string: uint64 length, then that many bytes (no terminator).
-  Status ReadString(std::string_view what, uint64_t max_len, std::string* out) {
+  // `limit_name` names the MetadataLimits field behind `max_len` in the
+  // error, empty for fixed limits. `out` views the file's bytes.
+  Status ReadString(std::string_view what, uint64_t max_len,
+                    std::string_view limit_name, std::string_view* out) {
     uint64_t len = 0;
     if (remaining() < sizeof(len)) {
       return Status::DataLoss(fmt::format(
@@ -370,11 +388,22 @@ class GgufParser {
     }
     if (len > max_len) {
       return Status::InvalidArgument(fmt::format(
-          "{} of {} bytes at byte {} is longer than the limit of {}", what, len,
-          pos_ - 8, max_len));
+          "{} of {} bytes at byte {} is longer than the limit of {}{}", what,
+          len, pos_ - 8, max_len,
+          limit_name.empty()
+              ? std::string()
+              : fmt::format(" bytes (MetadataLimits::{})", limit_name)));
     }
-    out->assign(reinterpret_cast<const char*>(bytes_.data() + pos_), len);
+    *out = {reinterpret_cast<const char*>(bytes_.data() + pos_), len};
     pos_ += len;
+    return Status::Ok();
+  }
+
+  // A string read for a name: a key or a tensor name.
+  Status ReadString(std::string_view what, uint64_t max_len, std::string* out) {
+    std::string_view view;
+    RL_RETURN_IF_ERROR(ReadString(what, max_len, {}, &view));
+    out->assign(view);
     return Status::Ok();
   }
 
@@ -431,25 +460,52 @@ class GgufParser {
                       "after the header and metadata)",
                       tensor_count, kMinTensorInfoBytes, left));
     }
+    if (kv_count > limits_.max_keys) {
+      return Status::InvalidArgument(
+          fmt::format("header: metadata count {} exceeds the limit of {} "
+                      "keys (MetadataLimits::max_keys)",
+                      kv_count, limits_.max_keys));
+    }
+    if (tensor_count > limits_.max_tensors) {
+      return Status::InvalidArgument(
+          fmt::format("header: tensor count {} exceeds the limit of {} "
+                      "tensors (MetadataLimits::max_tensors)",
+                      tensor_count, limits_.max_tensors));
+    }
     tensor_count_ = tensor_count;
     kv_count_ = kv_count;
     return Status::Ok();
   }
 
   Status ParseMetadata() {
-    file_->metadata_.reserve(kv_count_);
+    const uint64_t start = pos_;
+    RL_RETURN_IF_ERROR(WalkMetadata(/*decode=*/false));
+    pos_ = start;
+    return WalkMetadata(/*decode=*/true);
+  }
+
+  // One pass over the key/value pairs. Without `decode` it only checks and
+  // skips them, building no Value and copying no string; with it, it also
+  // stores them in file_.
+  Status WalkMetadata(bool decode) {
+    const uint64_t metadata_start = pos_;
+    array_elements_left_ = limits_.max_array_elements;
+    if (decode) file_->metadata_.reserve(kv_count_);
     for (uint64_t i = 0; i < kv_count_; ++i) {
       const uint64_t start = pos_;
-      std::string key;
-      Status s = ReadString("key", kMaxKeyBytes, &key);
+      std::string_view key;
+      Status s = ReadString("key", kMaxKeyBytes, {}, &key);
       if (!s.ok()) return s.WithContext(fmt::format("metadata key {}", i));
       const std::string where =
           fmt::format("metadata key {} ('{}')", i, Printable(key));
-      auto [it, inserted] = file_->metadata_index_.emplace(key, i);
-      if (!inserted) {
-        return Status::InvalidArgument(fmt::format(
-            "{} at byte {}: duplicate key (first seen as metadata key {})",
-            where, start, it->second));
+      if (decode) {
+        auto [it, inserted] =
+            file_->metadata_index_.emplace(std::string(key), i);
+        if (!inserted) {
+          return Status::InvalidArgument(fmt::format(
+              "{} at byte {}: duplicate key (first seen as metadata key {})",
+              where, start, it->second));
+        }
       }
       uint32_t type = 0;
       s = Read("value type", &type);
@@ -459,16 +515,29 @@ class GgufParser {
             "{}: unknown value type {} at byte {}", where, type, pos_ - 4));
       }
       Value value;
-      s = ReadValue(static_cast<ValueType>(type), 0, &value);
+      s = ReadValue(static_cast<ValueType>(type), 0, TopLevelStringLimit(key),
+                    decode ? &value : nullptr);
       if (!s.ok()) return s.WithContext(where);
-      file_->metadata_.emplace_back(std::move(key), std::move(value));
+      // Checked after the value: the first pass builds nothing, and it
+      // rejects the file before the second would.
+      if (pos_ - metadata_start > limits_.max_metadata_bytes) {
+        return Status::InvalidArgument(fmt::format(
+            "{}: the metadata up to byte {} takes {} bytes, over the limit of "
+            "{} bytes (MetadataLimits::max_metadata_bytes)",
+            where, pos_, pos_ - metadata_start, limits_.max_metadata_bytes));
+      }
+      if (decode)
+        file_->metadata_.emplace_back(std::string(key), std::move(value));
     }
     return Status::Ok();
   }
 
-  // Reads one value of `type` (already validated). `depth` counts the arrays
-  // around it.
-  Status ReadValue(ValueType type, int depth, Value* out) {
+  // Reads one value of `type` (already validated) into `out`, or only checks
+  // and skips it when `out` is null. `depth` counts the arrays around it;
+  // `string_limit` bounds a string value.
+  Status ReadValue(ValueType type, int depth, StringLimit string_limit,
+                   Value* out) {
+    if (out == nullptr) return SkipValue(type, depth, string_limit);
     out->type = type;
     switch (type) {
       case ValueType::kUint8:
@@ -489,34 +558,72 @@ class GgufParser {
         return ReadSigned<int64_t>(out);
       case ValueType::kFloat32: {
         float f = 0;
-        RL_RETURN_IF_ERROR(Read("float32 value", &f));
+        RL_RETURN_IF_ERROR(Read(ScalarWhat(type), &f));
         out->data = double{f};
         return Status::Ok();
       }
       case ValueType::kFloat64: {
         double f = 0;
-        RL_RETURN_IF_ERROR(Read("float64 value", &f));
+        RL_RETURN_IF_ERROR(Read(ScalarWhat(type), &f));
         out->data = f;
         return Status::Ok();
       }
       case ValueType::kBool: {
         uint8_t b = 0;
-        RL_RETURN_IF_ERROR(Read("bool value", &b));
+        RL_RETURN_IF_ERROR(Read(ScalarWhat(type), &b));
         // The spec allows only 0 and 1; like ggml we read any non-zero as true.
         out->data.emplace<bool>(b != 0);
         return Status::Ok();
       }
       case ValueType::kString: {
-        std::string s;
-        RL_RETURN_IF_ERROR(
-            ReadString("string", std::numeric_limits<uint64_t>::max(), &s));
-        out->data = std::move(s);
+        std::string_view s;
+        RL_RETURN_IF_ERROR(ReadMetadataString(string_limit, &s));
+        out->data = std::string(s);
         return Status::Ok();
       }
       case ValueType::kArray:
         return ReadArray(depth, out);
     }
     return Status::Internal("unreachable value type");
+  }
+
+  // The first pass's ReadValue: the same checks and messages, no Value.
+  Status SkipValue(ValueType type, int depth, StringLimit string_limit) {
+    if (type == ValueType::kString) {
+      std::string_view s;
+      return ReadMetadataString(string_limit, &s);
+    }
+    if (type == ValueType::kArray) return ReadArray(depth, nullptr);
+    RL_RETURN_IF_ERROR(Need(ScalarBytes(type), ScalarWhat(type)));
+    pos_ += ScalarBytes(type);
+    return Status::Ok();
+  }
+
+  // What a truncation error calls a scalar of type `t`.
+  static std::string_view ScalarWhat(ValueType t) {
+    switch (t) {
+      case ValueType::kFloat32:
+        return "float32 value";
+      case ValueType::kFloat64:
+        return "float64 value";
+      case ValueType::kBool:
+        return "bool value";
+      default:
+        return ValueTypeName(t);
+    }
+  }
+
+  Status ReadMetadataString(StringLimit limit, std::string_view* out) {
+    return ReadString("string", limit.bytes, limit.name, out);
+  }
+
+  StringLimit TopLevelStringLimit(std::string_view key) const {
+    if (IsDocumentStringKey(key))
+      return {limits_.max_document_bytes, "max_document_bytes"};
+    return ElementStringLimit();
+  }
+  StringLimit ElementStringLimit() const {
+    return {limits_.max_string_bytes, "max_string_bytes"};
   }
 
   template <typename T>
@@ -535,6 +642,7 @@ class GgufParser {
     return Status::Ok();
   }
 
+  // An array value; with a null `out`, checked and skipped (first pass).
   Status ReadArray(int depth, Value* out) {
     const uint64_t start = pos_;
     if (depth >= kMaxArrayDepth) {
@@ -559,17 +667,35 @@ class GgufParser {
                       "remain)",
                       count, start, ValueTypeName(et), min_bytes, remaining()));
     }
+    if (count > limits_.max_array_length) {
+      return Status::InvalidArgument(fmt::format(
+          "array of {} elements at byte {} exceeds the limit of {} elements "
+          "per metadata array (MetadataLimits::max_array_length)",
+          count, start, limits_.max_array_length));
+    }
     if (count > array_elements_left_) {
-      return Status::InvalidArgument(
-          fmt::format("array of {} elements at byte {} exceeds the limit of {} "
-                      "metadata array elements in total",
-                      count, start, kMaxMetadataArrayElements));
+      return Status::InvalidArgument(fmt::format(
+          "array of {} elements at byte {} exceeds the limit of {} metadata "
+          "array elements in total (MetadataLimits::max_array_elements)",
+          count, start, limits_.max_array_elements));
     }
     array_elements_left_ -= count;
+    if (out == nullptr) {
+      // Fixed-size elements: the count check above covers their bytes.
+      if (const uint64_t scalar = ScalarBytes(et); scalar > 0) {
+        pos_ += count * scalar;
+        return Status::Ok();
+      }
+      for (uint64_t i = 0; i < count; ++i) {
+        Status s = SkipValue(et, depth + 1, ElementStringLimit());
+        if (!s.ok()) return s.WithContext(fmt::format("array element {}", i));
+      }
+      return Status::Ok();
+    }
     auto array = std::make_shared<Array>();
-    array->resize(count);  // bounded by the file size checked above
+    array->resize(count);  // within the file size and the limits checked above
     for (uint64_t i = 0; i < count; ++i) {
-      Status s = ReadValue(et, depth + 1, &(*array)[i]);
+      Status s = ReadValue(et, depth + 1, ElementStringLimit(), &(*array)[i]);
       if (!s.ok()) return s.WithContext(fmt::format("array element {}", i));
     }
     out->array_type = et;
@@ -724,29 +850,42 @@ class GgufParser {
 
   std::span<const uint8_t> bytes_;
   bool require_supported_;
+  const MetadataLimits& limits_;
   GgufFile* file_;
   uint64_t pos_ = 0;
   uint64_t tensor_count_ = 0;
   uint64_t kv_count_ = 0;
-  uint64_t array_elements_left_ = kMaxMetadataArrayElements;
+  // Of limits_.max_array_elements, in the current pass.
+  uint64_t array_elements_left_ = 0;
 };
 
 // ---------------------------------------------------------------- GgufFile
 
+uint64_t MetadataLimits::StringLimitFor(std::string_view key) const {
+  return IsDocumentStringKey(key) ? max_document_bytes : max_string_bytes;
+}
+
 Result<GgufFile> GgufFile::Parse(std::span<const uint8_t> bytes,
-                                 bool require_supported_types) {
+                                 const OpenOptions& options) {
   GgufFile file;
-  GgufParser parser(bytes, require_supported_types, &file);
+  GgufParser parser(bytes, options, &file);
   RL_RETURN_IF_ERROR(parser.Run());
   return file;
 }
 
+Result<GgufFile> GgufFile::Parse(std::span<const uint8_t> bytes,
+                                 bool require_supported_types) {
+  OpenOptions options;
+  options.require_supported_types = require_supported_types;
+  return Parse(bytes, options);
+}
+
 Result<GgufFile> GgufFile::Open(const std::string& path,
-                                bool require_supported_types) {
+                                const OpenOptions& options) {
   Result<MappedFile> mapped = MappedFile::Open(path);
   if (!mapped.ok()) return mapped.status();
   auto mapping = std::make_unique<MappedFile>(std::move(mapped).value());
-  Result<GgufFile> file = Parse(mapping->bytes(), require_supported_types);
+  Result<GgufFile> file = Parse(mapping->bytes(), options);
   if (!file.ok()) {
     // The unsupported-type message names the tensor; keep it exact.
     if (file.status().code() == StatusCode::kUnimplemented)
@@ -756,6 +895,13 @@ Result<GgufFile> GgufFile::Open(const std::string& path,
   file->path_ = path;
   file->mapping_ = std::move(mapping);
   return file;
+}
+
+Result<GgufFile> GgufFile::Open(const std::string& path,
+                                bool require_supported_types) {
+  OpenOptions options;
+  options.require_supported_types = require_supported_types;
+  return Open(path, options);
 }
 
 const Value* GgufFile::Find(std::string_view key) const {

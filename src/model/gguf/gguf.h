@@ -30,16 +30,12 @@
 namespace redline::model::gguf {
 
 // Limits the reader enforces (and the writer respects).
+//
 // ggml's GGML_MAX_DIMS: tensors have at most 4 dimensions.
 inline constexpr int kMaxDims = 4;
 // Nesting depth of arrays inside arrays. Real files nest at most once; the
 // limit bounds the parser's recursion on hostile input.
 inline constexpr int kMaxArrayDepth = 8;
-// Total number of array elements over all metadata values. Each parsed element
-// costs one Value (~48 bytes), so this caps the reader's memory at ~800 MiB
-// even for a file built to maximise it; the largest real vocabularies hold well
-// under 1M elements (e.g. 128k tokens x 3 arrays + 280k merges).
-inline constexpr uint64_t kMaxMetadataArrayElements = uint64_t{1} << 24;
 // general.alignment above this is treated as corrupt: page (4 KiB) and huge
 // page (2 MiB) alignments are plausible, anything larger is not.
 inline constexpr uint64_t kMaxAlignment = uint64_t{1} << 21;
@@ -51,6 +47,69 @@ inline constexpr uint64_t kDefaultAlignment = 32;
 inline constexpr size_t kMaxTensorNameBytes = 63;
 // The spec limits metadata keys to 2^16 - 1 bytes.
 inline constexpr size_t kMaxKeyBytes = 65535;
+
+// Default metadata limits (MetadataLimits below; OpenOptions can change them).
+// Checking counts against the file size alone does not bound the reader's
+// memory: every parsed array element is a Value (48 bytes on x86-64, ~56 with
+// the allocator's share), 48x a uint8 element's encoding, and the
+// tokenizer later copies each token string several times. So a 16 MB file
+// holding one array of 16M uint8 elements cost ~940 MB and 2.7 s, and one
+// 100 MB token string ~520 MB. These caps sit far above real files and far
+// below those costs.
+//
+// Bytes of one metadata string, at the top level or inside an array. Real
+// token pieces are under 1 KiB, and the longest real chat templates
+// (tokenizer.chat_template, tokenizer.chat_template.<name>) are tens of KiB.
+inline constexpr uint64_t kMaxMetadataStringBytes = uint64_t{1} << 20;
+// Bytes of the string of a key that embeds a whole tokenizer definition
+// (kDocumentStringKeys): the spec's tokenizer.huggingface.json holds an
+// entire tokenizer.json, which is several MiB for 128k-token vocabularies.
+inline constexpr uint64_t kMaxMetadataDocumentBytes = uint64_t{1} << 26;
+inline constexpr std::string_view kDocumentStringKeys[] = {
+    "tokenizer.huggingface.json",
+    "tokenizer.rwkv.world",
+};
+// Elements of one array (an inner array counts its own). The largest real
+// arrays are tokenizer.ggml.tokens/scores/token_type with up to 262,144
+// entries (Gemma) and tokenizer.ggml.merges with ~280,000 (Llama 3).
+inline constexpr uint64_t kMaxMetadataArrayLength = uint64_t{1} << 20;
+// Elements over all arrays of a file: four arrays at the per-array cap, ~5x
+// the largest real vocabulary (Gemma's 3 x 262,144), ~230 MB of Values.
+inline constexpr uint64_t kMaxMetadataArrayElements = uint64_t{1} << 22;
+// Encoded bytes of all key/value pairs together. The file size bounds them
+// too, so the effective limit is min(file size, this). Real vocabularies
+// take under 16 MiB of metadata.
+inline constexpr uint64_t kMaxMetadataBytes = uint64_t{1} << 28;
+// Key/value pairs in a file. Each costs ~160 bytes (a Value, its key, an
+// index entry) against a 13-byte minimal encoding; real files have under 100.
+inline constexpr uint64_t kMaxMetadataKeys = uint64_t{1} << 16;
+// Tensor infos in a file. Each costs ~200 bytes against a 32-byte minimal
+// encoding; the largest real models have a few thousand tensors.
+inline constexpr uint64_t kMaxTensors = uint64_t{1} << 16;
+
+// What one file's metadata may make the reader allocate. Every limit is
+// checked in a first pass over the metadata that builds no Value and copies
+// no string, so a file over any of them fails in time proportional to its
+// header. Errors name the key, the size found and the limit.
+struct MetadataLimits {
+  // Bytes of one string value, at the top level or in an array.
+  uint64_t max_string_bytes = kMaxMetadataStringBytes;
+  // Bytes of the top-level string of a key in kDocumentStringKeys.
+  uint64_t max_document_bytes = kMaxMetadataDocumentBytes;
+  // Elements of one array.
+  uint64_t max_array_length = kMaxMetadataArrayLength;
+  // Elements over all arrays of the file.
+  uint64_t max_array_elements = kMaxMetadataArrayElements;
+  // Encoded bytes of all key/value pairs.
+  uint64_t max_metadata_bytes = kMaxMetadataBytes;
+  // Key/value pairs.
+  uint64_t max_keys = kMaxMetadataKeys;
+  // Tensor infos.
+  uint64_t max_tensors = kMaxTensors;
+
+  // The string limit for the top-level value of `key`.
+  uint64_t StringLimitFor(std::string_view key) const;
+};
 
 // clang-format off
 // Metadata value types (numbering as in the spec).
@@ -148,6 +207,15 @@ struct TensorInfo {
   int64_t NumElements() const;
 };
 
+// How Open and Parse read a file. The defaults suit every real model file;
+// tools that inspect unusual files may raise the limits.
+struct OpenOptions {
+  // Report tensor types Redline cannot compute with as Unimplemented. Without
+  // it every type in TensorType is accepted (sizes come from its block size).
+  bool require_supported_types = true;
+  MetadataLimits limits;
+};
+
 // A parsed, validated GGUF file.
 //
 // Ownership: Open owns the memory map; Parse borrows the caller's bytes,
@@ -156,11 +224,13 @@ struct TensorInfo {
 // file, so it does not depend on the bytes.
 // Thread-safety: immutable after Open/Parse; all const methods are safe to call
 // from any number of threads.
-// Cost: Open/Parse are O(file header): metadata is decoded (a 150k-token
-// vocabulary takes tens of milliseconds), tensor data is never touched.
+// Cost: Open/Parse are O(file header): metadata is checked in one pass and
+// decoded in a second (a 150k-token vocabulary takes tens of milliseconds),
+// tensor data is never touched.
 //
 // Validation (all before returning): magic, version 2 or 3, every count and
-// length within the file, value types, array nesting depth, duplicate keys,
+// length within the file and within the MetadataLimits, value types, array
+// nesting depth, duplicate keys,
 // general.alignment (an integer power of two <= kMaxAlignment), tensor infos
 // (1..4 dims, each >= 1, no element-count or byte-size overflow, known type,
 // dims[0] a multiple of the type's block size, unique names), and tensor data
@@ -169,7 +239,9 @@ struct TensorInfo {
 // Error codes: DataLoss for truncation and for counts, lengths or offsets
 // past the end of the file; InvalidArgument for malformed content (bad magic,
 // unknown value or tensor type, bad alignment, bad shape, misaligned or
-// overlapping tensors, duplicates); Unimplemented for GGUF v1 and for tensor
+// overlapping tensors, duplicates) and for metadata over a MetadataLimits
+// limit (ResourceExhausted would suggest retrying with more memory; the file
+// is what is wrong); Unimplemented for GGUF v1 and for tensor
 // types Redline cannot compute with; NotFound/IoError from Open for the file.
 class GgufFile {
  public:
@@ -181,14 +253,20 @@ class GgufFile {
   //    elements exceeds the file (at byte ...)"
   //   "tensor info 2 ('output.weight'): file truncated: offset at byte N needs
   //    8 bytes, only 2 remain"
+  //   "metadata key 1 ('tokenizer.ggml.tokens'): array of 16777216 elements
+  //    at byte 40 exceeds the limit of 1048576 elements per metadata array
+  //    (MetadataLimits::max_array_length)"
   // Open prefixes all but the unsupported-type message with the path.
-  // Unsupported tensor types are reported here only if
-  // `require_supported_types`; without it, every type in TensorType is
-  // accepted (sizes come from its block size).
+  static Result<GgufFile> Open(const std::string& path,
+                               const OpenOptions& options);
+  // The default OpenOptions with `require_supported_types`.
   static Result<GgufFile> Open(const std::string& path,
                                bool require_supported_types = true);
   // Same over bytes in memory (the fuzzer and tests). Bytes must outlive the
   // file.
+  static Result<GgufFile> Parse(std::span<const uint8_t> bytes,
+                                const OpenOptions& options);
+  // The default OpenOptions with `require_supported_types`.
   static Result<GgufFile> Parse(std::span<const uint8_t> bytes,
                                 bool require_supported_types = true);
 

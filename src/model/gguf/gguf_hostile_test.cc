@@ -1,12 +1,17 @@
 // Hostile GGUF inputs: a table of files made by mutating one valid file, every
-// truncation, single-byte corruptions and hand-built pathological files. Each
-// must fail cleanly with the expected code and a message naming the problem,
-// never crash, hang or read out of bounds (run under ASan to check the last).
+// truncation, single-byte corruptions, hand-built pathological files and
+// metadata over the MetadataLimits. Each must fail cleanly with the expected
+// code and a message naming the problem, never crash, hang, read out of
+// bounds (run under ASan to check that) or allocate out of proportion.
+#include <fmt/format.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <optional>
 #include <string>
@@ -472,17 +477,313 @@ TEST(GgufHostileTest, OverlongKeyIsRejected) {
           "key of 70000 bytes at byte 24 is longer than the limit of 65535"));
 }
 
-// Arrays that fit the file but would cost too much memory as Values.
-TEST(GgufHostileTest, MetadataArrayElementBudget) {
-  const uint64_t n = kMaxMetadataArrayElements + 1;
+// Metadata that fits the file but would cost far more memory than the file:
+// each shape must fail within a second with a message naming the key and the
+// limit, having allocated next to nothing. The big files are sparse (only the
+// header is written) and opened through the memory map, as a model is.
+
+// Peak resident memory since the last ResetPeakRss(), in bytes; -1 where
+// /proc cannot tell (then the memory checks are skipped).
+int64_t PeakRssBytes() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmHWM:", 0) == 0) return std::stoll(line.substr(6)) * 1024;
+  }
+  return -1;
+}
+int64_t CurrentRssBytes() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) return std::stoll(line.substr(6)) * 1024;
+  }
+  return -1;
+}
+// Writing "5" to clear_refs resets VmHWM to the current RSS (Linux >= 4.0).
+bool ResetPeakRss() {
+  std::ofstream clear("/proc/self/clear_refs");
+  clear << "5";
+  clear.flush();
+  return clear.good();
+}
+
+struct Attempt {
+  Status status;
+  double seconds = 0;
+  int64_t rss_growth_bytes = -1;  // -1: not measured
+};
+
+// Writes `head` to a file of `total_bytes` (the rest a hole reading as
+// zeros), opens it with `options` and measures time and peak RSS growth.
+Attempt OpenSparse(const std::string& name, const std::vector<uint8_t>& head,
+                   uint64_t total_bytes, const OpenOptions& options = {}) {
+  const std::string path = ::testing::TempDir() + "gguf_limits_" + name;
+  {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char*>(head.data()),
+              static_cast<std::streamsize>(head.size()));
+  }
+  std::filesystem::resize_file(path,
+                               std::max<uint64_t>(total_bytes, head.size()));
+  Attempt a;
+  const bool measure = ResetPeakRss();
+  const int64_t before = CurrentRssBytes();
+  const auto start = std::chrono::steady_clock::now();
+  Result<GgufFile> f = GgufFile::Open(path, options);
+  a.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  const int64_t peak = PeakRssBytes();
+  if (measure && before >= 0 && peak >= 0) a.rss_growth_bytes = peak - before;
+  a.status = f.status();
+  std::filesystem::remove(path);
+  return a;
+}
+
+constexpr int64_t kSmallRssBytes = int64_t{16} << 20;
+
+void ExpectFastAndSmall(const Attempt& a) {
+  EXPECT_LT(a.seconds, 1.0) << a.status.ToString();
+  if (a.rss_growth_bytes >= 0) {
+    EXPECT_LT(a.rss_growth_bytes, kSmallRssBytes) << a.status.ToString();
+  }
+}
+
+uint32_t TypeId(ValueType t) { return static_cast<uint32_t>(t); }
+
+// Header, key "tokenizer.ggml.token_type", uint8 array of `n` elements (the
+// elements themselves left to the sparse tail).
+std::vector<uint8_t> U8ArrayHead(uint64_t n) {
   RawBytes b;
-  b.Header(3, 0, 1).Str("big").U32(static_cast<uint32_t>(ValueType::kArray));
-  b.U32(static_cast<uint32_t>(ValueType::kUint8)).U64(n).Bytes(n, 0);
-  Result<GgufFile> f = GgufFile::Parse(b.bytes());
+  b.Header(3, 0, 1).Str("tokenizer.ggml.token_type");
+  b.U32(TypeId(ValueType::kArray)).U32(TypeId(ValueType::kUint8)).U64(n);
+  return b.bytes();
+}
+
+TEST(GgufLimitsTest, ArrayOf16MElementsFailsFast) {
+  const uint64_t n = uint64_t{1} << 24;
+  const std::vector<uint8_t> head = U8ArrayHead(n);
+  const Attempt a = OpenSparse("array16m", head, head.size() + n);
+  EXPECT_EQ(a.status.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(a.status.message(),
+              HasSubstr("metadata key 0 ('tokenizer.ggml.token_type'): array "
+                        "of 16777216 elements at byte 61 exceeds the limit of "
+                        "1048576 elements per metadata array "
+                        "(MetadataLimits::max_array_length)"));
+  ExpectFastAndSmall(a);
+}
+
+TEST(GgufLimitsTest, ArrayAtTheLimitParses) {
+  const std::vector<uint8_t> head = U8ArrayHead(kMaxMetadataArrayLength);
+  const Attempt a =
+      OpenSparse("array_at_limit", head, head.size() + kMaxMetadataArrayLength);
+  EXPECT_TRUE(a.status.ok()) << a.status.ToString();
+}
+
+TEST(GgufLimitsTest, OptionsRaiseTheArrayLimit) {
+  const uint64_t n = kMaxMetadataArrayLength + 1;
+  const std::vector<uint8_t> head = U8ArrayHead(n);
+  OpenOptions options;
+  EXPECT_FALSE(
+      OpenSparse("array_raised", head, head.size() + n, options).status.ok());
+  options.limits.max_array_length = n;
+  const Attempt a = OpenSparse("array_raised", head, head.size() + n, options);
+  EXPECT_TRUE(a.status.ok()) << a.status.ToString();
+}
+
+TEST(GgufLimitsTest, TokenStringOf100MBFailsFast) {
+  const uint64_t len = uint64_t{100} << 20;
+  RawBytes b;
+  b.Header(3, 0, 1).Str("tokenizer.ggml.tokens");
+  b.U32(TypeId(ValueType::kArray)).U32(TypeId(ValueType::kString)).U64(2);
+  b.Str("a").U64(len);
+  const Attempt a = OpenSparse("token100mb", b.bytes(), b.bytes().size() + len);
+  EXPECT_EQ(a.status.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(a.status.message(),
+              HasSubstr("metadata key 0 ('tokenizer.ggml.tokens'): array "
+                        "element 1: string of 104857600 bytes at byte 78 is "
+                        "longer than the limit of 1048576 bytes "
+                        "(MetadataLimits::max_string_bytes)"));
+  ExpectFastAndSmall(a);
+}
+
+// One top-level string value of `len` bytes under `key`.
+std::vector<uint8_t> StringHead(std::string_view key, uint64_t len) {
+  RawBytes b;
+  b.Header(3, 0, 1).Str(key).U32(TypeId(ValueType::kString)).U64(len);
+  return b.bytes();
+}
+
+TEST(GgufLimitsTest, ChatTemplateOver1MiBFails) {
+  const uint64_t len = kMaxMetadataStringBytes + 1;
+  const std::vector<uint8_t> head = StringHead("tokenizer.chat_template", len);
+  const Attempt a = OpenSparse("template", head, head.size() + len);
+  EXPECT_EQ(a.status.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(a.status.message(),
+              HasSubstr("metadata key 0 ('tokenizer.chat_template'): string "
+                        "of 1048577 bytes at byte 59 is longer than the limit "
+                        "of 1048576 bytes (MetadataLimits::max_string_bytes)"));
+  ExpectFastAndSmall(a);
+}
+
+TEST(GgufLimitsTest, EmbeddedTokenizerJsonHasItsOwnLimit) {
+  const uint64_t len = uint64_t{8} << 20;  // a 128k-token tokenizer.json
+  std::vector<uint8_t> head = StringHead("tokenizer.huggingface.json", len);
+  EXPECT_TRUE(OpenSparse("hf_json", head, head.size() + len).status.ok());
+  const uint64_t over = kMaxMetadataDocumentBytes + 1;
+  head = StringHead("tokenizer.huggingface.json", over);
+  const Attempt a = OpenSparse("hf_json_over", head, head.size() + over);
+  EXPECT_EQ(a.status.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(a.status.message(),
+              HasSubstr("string of 67108865 bytes at byte 62 is longer than "
+                        "the limit of 67108864 bytes "
+                        "(MetadataLimits::max_document_bytes)"));
+  ExpectFastAndSmall(a);
+}
+
+// Arrays each within the per-array limit, over the file's total: the first
+// pass sees it before any array is built.
+TEST(GgufLimitsTest, TotalArrayElementsFailFast) {
+  const uint64_t n = kMaxMetadataArrayLength;
+  const int arrays = 5;
+  RawBytes b;
+  b.Header(3, 0, arrays);
+  for (int i = 0; i < arrays; ++i) {
+    b.Str("array." + std::to_string(i));
+    b.U32(TypeId(ValueType::kArray)).U32(TypeId(ValueType::kUint8)).U64(n);
+    b.Bytes(n, 0);
+  }
+  const std::vector<uint8_t>& bytes = b.bytes();
+  const Attempt a = OpenSparse("total_elements", bytes, bytes.size());
+  EXPECT_EQ(a.status.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(a.status.message(),
+              HasSubstr("metadata key 4 ('array.4'): array of 1048576 "
+                        "elements at byte"));
+  EXPECT_THAT(a.status.message(),
+              HasSubstr("exceeds the limit of 4194304 metadata array elements "
+                        "in total (MetadataLimits::max_array_elements)"));
+  ExpectFastAndSmall(a);
+}
+
+// 300 strings of 1 MiB: each within its limit, 300 MiB of metadata in all.
+TEST(GgufLimitsTest, TotalMetadataBytesFailFast) {
+  const uint64_t len = kMaxMetadataStringBytes;
+  const int keys = 300;
+  // Sparse: write each pair's header, skip its bytes with a hole.
+  const std::string path = ::testing::TempDir() + "gguf_limits_total_bytes";
+  uint64_t end = 0;
+  {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    RawBytes header;
+    header.Header(3, 0, keys);
+    out.write(reinterpret_cast<const char*>(header.bytes().data()),
+              static_cast<std::streamsize>(header.bytes().size()));
+    end = header.bytes().size();
+    for (int i = 0; i < keys; ++i) {
+      RawBytes kv;
+      kv.Str(fmt::format("general.note.{:03}", i))
+          .U32(TypeId(ValueType::kString))
+          .U64(len);
+      out.seekp(static_cast<std::streamoff>(end));
+      out.write(reinterpret_cast<const char*>(kv.bytes().data()),
+                static_cast<std::streamsize>(kv.bytes().size()));
+      end += kv.bytes().size() + len;
+    }
+  }
+  std::filesystem::resize_file(path, end);
+  const bool measure = ResetPeakRss();
+  const int64_t before = CurrentRssBytes();
+  const auto start = std::chrono::steady_clock::now();
+  Result<GgufFile> f = GgufFile::Open(path);
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  const int64_t peak = PeakRssBytes();
+  std::filesystem::remove(path);
   EXPECT_EQ(f.status().code(), StatusCode::kInvalidArgument);
-  EXPECT_THAT(
-      f.status().message(),
-      HasSubstr("exceeds the limit of 16777216 metadata array elements"));
+  EXPECT_THAT(f.status().message(),
+              HasSubstr("metadata key 255 ('general.note.255'): the metadata "
+                        "up to byte"));
+  EXPECT_THAT(f.status().message(),
+              HasSubstr("over the limit of 268435456 bytes "
+                        "(MetadataLimits::max_metadata_bytes)"));
+  EXPECT_LT(seconds, 1.0);
+  if (measure && before >= 0 && peak >= 0) {
+    EXPECT_LT(peak - before, kSmallRssBytes);
+  }
+}
+
+TEST(GgufLimitsTest, KeyAndTensorCountsAreLimited) {
+  const uint64_t n = kMaxMetadataKeys + 1;
+  RawBytes keys;
+  keys.Header(3, 0, n);
+  Attempt a = OpenSparse("keys", keys.bytes(), 24 + n * 13);
+  EXPECT_EQ(a.status.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(a.status.message(),
+              HasSubstr("header: metadata count 65537 exceeds the limit of "
+                        "65536 keys (MetadataLimits::max_keys)"));
+  ExpectFastAndSmall(a);
+  RawBytes tensors;
+  tensors.Header(3, kMaxTensors + 1, 0);
+  a = OpenSparse("tensors", tensors.bytes(), 24 + (kMaxTensors + 1) * 32);
+  EXPECT_EQ(a.status.code(), StatusCode::kInvalidArgument);
+  EXPECT_THAT(a.status.message(),
+              HasSubstr("header: tensor count 65537 exceeds the limit of "
+                        "65536 tensors (MetadataLimits::max_tensors)"));
+  ExpectFastAndSmall(a);
+}
+
+TEST(GgufLimitsTest, OptionsLowerTheStringLimit) {
+  RawBytes b;
+  b.Header(3, 0, 1).Str("general.name").U32(TypeId(ValueType::kString));
+  b.Str("a longer name");
+  OpenOptions options;
+  EXPECT_TRUE(GgufFile::Parse(b.bytes(), options).ok());
+  options.limits.max_string_bytes = 4;
+  Result<GgufFile> f = GgufFile::Parse(b.bytes(), options);
+  EXPECT_THAT(f.status().message(),
+              HasSubstr("metadata key 0 ('general.name'): string of 13 bytes "
+                        "at byte 48 is longer than the limit of 4 bytes"));
+}
+
+// A file with a nested array whose inner arrays share the element budget.
+TEST(GgufLimitsTest, NestedArraysShareTheElementBudget) {
+  RawBytes b;
+  b.Header(3, 0, 1).Str("outer").U32(TypeId(ValueType::kArray));
+  b.U32(TypeId(ValueType::kArray)).U64(3);
+  for (int i = 0; i < 3; ++i)
+    b.U32(TypeId(ValueType::kUint8)).U64(2).U8(1).U8(2);
+  OpenOptions options;
+  EXPECT_TRUE(GgufFile::Parse(b.bytes(), options).ok());
+  options.limits.max_array_elements = 3 + 2 * 3 - 1;
+  Result<GgufFile> f = GgufFile::Parse(b.bytes(), options);
+  EXPECT_THAT(f.status().message(),
+              HasSubstr("array element 2: array of 2 elements"));
+  EXPECT_THAT(f.status().message(), HasSubstr("in total"));
+}
+
+// The writer refuses what the reader would, so make-model never writes a file
+// it cannot open.
+TEST(GgufLimitsTest, WriterKeepsToTheLimits) {
+  GgufWriter strings;
+  strings.Set("tokenizer.chat_template",
+              Value::Str(std::string(kMaxMetadataStringBytes + 1, 'x')));
+  EXPECT_THAT(strings.Validate().message(),
+              HasSubstr("metadata key 'tokenizer.chat_template': string of "
+                        "1048577 bytes is longer than the reader's limit of "
+                        "1048576"));
+  GgufWriter document;
+  document.Set("tokenizer.huggingface.json",
+               Value::Str(std::string(kMaxMetadataStringBytes + 1, 'x')));
+  EXPECT_TRUE(document.Validate().ok());
+  GgufWriter arrays;
+  arrays.Set("tokenizer.ggml.token_type",
+             Value::ArrayOf(ValueType::kUint8,
+                            Array(kMaxMetadataArrayLength + 1, Value::U8(1))));
+  EXPECT_THAT(arrays.Validate().message(),
+              HasSubstr("array of 1048577 elements is longer than the "
+                        "reader's limit of 1048576"));
 }
 
 TEST(GgufHostileTest, BoolsOtherThanZeroOrOneReadAsTrue) {

@@ -115,6 +115,23 @@ std::pair<__int128, __int128> IntRange(ValueType t) {
   }
 }
 
+// Encoded bytes of an integer type.
+uint64_t IntBytes(ValueType t) {
+  switch (t) {
+    case ValueType::kUint8:
+    case ValueType::kInt8:
+      return 1;
+    case ValueType::kUint16:
+    case ValueType::kInt16:
+      return 2;
+    case ValueType::kUint32:
+    case ValueType::kInt32:
+      return 4;
+    default:
+      return 8;
+  }
+}
+
 // The integer held by either integer alternative, or nullopt.
 std::optional<__int128> IntOf(const Value& v) {
   if (const auto* u = std::get_if<uint64_t>(&v.data))
@@ -134,9 +151,19 @@ std::string Int128ToString(__int128 v) {
   return s;
 }
 
-// Checks that `v`'s variant and range match its declared type. `depth` counts
-// the arrays around it, as in the reader.
-Status ValidateValue(const Value& v, int depth) {
+// What the metadata written so far takes of the reader's default
+// MetadataLimits, so that every file written can be read back.
+struct MetadataBudget {
+  MetadataLimits limits;
+  uint64_t array_elements = 0;
+  uint64_t encoded_bytes = 0;
+};
+
+// Checks that `v`'s variant and range match its declared type and that it
+// fits the reader's limits. `depth` counts the arrays around it, as in the
+// reader; `max_string_bytes` bounds a string value.
+Status ValidateValue(const Value& v, int depth, uint64_t max_string_bytes,
+                     MetadataBudget* budget) {
   if (static_cast<uint32_t>(v.type) >
       static_cast<uint32_t>(ValueType::kFloat64)) {
     return Status::InvalidArgument(
@@ -155,19 +182,31 @@ Status ValidateValue(const Value& v, int depth) {
                                                  Int128ToString(*i),
                                                  ValueTypeName(v.type)));
     }
+    budget->encoded_bytes += IntBytes(v.type);
     return Status::Ok();
   }
   switch (v.type) {
     case ValueType::kFloat32:
     case ValueType::kFloat64:
+      budget->encoded_bytes += v.type == ValueType::kFloat32 ? 4 : 8;
       return std::holds_alternative<double>(v.data) ? Status::Ok()
                                                     : wrong("no double");
     case ValueType::kBool:
+      budget->encoded_bytes += 1;
       return std::holds_alternative<bool>(v.data) ? Status::Ok()
                                                   : wrong("no bool");
-    case ValueType::kString:
-      return std::holds_alternative<std::string>(v.data) ? Status::Ok()
-                                                         : wrong("no string");
+    case ValueType::kString: {
+      if (!std::holds_alternative<std::string>(v.data))
+        return wrong("no string");
+      const uint64_t len = v.AsString().size();
+      if (len > max_string_bytes) {
+        return Status::InvalidArgument(fmt::format(
+            "string of {} bytes is longer than the reader's limit of {}", len,
+            max_string_bytes));
+      }
+      budget->encoded_bytes += 8 + len;
+      return Status::Ok();
+    }
     case ValueType::kArray: {
       if (!std::holds_alternative<std::shared_ptr<Array>>(v.data))
         return wrong("no array");
@@ -182,13 +221,27 @@ Status ValidateValue(const Value& v, int depth) {
                         static_cast<uint32_t>(v.array_type)));
       }
       const Array& a = v.AsArray();
+      if (a.size() > budget->limits.max_array_length) {
+        return Status::InvalidArgument(fmt::format(
+            "array of {} elements is longer than the reader's limit of {}",
+            a.size(), budget->limits.max_array_length));
+      }
+      budget->array_elements += a.size();
+      if (budget->array_elements > budget->limits.max_array_elements) {
+        return Status::InvalidArgument(fmt::format(
+            "array of {} elements takes the metadata past the reader's limit "
+            "of {} array elements in total",
+            a.size(), budget->limits.max_array_elements));
+      }
+      budget->encoded_bytes += 12;
       for (size_t i = 0; i < a.size(); ++i) {
         if (a[i].type != v.array_type) {
           return Status::InvalidArgument(fmt::format(
               "array element {} has type {}, expected {}", i,
               ValueTypeName(a[i].type), ValueTypeName(v.array_type)));
         }
-        Status s = ValidateValue(a[i], depth + 1);
+        Status s = ValidateValue(a[i], depth + 1,
+                                 budget->limits.max_string_bytes, budget);
         if (!s.ok()) return s.WithContext(fmt::format("array element {}", i));
       }
       return Status::Ok();
@@ -307,14 +360,33 @@ Status GgufWriter::Validate() const {
         fmt::format("alignment {} must be a power of two from 1 to {}",
                     alignment_, kMaxAlignment));
   }
+  MetadataBudget budget;
+  if (metadata_.size() > budget.limits.max_keys) {
+    return Status::InvalidArgument(
+        fmt::format("{} metadata keys, over the reader's limit of {}",
+                    metadata_.size(), budget.limits.max_keys));
+  }
+  if (tensors_.size() > budget.limits.max_tensors) {
+    return Status::InvalidArgument(
+        fmt::format("{} tensors, over the reader's limit of {}",
+                    tensors_.size(), budget.limits.max_tensors));
+  }
   for (const auto& [key, value] : metadata_) {
     if (key.size() > kMaxKeyBytes) {
       return Status::InvalidArgument(
           fmt::format("metadata key of {} bytes is longer than {}", key.size(),
                       kMaxKeyBytes));
     }
-    Status s = ValidateValue(value, 0);
+    budget.encoded_bytes += 8 + key.size() + 4;
+    Status s =
+        ValidateValue(value, 0, budget.limits.StringLimitFor(key), &budget);
     if (!s.ok()) return s.WithContext(fmt::format("metadata key '{}'", key));
+    if (budget.encoded_bytes > budget.limits.max_metadata_bytes) {
+      return Status::InvalidArgument(fmt::format(
+          "metadata key '{}': the metadata takes more than the reader's limit "
+          "of {} bytes",
+          key, budget.limits.max_metadata_bytes));
+    }
     if (key == "general.alignment") {
       // ggml reads general.alignment as a uint32 and aborts on any other type.
       if (value.type != ValueType::kUint32 ||

@@ -51,7 +51,9 @@ class GgufWriter {
   // Checks everything Write would refuse, without writing: InvalidArgument
   // naming the key or tensor for a bad alignment, a value whose variant or
   // range does not match its type, array elements of the wrong type, arrays
-  // nested deeper than kMaxArrayDepth, an empty or too long key, an empty,
+  // nested deeper than kMaxArrayDepth, metadata over the reader's default
+  // MetadataLimits (so every file written opens with the default
+  // OpenOptions), an empty or too long key, an empty,
   // duplicate or too long (>= 64 bytes, ggml's limit) tensor name, a shape
   // with 0 or more than 4 dims, a dim < 1, dims[0] not a multiple of the
   // type's block size, a type not in TensorType, or a size that overflows.

@@ -1,6 +1,9 @@
 #include "model/sampling/sampling_params.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <limits>
 #include <sstream>
 #include <string_view>
 
@@ -86,6 +89,44 @@ Status SamplingParams::Validate(int64_t vocab_size) const {
     return Status::InvalidArgument("top_logprobs requires logprobs to be true");
   }
   return Status::Ok();
+}
+
+Result<SamplingParams> SamplingParams::Resolve(int64_t vocab_size,
+                                               int64_t n_ctx,
+                                               int64_t prompt_tokens) const {
+  RL_RETURN_IF_ERROR(Validate(vocab_size));
+  if (prompt_tokens >= n_ctx) {
+    std::ostringstream os;
+    os << kPromptTooLongPrefix << ": it has " << prompt_tokens
+       << " tokens and the context holds " << n_ctx
+       << ", which must leave room for at least one generated token";
+    return Status::OutOfRange(os.str());
+  }
+  const int64_t room = n_ctx - prompt_tokens;  // >= 1
+  SamplingParams resolved = *this;
+  if (max_tokens == -1) {
+    if (min_tokens > room) {
+      std::ostringstream os;
+      os << "min_tokens (" << min_tokens << ") must not exceed the " << room
+         << " tokens the context of " << n_ctx << " leaves after the prompt's "
+         << prompt_tokens;
+      return Status::InvalidArgument(os.str());
+    }
+    resolved.max_tokens = static_cast<int32_t>(
+        std::min<int64_t>(room, std::numeric_limits<int32_t>::max()));
+  } else if (max_tokens > room) {
+    std::ostringstream os;
+    os << "max_tokens (" << max_tokens << ") is too large: the prompt's "
+       << prompt_tokens << " tokens + " << max_tokens
+       << " exceed the context of " << n_ctx << " tokens";
+    return Status::OutOfRange(os.str());
+  }
+  return resolved;
+}
+
+bool IsPromptTooLong(const Status& status) {
+  return status.code() == StatusCode::kOutOfRange &&
+         std::string_view(status.message()).starts_with(kPromptTooLongPrefix);
 }
 
 }  // namespace redline::model

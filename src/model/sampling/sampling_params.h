@@ -3,20 +3,27 @@
 // extensions top_k, min_p, repetition_penalty, min_tokens, ignore_eos).
 //
 // The api layer fills it from a request and calls Validate() at admission, so
-// bad ranges become a 400 before any work is queued. Sampler and StopMatcher
-// take validated params only.
+// bad ranges become a 400 before any work is queued. The engine then calls
+// Resolve() with the prompt length and its context, which fills the context-
+// dependent defaults (max_tokens) and checks what needs them (min_tokens).
+// Sampler and FinishChecker take resolved params only: a Sampler built from
+// params that fail Validate() is a bug (RL_CHECK), so every request input
+// must go through Resolve() first.
 //
 // Ownership: a plain value type. Thread-safety: thread-compatible.
-// Cost: Validate() is O(logit_bias.size() + total stop-string bytes).
+// Cost: Validate() and Resolve() are O(logit_bias.size() + total stop-string
+// bytes).
 #ifndef REDLINE_MODEL_SAMPLING_SAMPLING_PARAMS_H_
 #define REDLINE_MODEL_SAMPLING_SAMPLING_PARAMS_H_
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
+#include "base/result.h"
 #include "base/status.h"
 
 namespace redline::model {
@@ -39,6 +46,12 @@ inline constexpr int32_t kMaxTopLogprobs = 20;
 // 4; vLLM has no cap; 16 x 256 bytes leaves room without inviting abuse.
 inline constexpr size_t kMaxStopStrings = 16;
 inline constexpr size_t kMaxStopStringBytes = 256;
+
+// Resolve()'s error for a prompt that leaves no room to generate starts with
+// this (OutOfRange), so a server can blame the prompt (or messages) rather
+// than max_tokens; see IsPromptTooLong().
+inline constexpr std::string_view kPromptTooLongPrefix =
+    "the prompt is too long";
 
 struct SamplingParams {
   // --- Distribution shaping (see sampler.h for the order of operations). ---
@@ -114,8 +127,33 @@ struct SamplingParams {
 
   // OK, or InvalidArgument naming the first bad field and its valid range,
   // e.g. "top_p must be in (0, 1], got 1.5". NaN is out of every range.
+  // min_tokens <= max_tokens is only checked when max_tokens is set; use
+  // Resolve() to check it against the context too.
   Status Validate(int64_t vocab_size) const;
+
+  // A copy with the context-dependent defaults filled in, for a prompt of
+  // `prompt_tokens` tokens (>= 1; the caller checks emptiness) in a context
+  // of `n_ctx` positions (prompt + generated): max_tokens -1 becomes
+  // min(n_ctx - prompt_tokens, INT32_MAX). The result passes Validate().
+  // Errors, in this order (each message starts with the field a server
+  // should name):
+  //  - InvalidArgument: Validate(vocab_size) failed;
+  //  - OutOfRange "the prompt is too long: it has N tokens and the context
+  //    holds M, which must leave room for at least one generated token"
+  //    (prompt_tokens >= n_ctx; IsPromptTooLong() is true for it);
+  //  - OutOfRange "max_tokens (K) is too large: the prompt's N tokens + K
+  //    exceed the context of M tokens" (max_tokens set, N + K > M);
+  //  - InvalidArgument "min_tokens (m) must not exceed the R tokens the
+  //    context of M leaves after the prompt's N" (max_tokens unset,
+  //    m > R = M - N); "min_tokens (m) must not exceed max_tokens (K)" when
+  //    set (from Validate).
+  Result<SamplingParams> Resolve(int64_t vocab_size, int64_t n_ctx,
+                                 int64_t prompt_tokens) const;
 };
+
+// True for the OutOfRange error Resolve() returns when the prompt alone fills
+// the context (message starts with kPromptTooLongPrefix).
+bool IsPromptTooLong(const Status& status);
 
 }  // namespace redline::model
 

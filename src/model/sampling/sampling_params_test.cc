@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <functional>
+#include <limits>
 #include <string>
 
 namespace redline::model {
@@ -110,6 +112,74 @@ TEST(SamplingParamsTest, ClearMessagesForBadRanges) {
             "top_logprobs must be in [0, 20], got 21");
   EXPECT_EQ(ErrorOf([](auto& p) { p.top_logprobs = 3; }),
             "top_logprobs requires logprobs to be true");
+}
+
+TEST(SamplingParamsTest, ResolveFillsMaxTokensFromTheContext) {
+  SamplingParams params;
+  auto r = params.Resolve(kVocab, /*n_ctx=*/64, /*prompt_tokens=*/5);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->max_tokens, 59);
+  EXPECT_TRUE(r->Validate(kVocab).ok());
+  params.max_tokens = 59;  // exactly fills the context
+  r = params.Resolve(kVocab, 64, 5);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->max_tokens, 59);
+  // A context beyond INT32_MAX positions clamps instead of wrapping.
+  params.max_tokens = -1;
+  r = params.Resolve(kVocab, int64_t{1} << 40, 5);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->max_tokens, std::numeric_limits<int32_t>::max());
+}
+
+TEST(SamplingParamsTest, ResolveRefusesMinTokensBeyondTheContext) {
+  // The crash this guards against: min_tokens > the room left, max_tokens
+  // unset, used to reach the Sampler's RL_CHECK once max_tokens was filled.
+  SamplingParams params;
+  params.min_tokens = 100;
+  auto r = params.Resolve(kVocab, 64, 5);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(r.status().message(),
+            "min_tokens (100) must not exceed the 59 tokens the context of 64 "
+            "leaves after the prompt's 5");
+  params.min_tokens = 59;
+  EXPECT_TRUE(params.Resolve(kVocab, 64, 5).ok());
+  params.max_tokens = 10;
+  r = params.Resolve(kVocab, 64, 5);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(),
+            "min_tokens (59) must not exceed max_tokens (10)");
+}
+
+TEST(SamplingParamsTest, ResolveTellsPromptTooLongFromMaxTokensTooLarge) {
+  SamplingParams params;
+  auto r = params.Resolve(kVocab, 64, 64);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kOutOfRange);
+  EXPECT_TRUE(IsPromptTooLong(r.status()));
+  EXPECT_EQ(r.status().message(),
+            "the prompt is too long: it has 64 tokens and the context holds "
+            "64, which must leave room for at least one generated token");
+  EXPECT_TRUE(IsPromptTooLong(params.Resolve(kVocab, 64, 1000).status()));
+
+  params.max_tokens = std::numeric_limits<int32_t>::max();
+  r = params.Resolve(kVocab, 64, 5);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kOutOfRange);
+  EXPECT_FALSE(IsPromptTooLong(r.status()));
+  EXPECT_EQ(r.status().message(),
+            "max_tokens (2147483647) is too large: the prompt's 5 tokens + "
+            "2147483647 exceed the context of 64 tokens");
+  EXPECT_FALSE(IsPromptTooLong(Status::OutOfRange("other")));
+  EXPECT_FALSE(IsPromptTooLong(Status::InvalidArgument(kPromptTooLongPrefix)));
+}
+
+TEST(SamplingParamsTest, ResolveValidatesFirst) {
+  SamplingParams params;
+  params.top_p = 2.0f;
+  auto r = params.Resolve(kVocab, 64, 100);  // also too long: range wins
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().message(), "top_p must be in (0, 1], got 2");
 }
 
 }  // namespace

@@ -2,7 +2,7 @@
 
 #include <array>
 
-#include "model/tokenizer/utf8.h"
+#include "base/utf8.h"
 
 namespace redline::model::byte_level {
 namespace {

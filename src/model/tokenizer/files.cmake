@@ -15,7 +15,6 @@ list(APPEND MODEL_SOURCES
   ${_tokenizer_dir}/tokenizer.cc
   ${_tokenizer_dir}/unicode_data.cc
   ${_tokenizer_dir}/unicode_lookup.cc
-  ${_tokenizer_dir}/utf8.cc
   ${_tokenizer_dir}/vocab.cc
   ${_tokenizer_dir}/wordpiece.cc)
 list(APPEND MODEL_LIBS PkgConfig::PCRE2)
@@ -25,5 +24,4 @@ set(TOKENIZER_TEST_SOURCES
   ${_tokenizer_dir}/streaming_detokenizer_test.cc
   ${_tokenizer_dir}/tokenizer_test.cc
   ${_tokenizer_dir}/unicode_data_test.cc
-  ${_tokenizer_dir}/utf8_test.cc
   ${_tokenizer_dir}/vocab_files_test.cc)

@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "base/check.h"
-#include "model/tokenizer/utf8.h"
+#include "base/utf8.h"
 
 namespace redline::model::tokenizer_internal {
 namespace {

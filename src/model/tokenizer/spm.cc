@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "model/tokenizer/utf8.h"
+#include "base/utf8.h"
 
 namespace redline::model::tokenizer_internal {
 namespace {

@@ -1,5 +1,5 @@
+#include "base/utf8.h"
 #include "model/tokenizer/tokenizer.h"
-#include "model/tokenizer/utf8.h"
 
 namespace redline::model {
 

@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "base/utf8.h"
 #include "model/tokenizer/tokenizer.h"
-#include "model/tokenizer/utf8.h"
 
 namespace redline::model {
 namespace {

@@ -9,8 +9,8 @@
 #include <thread>
 #include <vector>
 
+#include "base/utf8.h"
 #include "model/tokenizer/byte_level.h"
-#include "model/tokenizer/utf8.h"
 
 namespace redline::model {
 namespace {

@@ -2,8 +2,8 @@
 #include <algorithm>
 #include <vector>
 
+#include "base/utf8.h"
 #include "model/tokenizer/unicode_data.h"
-#include "model/tokenizer/utf8.h"
 
 namespace redline::model::unicode_data {
 namespace {

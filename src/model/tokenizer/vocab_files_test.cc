@@ -13,11 +13,11 @@
 #include <string>
 #include <vector>
 
+#include "base/utf8.h"
 #include "model/gguf/gguf.h"
 #include "model/tokenizer/byte_level.h"
 #include "model/tokenizer/tokenizer.h"
 #include "model/tokenizer/unicode_data.h"
-#include "model/tokenizer/utf8.h"
 
 namespace redline::model {
 namespace {

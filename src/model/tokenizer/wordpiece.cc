@@ -1,7 +1,7 @@
 #include "model/tokenizer/wordpiece.h"
 
+#include "base/utf8.h"
 #include "model/tokenizer/unicode_data.h"
-#include "model/tokenizer/utf8.h"
 
 namespace redline::model::tokenizer_internal {
 namespace {

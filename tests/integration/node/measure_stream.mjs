@@ -6,7 +6,8 @@
 //   node measure_stream.mjs --url http://127.0.0.1:PORT [--prompt-tokens 128]
 //        [--max-tokens 64] [--repeats 3] [--concurrency 1,4,8] [--vocab 49152]
 //
-// TTFT = request sent -> first chunk with non-empty text (metrics.md §2);
+// TTFT = request sent -> first chunk with non-empty text
+// (docs/METRICS.md#latencies);
 // decode tok/s = (N - 1) / (last - first content chunk).
 const args = process.argv.slice(2);
 const arg = (n, d) => (args.indexOf(n) >= 0 ? args[args.indexOf(n) + 1] : d);

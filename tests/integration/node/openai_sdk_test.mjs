@@ -162,6 +162,29 @@ try {
     assert.deepEqual(page.data.map((m) => m.id), ['tiny']);
   });
 
+  await test('models.retrieve', async () => {
+    const m = await client.models.retrieve('tiny');
+    assert.equal(m.id, 'tiny');
+    assert.equal(m.object, 'model');
+    await assert.rejects(client.models.retrieve('gpt-nope'), (e) => e instanceof OpenAI.NotFoundError);
+  });
+
+  await test('a tool conversation: assistant content null with tool_calls', async () => {
+    const r = await client.chat.completions.create({
+      model: 'tiny',
+      max_tokens: 3,
+      temperature: 0,
+      tools: [{ type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: {} } } }],
+      messages: [
+        { role: 'user', content: 'Weather in Paris?' },
+        { role: 'assistant', content: null, tool_calls: [{ id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '{}' } }] },
+        { role: 'tool', tool_call_id: 'call_1', content: 'sunny' },
+      ],
+    });
+    assert.equal(r.choices.length, 1);
+    assert.ok(r.usage.prompt_tokens > 0);
+  });
+
   await test('error: unknown model -> NotFoundError 404', async () => {
     await assert.rejects(
       client.chat.completions.create({ model: 'gpt-nope', messages, max_tokens: 2 }),
