@@ -17,6 +17,7 @@
 
 #include "api/models.h"
 #include "api/tokenize.h"
+#include "base/json_escape.h"
 #include "base/logging.h"
 #include "model/tokenizer/tokenizer.h"
 #include "server/http_encoders.h"
@@ -126,16 +127,40 @@ Result<uint16_t> InferenceServer::Start() {
   opts.host = s.config.host == "localhost" ? "127.0.0.1" : s.config.host;
   opts.port = static_cast<uint16_t>(s.config.port);
   opts.max_request_bytes = static_cast<size_t>(s.config.max_body_bytes);
+  opts.max_connections = static_cast<size_t>(s.config.max_connections);
+  auto ms = [](double seconds) { return static_cast<int64_t>(seconds * 1e3); };
+  opts.header_timeout_ms = ms(s.config.header_timeout_s);
+  opts.body_timeout_ms = ms(s.config.body_timeout_s);
+  opts.idle_timeout_ms = ms(s.config.idle_timeout_s);
+  opts.write_timeout_ms = ms(s.config.write_timeout_s);
+  opts.on_headers = [&s](const http::ServerRequest& head) {
+    return s.EarlyAnswer(head);
+  };
+  opts.on_connection_rejected = [](std::vector<http::Header>* headers,
+                                   std::string* body) {
+    *body = api::BuildErrorBody(api::ApiError::Unavailable(
+        "too many open connections; retry later", 1));
+    headers->push_back({"Content-Type", "application/json"});
+  };
   opts.on_parse_error = [&s](bool too_large, std::string_view detail,
                              int* status, std::vector<http::Header>* headers,
                              std::string* body) {
-    const api::ApiError e =
-        too_large ? api::ApiError::TooLarge(fmt::format(
-                        "the request is larger than the limit of {} bytes",
-                        s.config.max_body_bytes))
-                  : api::ApiError::BadRequest(
-                        "malformed HTTP request: " + std::string(detail), "",
-                        "bad_http_request");
+    // The http layer chose the status (400, 408, 413, 431, 501); the body
+    // is the same OpenAI error object every other answer carries.
+    api::ApiError e;
+    if (too_large) {
+      e = api::ApiError::TooLarge(
+          fmt::format("the request is larger than the limit of {} bytes",
+                      s.config.max_body_bytes));
+    } else {
+      e = api::ApiError::BadRequest(
+          "malformed HTTP request: " + std::string(detail), "",
+          "bad_http_request");
+      e.http_status = *status;
+      if (*status == 408) e.code = "request_timeout";
+      if (*status == 431) e.code = "request_header_fields_too_large";
+      if (*status == 501) e.code = "unsupported_transfer_encoding";
+    }
     *status = e.http_status;
     *body = api::BuildErrorBody(e);
     headers->push_back({"Content-Type", "application/json"});
@@ -266,6 +291,14 @@ void InferenceServer::Impl::Tick() {
 }
 
 void InferenceServer::Impl::RefreshMetrics() {
+  if (http) {
+    const http::ServerStats hs = http->stats();
+    metrics.connections_open->Set(static_cast<double>(hs.connections_open));
+    metrics.connections_rejected->SetTotal(
+        static_cast<double>(hs.connections_rejected));
+    metrics.connection_timeouts->SetTotal(static_cast<double>(hs.timeouts));
+    metrics.write_overflows->SetTotal(static_cast<double>(hs.write_overflows));
+  }
   for (auto& mp : models) {
     ServedModel& sm = *mp;
     ModelMetrics& mm = sm.metrics;
@@ -322,57 +355,71 @@ void InferenceServer::Impl::Handle(
   }
 }
 
+InferenceServer::Impl::RouteInfo InferenceServer::Impl::Classify(
+    std::string_view path) {
+  if (path == "/v1/chat/completions" || path == "/chat/completions")
+    return {Endpoint::kChatCompletions, true, true};
+  if (path == "/v1/completions" || path == "/completions")
+    return {Endpoint::kCompletions, true, true};
+  if (path == "/v1/models" || path == "/models" ||
+      path.starts_with("/v1/models/") || path.starts_with("/models/"))
+    return {Endpoint::kModels, false, true};
+  if (path == "/tokenize") return {Endpoint::kTokenize, true, true};
+  if (path == "/detokenize") return {Endpoint::kDetokenize, true, true};
+  if (path == "/health" || path == "/v1/health")
+    return {Endpoint::kHealth, false, false};
+  if (path == "/livez") return {Endpoint::kLivez, false, false};
+  if (path == "/readyz") return {Endpoint::kReadyz, false, false};
+  if (path == "/startupz") return {Endpoint::kStartupz, false, false};
+  if (path == "/metrics") return {Endpoint::kMetrics, false, false};
+  return {Endpoint::kOther, false, false};
+}
+
+std::optional<api::ApiError> InferenceServer::Impl::Refusal(
+    const http::ServerRequest& head, const RouteInfo& info) const {
+  const std::string_view path = head.Path();
+  if (info.endpoint == Endpoint::kOther) {
+    return api::ApiError::NotFound(
+        fmt::format("no route for {} {}", head.method.substr(0, 16),
+                    path.substr(0, 256)),
+        "", "not_found");
+  }
+  const bool get = head.method == "GET" || head.method == "HEAD";
+  const bool post = head.method == "POST";
+  if (info.is_post ? !post : !get) {
+    return api::ApiError::MethodNotAllowed(
+        fmt::format("{} does not accept {}", path, head.method.substr(0, 16)));
+  }
+  if (info.needs_key && !Authorized(head)) {
+    return api::ApiError::Unauthorized(
+        "missing or invalid API key (send Authorization: Bearer KEY)");
+  }
+  return std::nullopt;
+}
+
+std::optional<http::EarlyResponse> InferenceServer::Impl::EarlyAnswer(
+    const http::ServerRequest& head) {
+  const RouteInfo info = Classify(head.Path());
+  std::optional<api::ApiError> e = Refusal(head, info);
+  if (!e) return std::nullopt;
+  // Refused before the body is read: an unauthenticated client cannot make
+  // the server hold its body.
+  metrics.server().RequestError(ErrorClassOf(*e)).Increment();
+  metrics.server().CountHttp(info.endpoint, e->http_status);
+  http::EarlyResponse r;
+  r.status = e->http_status;
+  r.headers = ErrorHeaders(*e, {});
+  r.body = api::BuildErrorBody(*e);
+  return r;
+}
+
 void InferenceServer::Impl::Route(
     http::ServerRequest& request,
     const std::shared_ptr<http::ResponseWriter>& w) {
   const std::string_view path = request.Path();
-  const bool get = request.method == "GET" || request.method == "HEAD";
-  const bool post = request.method == "POST";
-  struct RouteInfo {
-    Endpoint endpoint;
-    bool is_post;
-    bool needs_key;
-  };
-  RouteInfo info{Endpoint::kOther, false, false};
-  if (path == "/v1/chat/completions" || path == "/chat/completions") {
-    info = {Endpoint::kChatCompletions, true, true};
-  } else if (path == "/v1/completions" || path == "/completions") {
-    info = {Endpoint::kCompletions, true, true};
-  } else if (path == "/v1/models" || path == "/models" ||
-             path.starts_with("/v1/models/") || path.starts_with("/models/")) {
-    info = {Endpoint::kModels, false, true};
-  } else if (path == "/tokenize") {
-    info = {Endpoint::kTokenize, true, true};
-  } else if (path == "/detokenize") {
-    info = {Endpoint::kDetokenize, true, true};
-  } else if (path == "/health" || path == "/v1/health") {
-    info = {Endpoint::kHealth, false, false};
-  } else if (path == "/livez") {
-    info = {Endpoint::kLivez, false, false};
-  } else if (path == "/readyz") {
-    info = {Endpoint::kReadyz, false, false};
-  } else if (path == "/startupz") {
-    info = {Endpoint::kStartupz, false, false};
-  } else if (path == "/metrics") {
-    info = {Endpoint::kMetrics, false, false};
-  } else {
-    ReplyError(Endpoint::kOther, request, *w,
-               api::ApiError::NotFound(
-                   fmt::format("no route for {} {}", request.method, path), "",
-                   "not_found"));
-    return;
-  }
-  if (info.is_post ? !post : !get) {
-    ReplyError(info.endpoint, request, *w,
-               api::ApiError::MethodNotAllowed(
-                   fmt::format("{} does not accept {}", path, request.method)));
-    return;
-  }
-  if (info.needs_key && !Authorized(request)) {
-    ReplyError(
-        info.endpoint, request, *w,
-        api::ApiError::Unauthorized(
-            "missing or invalid API key (send Authorization: Bearer KEY)"));
+  const RouteInfo info = Classify(path);
+  if (std::optional<api::ApiError> e = Refusal(request, info)) {
+    ReplyError(info.endpoint, request, *w, *e);
     return;
   }
   switch (info.endpoint) {
@@ -533,22 +580,21 @@ void InferenceServer::Impl::HandleHealth(const http::ServerRequest& request,
 
 namespace {
 
-// Seconds as a plain decimal (Boost.JSON writes doubles as 1.5E0).
-json::value Seconds(double s) {
-  return json::parse(fmt::format("{:.3f}", s < 0 ? 0.0 : s));
-}
-
-json::object StartupObject(const StartupSnapshot& s) {
-  json::object o;
-  o["phase"] = PhaseName(s.phase);
-  o["progress"] = json::parse(fmt::format("{:.4f}", s.progress));
-  o["load_progress"] = json::parse(fmt::format("{:.4f}", s.load_progress));
-  o["elapsed_s"] = Seconds(s.elapsed_s);
-  if (s.load_s >= 0) o["load_s"] = Seconds(s.load_s);
-  if (s.warmup_s >= 0) o["warmup_s"] = Seconds(s.warmup_s);
-  if (s.startup_s >= 0) o["startup_s"] = Seconds(s.startup_s);
-  if (!s.error.empty()) o["error"] = s.error;
-  return o;
+// The members of one start-up snapshot, written by hand so that numbers
+// print as plain decimals ("progress":0.5), not as Boost.JSON writes
+// doubles (5E-1), which people read in curl and scripts parse with grep.
+std::string StartupMembers(const StartupSnapshot& s) {
+  auto secs = [](double v) { return fmt::format("{:.3f}", v < 0 ? 0.0 : v); };
+  std::string out = fmt::format(
+      "\"phase\":{},\"progress\":{:.4f},\"load_progress\":{:.4f},"
+      "\"elapsed_s\":{}",
+      JsonQuote(PhaseName(s.phase)), s.progress, s.load_progress,
+      secs(s.elapsed_s));
+  if (s.load_s >= 0) out += ",\"load_s\":" + secs(s.load_s);
+  if (s.warmup_s >= 0) out += ",\"warmup_s\":" + secs(s.warmup_s);
+  if (s.startup_s >= 0) out += ",\"startup_s\":" + secs(s.startup_s);
+  if (!s.error.empty()) out += ",\"error\":" + JsonQuote(s.error);
+  return out;
 }
 
 }  // namespace
@@ -556,18 +602,18 @@ json::object StartupObject(const StartupSnapshot& s) {
 void InferenceServer::Impl::HandleStartupz(const http::ServerRequest& request,
                                            http::ResponseWriter& writer) {
   const StartupSnapshot s = startup.Snapshot();
-  json::object o = StartupObject(s);
-  o["model"] = models.front()->spec.name;
-  json::array per_model;
-  for (const auto& m : models) {
-    json::object mo = StartupObject(m->startup.Snapshot());
-    mo["name"] = m->spec.name;
-    per_model.push_back(std::move(mo));
+  std::string body = "{" + StartupMembers(s) +
+                     ",\"model\":" + JsonQuote(models.front()->spec.name) +
+                     ",\"models\":[";
+  for (size_t i = 0; i < models.size(); ++i) {
+    if (i > 0) body += ",";
+    body += "{\"name\":" + JsonQuote(models[i]->spec.name) + "," +
+            StartupMembers(models[i]->startup.Snapshot()) + "}";
   }
-  o["models"] = std::move(per_model);
+  body += "]}";
   const bool started = s.phase == Phase::kReady || s.phase == Phase::kDraining;
   Reply(Endpoint::kStartupz, request, writer, started ? 200 : 503,
-        json::serialize(o));
+        std::move(body));
 }
 
 void InferenceServer::Impl::HandleModels(const http::ServerRequest& request,

@@ -62,6 +62,16 @@ Status FinalizeConfig(ServerConfig* c) {
     return Status::InvalidArgument("--max-queued-tokens must be >= 0");
   if (c->max_body_bytes < 1024)
     return Status::InvalidArgument("--max-body-bytes must be >= 1024");
+  for (const auto& [name, value] :
+       {std::pair<const char*, double>{"--header-timeout", c->header_timeout_s},
+        {"--body-timeout", c->body_timeout_s},
+        {"--idle-timeout", c->idle_timeout_s},
+        {"--write-timeout", c->write_timeout_s}}) {
+    if (!(value >= 0))
+      return Status::InvalidArgument(fmt::format("{} must be >= 0", name));
+  }
+  if (c->max_connections < 0)
+    return Status::InvalidArgument("--max-connections must be >= 0");
   if (!(c->queue_budget_s >= 0))
     return Status::InvalidArgument("--queue-budget must be >= 0");
   if (!(c->request_timeout_s >= 0))
@@ -169,7 +179,7 @@ std::string DescribeConfig(ServerConfig config) {
     if constexpr (std::is_same_v<T, std::vector<std::string>>) {
       value = kind == FlagKind::kSecret
                   ? fmt::format("[{} key(s)]", field.size())
-                  : fmt::format("{}", field.size());
+                  : fmt::format("[{}]", fmt::join(field, ", "));
     } else if constexpr (std::is_same_v<T, std::string>) {
       value = kind == FlagKind::kSecret && !field.empty() ? "***"
                                                           : "\"" + field + "\"";

@@ -83,6 +83,18 @@ struct ServerConfig {
   // Largest request body accepted; larger ones get 413. 8 MiB holds a
   // 128k-token prompt as text (~4 bytes/token) with room to spare.
   int64_t max_body_bytes = 8 << 20;
+  // Budgets of one connection, in seconds (0: off). Header: from accept
+  // (or the first byte of a later request) to a complete header block;
+  // body: from then to the whole body; idle: between keep-alive requests;
+  // write: a response write that makes no progress. Like nginx's
+  // client_header_timeout, client_body_timeout and keepalive_timeout.
+  double header_timeout_s = 10;
+  double body_timeout_s = 30;
+  double idle_timeout_s = 60;
+  double write_timeout_s = 30;
+  // Open connections; beyond it new ones get 503 at once. 0: the
+  // descriptor limit minus a reserve.
+  int64_t max_connections = 0;
   std::vector<std::string> api_keys;  // empty: no authentication
   std::string api_key_file;           // one key per line, added to api_keys
 
@@ -185,6 +197,23 @@ void VisitServerFlags(ServerConfig& c, Visitor&& v) {
     "Write the bound port to this file once listening", FlagKind::kOption);
   v(c.max_body_bytes, "--max-body-bytes",
     "Largest request body accepted; larger ones get 413", FlagKind::kOption);
+  v(c.header_timeout_s, "--header-timeout",
+    "Seconds a client may take to send a request's headers (then 408)",
+    FlagKind::kOption);
+  v(c.body_timeout_s, "--body-timeout",
+    "Seconds a client may take to send a request's body, in all (then 408)",
+    FlagKind::kOption);
+  v(c.idle_timeout_s, "--idle-timeout",
+    "Seconds a keep-alive connection may sit idle between requests",
+    FlagKind::kOption);
+  v(c.write_timeout_s, "--write-timeout",
+    "Seconds a response write may make no progress before the connection is "
+    "closed (and generation cancelled)",
+    FlagKind::kOption);
+  v(c.max_connections, "--max-connections",
+    "Open connections; more get 503 at once (0: the descriptor limit minus a "
+    "reserve)",
+    FlagKind::kOption);
   v(c.api_keys, "--api-key",
     "API key clients must send (Authorization: Bearer KEY or X-Api-Key: KEY); "
     "repeatable",

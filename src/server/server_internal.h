@@ -60,6 +60,18 @@ struct InferenceServer::Impl {
               std::shared_ptr<http::ResponseWriter> writer);
   void Route(http::ServerRequest& request,
              const std::shared_ptr<http::ResponseWriter>& writer);
+  struct RouteInfo {
+    Endpoint endpoint;
+    bool is_post;
+    bool needs_key;
+  };
+  static RouteInfo Classify(std::string_view path);
+  // 404 (no route), 405 (wrong method) or 401 (API key), else nullopt.
+  std::optional<api::ApiError> Refusal(const http::ServerRequest& head,
+                                       const RouteInfo& info) const;
+  // http's on_headers hook: the same refusals, answered before the body.
+  std::optional<http::EarlyResponse> EarlyAnswer(
+      const http::ServerRequest& head);
   bool Authorized(const http::ServerRequest& request) const;
   void Reply(Endpoint endpoint, const http::ServerRequest& request,
              http::ResponseWriter& writer, int status, std::string body,

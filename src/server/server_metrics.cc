@@ -101,6 +101,32 @@ ServerMetrics::ServerMetrics(telemetry::Registry& registry,
     : families_(std::make_unique<MetricFamilies>(registry)) {
   for (const std::string& name : model_names)
     models_.push_back(std::make_unique<ModelMetrics>(*families_, prefix, name));
+  const std::string p(prefix);
+  connections_open =
+      &registry
+           .AddGauge(p + "http_connections_open", "Open HTTP connections.", {})
+           .Labels(std::vector<std::string>{});
+  connections_rejected =
+      &registry
+           .AddCounter(p + "http_connections_rejected_total",
+                       "Connections refused with 503: over --max-connections "
+                       "or at the descriptor limit.",
+                       {})
+           .Labels(std::vector<std::string>{});
+  connection_timeouts =
+      &registry
+           .AddCounter(p + "http_connection_timeouts_total",
+                       "Connections closed by the header, body or write "
+                       "timeout.",
+                       {})
+           .Labels(std::vector<std::string>{});
+  write_overflows =
+      &registry
+           .AddCounter(p + "http_write_overflows_total",
+                       "Connections closed because the client did not read a "
+                       "response fast enough (pending bytes over the bound).",
+                       {})
+           .Labels(std::vector<std::string>{});
 }
 
 ServerMetrics::~ServerMetrics() = default;

@@ -131,6 +131,12 @@ class ServerMetrics {
   ServerMetrics& operator=(const ServerMetrics&) = delete;
 
   ModelMetrics& model(size_t index) { return *models_[index]; }
+
+  // Connection budgets of the HTTP listener (mirrored from its stats).
+  telemetry::Gauge* connections_open;
+  telemetry::Counter* connections_rejected;
+  telemetry::Counter* connection_timeouts;
+  telemetry::Counter* write_overflows;
   // Routes that are not about one model (probes, /metrics, unknown routes,
   // HTTP parse errors) are counted under the first model.
   ModelMetrics& server() { return *models_[0]; }
