@@ -49,8 +49,8 @@ class SseParser {
   std::string data_;        // data lines of the event being built
   std::string event_type_;  // "event:" of the event being built
   bool has_data_ = false;
-  bool skip_lf_ =
-      false;  // the previous piece ended in CR; a leading LF belongs to it
+  // The previous piece ended in CR; a leading LF belongs to it.
+  bool skip_lf_ = false;
 };
 
 // Formats one data event ("data: <payload>\n\n"). The payload must not hold

@@ -23,8 +23,8 @@ namespace redline::model {
 class Tokenizer;
 
 struct LoadOptions {
-  bool mlock =
-      false;  // pin weights in RAM (fails with a clear error if not permitted)
+  // Pin weights in RAM (fails with a clear error if not permitted).
+  bool mlock = false;
   bool prefetch = true;  // ask the kernel to read the file ahead
   bool load_tokenizer = true;
   // Copy the matrices into huge pages, Q8_0/Q4_0 into the packed layout
