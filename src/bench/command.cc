@@ -31,6 +31,7 @@ struct Plan {
   std::vector<Threshold> thresholds;
   std::optional<GoodputSlo> goodput;
   ValidityOptions validity;
+  double max_error_rate = 0.01;
   std::vector<std::pair<std::string, std::string>> config;
   std::string base_path;
 };
@@ -260,6 +261,8 @@ Result<Plan> BuildPlan(const BenchCommandOptions& o) {
     RL_ASSIGN_OR_RETURN(int64_t ns, ParseDurationNs(o.max_dispatch_delay));
     p.validity.dispatch_bound_us = std::max<int64_t>(1, ns / 1000);
   }
+  RL_ASSIGN_OR_RETURN(p.max_error_rate,
+                      ParsePercentOrFraction(o.max_error_rate));
   RL_ASSIGN_OR_RETURN(p.validity.send_rate_tolerance,
                       ParsePercentOrFraction(o.rate_tolerance));
 
@@ -481,6 +484,7 @@ int RunBenchCommand(const BenchCommandOptions& o,
     in.expected_rps = o.expected_rate;
   in.arrival = rc.arrival;
   in.task_names = task_names;
+  in.max_error_rate = plan.max_error_rate;
   BenchReport report = BuildReport(run, in);
   report.cold_start = cold;
   if (capacity) {

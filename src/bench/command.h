@@ -69,6 +69,10 @@ struct BenchCommandOptions {
   std::string goodput;  // "ttft:500ms,tpot:50ms,e2e:3s"
   std::string max_dispatch_delay;
   std::string rate_tolerance = "5%";
+  // A run whose measured error rate is above this fails even without a
+  // threshold: a wrong URL or a server that answers every request with an
+  // error is never a pass.
+  std::string max_error_rate = "1%";
   // k6 abortOnFail for every latency and error threshold of the measurement
   // phase (a single assertion takes an `abort` suffix instead), with
   // `abort_delay` as its delayAbortEval.

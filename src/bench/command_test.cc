@@ -165,6 +165,46 @@ TEST_F(BenchCommandTest, SloBreachExits99) {
   EXPECT_FALSE(v.at("thresholds").as_array()[0].at("pass").as_bool());
 }
 
+// Without any threshold, a run in which every request failed (a wrong URL
+// path, a server that answers errors) must not pass; a few errors under the
+// bound still do.
+TEST_F(BenchCommandTest, ABrokenRunNeverPassesWithoutThresholds) {
+  FakeServerOptions fo;
+  fo.default_plan.tokens = 2;
+  fo.default_plan.status = 500;
+  fo.record_truth = false;
+  FakeOpenAiServer broken(fo);
+  ASSERT_TRUE(broken.Start().ok());
+  BenchCommandOptions o = Options(broken);
+  o.json_path = dir_ + "/broken.json";
+  EXPECT_EQ(Run(o), kExitSloFailed);
+  json::value v = json::parse(Read(o.json_path));
+  EXPECT_EQ(v.at("verdict").as_string(), "fail");
+  EXPECT_NE(std::string(v.at("verdict_reason").as_string()).find("failed"),
+            std::string::npos)
+      << v.at("verdict_reason");
+
+  // 1 error in 40 is 2.5 %: over the default 1 %, under a 5 % bound.
+  FakeServerOptions few;
+  few.default_plan.tokens = 2;
+  few.record_truth = false;
+  few.plan_fn = [](uint64_t i, const http::ServerRequest&,
+                   const testing::FakePlan& base) {
+    testing::FakePlan p = base;
+    if (i == 5) p.status = 503;
+    return p;
+  };
+  FakeOpenAiServer flaky(few);
+  ASSERT_TRUE(flaky.Start().ok());
+  BenchCommandOptions f = Options(flaky);
+  f.requests = 40;
+  f.users = 1;
+  f.cold_requests = 0;
+  EXPECT_EQ(Run(f), kExitSloFailed);
+  f.max_error_rate = "5%";
+  EXPECT_EQ(Run(f), kExitPass);
+}
+
 TEST_F(BenchCommandTest, ErrorsFailThroughErrorAdjustedPercentiles) {
   // Every 10th request fails with 503: success-only p99 looks fine, the
   // error-adjusted p99 is +inf, so e2e p(99)<3s must fail.

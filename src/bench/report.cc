@@ -287,6 +287,7 @@ BenchReport BuildReport(const RunResult& run, const ReportInputs& in) {
   rep.series = BuildTimeSeries(run, in.warmup_ns);
   rep.cdf_ttft = BuildCdf(m.Hist(Metric::kTtft));
   rep.cdf_e2e = BuildCdf(m.Hist(Metric::kE2e));
+  rep.max_error_rate = in.max_error_rate;
   DecideVerdict(rep);
   return rep;
 }
@@ -316,6 +317,19 @@ void DecideVerdict(BenchReport& rep) {
     return;
   }
   std::vector<std::string> failed;
+  if (rep.measure && rep.measure->attempted == 0) {
+    failed.push_back("the measurement phase measured no request");
+  } else if (rep.measure) {
+    const double rate = rep.measure->ErrorRate(std::nullopt);
+    if (rate > rep.max_error_rate) {
+      const auto& labels = rep.measure->failure_labels;
+      failed.push_back(fmt::format(
+          "{:.1f}% of requests failed, over --max-error-rate {:.1f}%{}",
+          100 * rate, 100 * rep.max_error_rate,
+          labels.empty() ? std::string()
+                         : " (most often: " + labels.front().first + ")"));
+    }
+  }
   for (const ThresholdResult& t : rep.thresholds) {
     if (!t.pass) failed.push_back(t.threshold.source);
   }

@@ -122,6 +122,8 @@ struct BenchReport {
   std::vector<ThresholdResult> thresholds;
   Validity validity;
   std::optional<PeakCheck> peak;
+  // Error rate above which the verdict is a fail whatever the thresholds.
+  double max_error_rate = 0.01;
   Verdict verdict = Verdict::kPass;
   std::string verdict_reason;
   int exit_code = kExitPass;
@@ -150,11 +152,15 @@ struct ReportInputs {
   std::optional<double> expected_rps;  // enables the peak check
   ArrivalKind arrival = ArrivalKind::kPoisson;
   std::vector<std::string> task_names;
+  double max_error_rate = 0.01;
 };
 
 BenchReport BuildReport(const RunResult& run, const ReportInputs& inputs);
 
-// Decides verdict and exit code from validity, thresholds and the peak check.
+// Decides verdict and exit code from validity, the error-rate bound, the
+// thresholds and the peak check. A measurement phase with no request, or
+// with an error rate above max_error_rate, fails (exit 99) even when no
+// threshold was given.
 void DecideVerdict(BenchReport& report);
 
 // ---- renderers ----

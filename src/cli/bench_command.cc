@@ -108,6 +108,10 @@ void SetupBench(CLI::App& sub, int* exit_code) {
   sub.add_option("--max-dispatch-delay", o->max_dispatch_delay,
                  "Run invalid above this dispatch-delay p99 (default 1% of the "
                  "tightest time threshold, 1..10 ms)");
+  sub.add_option("--max-error-rate", o->max_error_rate,
+                 "Fail the run (exit 99) when more requests than this fail, "
+                 "thresholds or not")
+      ->capture_default_str();
   sub.add_option("--rate-tolerance", o->rate_tolerance,
                  "Open loop: allowed send-rate shortfall")
       ->capture_default_str();
