@@ -28,6 +28,21 @@
 namespace redline::server {
 namespace {
 
+// Sanitizer builds run the same attack for its races and leaks; their
+// slowdown (5-15x) and shadow memory make the latency and RSS bounds
+// meaningless there.
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+constexpr bool kSanitized = true;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
+constexpr bool kSanitized = true;
+#else
+constexpr bool kSanitized = false;
+#endif
+#else
+constexpr bool kSanitized = false;
+#endif
+
 using testing::Http;
 using testing::HttpResponse;
 using Clock = std::chrono::steady_clock;
@@ -277,7 +292,9 @@ TEST_F(AttackSoakTest, NormalTrafficSurvivesEveryAttackAtOnce) {
   EXPECT_GT(stalled_closed.load(), 0);
   EXPECT_GT(oversize_refused.load(), 0);
   // Loose: the attackers share this process and its two cores.
-  EXPECT_LT(attacked_p99, 4 * quiet_p99 + 250) << "quiet p99 " << quiet_p99;
+  if (!kSanitized) {
+    EXPECT_LT(attacked_p99, 4 * quiet_p99 + 250) << "quiet p99 " << quiet_p99;
+  }
 
   // Everything the attack opened is gone again; memory is flat.
   EXPECT_EQ(Http(port_, "GET", "/livez").status, 200);
@@ -285,8 +302,10 @@ TEST_F(AttackSoakTest, NormalTrafficSurvivesEveryAttackAtOnce) {
   while (OpenFds() > fds_before + 2 && Clock::now() < settle)
     std::this_thread::sleep_for(50ms);
   EXPECT_LE(OpenFds(), fds_before + 2);
-  EXPECT_LT(RssBytes() - rss_before, int64_t{150} << 20)
-      << "RSS grew by " << (RssBytes() - rss_before) / (1 << 20) << " MiB";
+  if (!kSanitized) {
+    EXPECT_LT(RssBytes() - rss_before, int64_t{150} << 20)
+        << "RSS grew by " << (RssBytes() - rss_before) / (1 << 20) << " MiB";
+  }
 }
 
 }  // namespace
