@@ -12,6 +12,7 @@
 
 #include "bench/capacity.h"
 #include "bench/cold_start.h"
+#include "bench/preflight.h"
 #include "bench/report.h"
 #include "bench/runner.h"
 #include "bench/scrape.h"
@@ -440,6 +441,17 @@ int RunBenchCommand(const BenchCommandOptions& o,
                  info.time_to_ready_s, info.ready_url);
     if (rc.cold_requests < 1) rc.cold_requests = 1;
     cold = info;
+  }
+
+  if (!o.no_preflight) {
+    if (Status st = Preflight(rc); !st.ok()) {
+      fmt::print(err, "redline bench: {}\n", st.message());
+      if (server) server->Stop();
+      // Unreachable (or refused for a key) is a tool error, as before; a
+      // target that is not an OpenAI API makes any run invalid.
+      return st.code() == StatusCode::kUnavailable ? kExitToolError
+                                                   : kExitInvalidRun;
+    }
   }
 
   RunResult run;

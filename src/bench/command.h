@@ -73,6 +73,8 @@ struct BenchCommandOptions {
   // threshold: a wrong URL or a server that answers every request with an
   // error is never a pass.
   std::string max_error_rate = "1%";
+  // Skip the look at GET {url}/models before the load (preflight.h).
+  bool no_preflight = false;
   // k6 abortOnFail for every latency and error threshold of the measurement
   // phase (a single assertion takes an `abort` suffix instead), with
   // `abort_delay` as its delayAbortEval.

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <thread>
 
 #include "bench/report.h"
 #include "bench/testing/fake_openai_server.h"
@@ -394,6 +395,57 @@ uint16_t FreePort() {
       [](http::ServerRequest&&, std::shared_ptr<http::ResponseWriter>) {});
   auto port = probe.Start();
   return port.ok() ? *port : 0;
+}
+
+// Pointed at the wrong thing, bench says what is wrong before any load: a
+// port nobody listens on (101, unreachable), a server that answers HTML or
+// a URL that names an endpoint instead of the API base (100, invalid).
+TEST_F(BenchCommandTest, PreflightNamesAWrongTargetBeforeTheLoad) {
+  auto run = [&](const std::string& url, std::string* message) {
+    BenchCommandOptions o;
+    o.url = url;
+    o.users = 1;
+    o.requests = 4;
+    o.quiet = true;
+    const std::string err_path = dir_ + "/preflight.txt";
+    std::FILE* err = std::fopen(err_path.c_str(), "w");
+    const int code = RunBenchCommand(o, nullptr, null_, err);
+    std::fclose(err);
+    *message = Read(err_path);
+    return code;
+  };
+  std::string message;
+  const uint16_t down = FreePort();
+  EXPECT_EQ(run("http://127.0.0.1:" + std::to_string(down), &message),
+            kExitToolError);
+  EXPECT_NE(message.find("not reachable"), std::string::npos) << message;
+
+  http::EventLoop loop;
+  http::Server html(
+      loop, {},
+      [](http::ServerRequest&&, std::shared_ptr<http::ResponseWriter> w) {
+        w->Respond(200, {{"Content-Type", "text/html"}},
+                   "<html><body>Welcome to nginx!</body></html>");
+      });
+  auto port = html.Start();
+  ASSERT_TRUE(port.ok());
+  std::thread t([&] { loop.Run(); });
+  EXPECT_EQ(run("http://127.0.0.1:" + std::to_string(*port), &message),
+            kExitInvalidRun);
+  EXPECT_NE(message.find("not an OpenAI models list"), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("text/html"), std::string::npos) << message;
+  loop.Post([&] {
+    html.Stop();
+    loop.Stop();
+  });
+  t.join();
+
+  auto fake = Server(1'000, 1'000, 2);
+  EXPECT_EQ(run(fake->BaseUrl() + "/chat/completions", &message),
+            kExitInvalidRun);
+  EXPECT_NE(message.find("give the API base"), std::string::npos) << message;
+  EXPECT_EQ(run(fake->BaseUrl(), &message), kExitPass) << message;
 }
 
 TEST_F(BenchCommandTest, ColdStartLaunchesTheServerAndMeasuresTimeToReady) {

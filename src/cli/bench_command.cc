@@ -112,6 +112,9 @@ void SetupBench(CLI::App& sub, int* exit_code) {
                  "Fail the run (exit 99) when more requests than this fail, "
                  "thresholds or not")
       ->capture_default_str();
+  sub.add_flag("--no-preflight", o->no_preflight,
+               "Do not check GET {url}/models before the load (a wrong URL, a "
+               "down or non-OpenAI target is exit 100 otherwise)");
   sub.add_option("--rate-tolerance", o->rate_tolerance,
                  "Open loop: allowed send-rate shortfall")
       ->capture_default_str();

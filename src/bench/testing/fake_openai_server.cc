@@ -6,6 +6,7 @@
 #include <future>
 
 #include "api/error.h"
+#include "api/models.h"
 #include "api/request.h"
 #include "api/response.h"
 #include "bench/units.h"
@@ -283,7 +284,12 @@ void FakeOpenAiServer::Handle(http::ServerRequest&& request,
                               std::shared_ptr<http::ResponseWriter> writer) {
   const std::string_view path = request.Path();
   if (request.method == "GET") {
-    if (path == "/health" || path == "/readyz" || path == "/v1/models") {
+    if (path == "/v1/models") {
+      api::ModelCard card;
+      card.id = "fake";
+      writer->Respond(200, {{"Content-Type", "application/json"}},
+                      api::BuildModelList({card}));
+    } else if (path == "/health" || path == "/readyz") {
       writer->Respond(200, {{"Content-Type", "application/json"}},
                       "{\"status\":\"ok\"}");
     } else if (path == "/metrics") {
