@@ -423,8 +423,10 @@ TEST_F(BenchCommandTest, PreflightNamesAWrongTargetBeforeTheLoad) {
   http::EventLoop loop;
   http::Server html(
       loop, {},
-      [](http::ServerRequest&&, std::shared_ptr<http::ResponseWriter> w) {
-        w->Respond(200, {{"Content-Type", "text/html"}},
+      [](http::ServerRequest&& r, std::shared_ptr<http::ResponseWriter> w) {
+        // A web server: a page for /, an HTML 404 for the rest.
+        const int status = r.Path() == "/v1/models" ? 200 : 404;
+        w->Respond(status, {{"Content-Type", "text/html"}},
                    "<html><body>Welcome to nginx!</body></html>");
       });
   auto port = html.Start();
@@ -435,6 +437,9 @@ TEST_F(BenchCommandTest, PreflightNamesAWrongTargetBeforeTheLoad) {
   EXPECT_NE(message.find("not an OpenAI models list"), std::string::npos)
       << message;
   EXPECT_NE(message.find("text/html"), std::string::npos) << message;
+  EXPECT_EQ(run("http://127.0.0.1:" + std::to_string(*port) + "/api", &message),
+            kExitInvalidRun);  // its HTML 404 for /api/models
+  EXPECT_NE(message.find("404"), std::string::npos) << message;
   loop.Post([&] {
     html.Stop();
     loop.Stop();

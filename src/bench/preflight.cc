@@ -77,8 +77,15 @@ Status Preflight(const RunConfig& config, int64_t timeout_ms) {
                     "OPENAI_API_KEY)",
                     where, status));
   }
-  if (status >= 200 && status <= 299 &&
-      !api::ParseModelIds(handler.body).ok()) {
+  // A server without /models answers 404, with a JSON error if it speaks
+  // the API; a 404 page in HTML is a web server, not an OpenAI endpoint.
+  const size_t first = handler.body.find_first_not_of(" \t\r\n");
+  const bool json_like = first == std::string::npos ||
+                         handler.body[first] == '{' ||
+                         handler.body[first] == '[';
+  if ((status >= 200 && status <= 299 &&
+       !api::ParseModelIds(handler.body).ok()) ||
+      (status == 404 && !json_like)) {
     return Status::InvalidArgument(fmt::format(
         "{} answered {} ({}) that is not an OpenAI models list: '{}'; is --url "
         "the API base of an OpenAI-compatible server (e.g. "

@@ -6,7 +6,8 @@
 // Checks, in order: the URL is the API base (not .../chat/completions);
 // GET {base}/models connects, is not refused for a missing key, and a 2xx
 // answer is an OpenAI models list. A 404 passes (some servers have no
-// /models); so does any other status, which the run itself will show.
+// /models) unless its body is not JSON (a web server's 404 page); any other
+// status passes too, and the run itself will show it.
 //
 // Thread-safety: runs its own event loop on the calling thread. Cost: one
 // request, bounded by `timeout_ms`.
