@@ -236,7 +236,7 @@ void Setup(CLI::App& sub, int* exit_code) {
   sub.add_option("-n,--max-tokens", f->max_tokens,
                  "Tokens to generate at most (-1: until the context is full)")
       ->capture_default_str();
-  sub.add_option("-c,--ctx", f->ctx,
+  sub.add_option("-c,--ctx-size,--max-model-len,--ctx", f->ctx,
                  "Context length in tokens (KV cache size; 0: min(model's "
                  "trained context, 4096))")
       ->capture_default_str();

@@ -224,7 +224,7 @@ void VisitServerFlags(ServerConfig& c, Visitor&& v) {
     "Compute threads in all (0: physical cores), split evenly between the "
     "models that do not set their own",
     FlagKind::kOption);
-  v(c.ctx_tokens, "-c,--ctx",
+  v(c.ctx_tokens, "-c,--ctx-size,--max-model-len,--ctx",
     "Context per slot in tokens, prompt + output (0: min(model's, 4096))",
     FlagKind::kOption);
   v(c.kv_type, "--kv-type",
