@@ -1,0 +1,117 @@
+// Gateway::Impl, shared by gateway.cc (lifecycle) and gateway_routes.cc
+// (routes). Not part of the library's interface.
+//
+// Threading: every member is touched on the loop thread only, except the
+// exit state (exit_mu) and port (set before the loop starts).
+#ifndef REDLINE_GATEWAY_GATEWAY_INTERNAL_H_
+#define REDLINE_GATEWAY_GATEWAY_INTERNAL_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "api/error.h"
+#include "api/models.h"
+#include "api/types.h"
+#include "gateway/gateway.h"
+#include "gateway/gateway_metrics.h"
+#include "gateway/pool.h"
+#include "gateway/prober.h"
+#include "gateway/proxy_request.h"
+#include "http/event_loop.h"
+#include "http/server.h"
+
+namespace redline::gateway {
+
+struct Gateway::Impl {
+  explicit Impl(GatewayConfig c);
+
+  enum class Endpoint {
+    kChat,
+    kCompletions,
+    kModels,
+    kHealth,
+    kLivez,
+    kReadyz,
+    kMetrics,
+    kOther
+  };
+  struct RouteInfo {
+    Endpoint endpoint;
+    bool is_post;
+    bool needs_key;
+  };
+  // Where a model name goes.
+  struct ModelTarget {
+    Pool* pool = nullptr;
+    const ModelRoute* route = nullptr;  // null: discovered or wildcard
+  };
+
+  // --- routes (gateway_routes.cc) ---
+  static RouteInfo Classify(std::string_view path);
+  std::optional<api::ApiError> Refusal(const http::ServerRequest& head,
+                                       const RouteInfo& info) const;
+  std::optional<http::EarlyResponse> EarlyAnswer(
+      const http::ServerRequest& head);
+  void Handle(http::ServerRequest&& request,
+              std::shared_ptr<http::ResponseWriter> writer);
+  void Route(http::ServerRequest& request,
+             const std::shared_ptr<http::ResponseWriter>& writer);
+  void HandleInference(api::ApiKind kind, http::ServerRequest& request,
+                       const std::shared_ptr<http::ResponseWriter>& writer);
+  void HandleModels(const http::ServerRequest& request,
+                    http::ResponseWriter& writer, std::string_view id);
+  void HandleReadyz(const http::ServerRequest& request,
+                    http::ResponseWriter& writer, bool llama_cpp_shape);
+  bool Authorized(const http::ServerRequest& request) const;
+  std::optional<ModelTarget> FindModel(std::string_view name,
+                                       api::ApiError* error);
+  std::vector<api::ModelCard> ModelCards() const;
+  std::vector<http::Header> ForwardHeaders(
+      const http::ServerRequest& request) const;
+  void Reply(const http::ServerRequest& request, http::ResponseWriter& writer,
+             int status, std::string body, std::vector<http::Header> extra = {},
+             std::string_view content_type = "application/json");
+  void ReplyError(const http::ServerRequest& request,
+                  http::ResponseWriter& writer, const api::ApiError& error);
+
+  // --- lifecycle (gateway.cc) ---
+  void Tick();
+  void BeginDrain();
+  void CheckDrain();
+  void FinalStop();
+  void RequestDone(uint64_t id);
+
+  GatewayConfig config;
+  http::EventLoop loop;
+  GatewayMetrics metrics;
+  std::vector<std::unique_ptr<Pool>> pools;
+  std::unordered_map<std::string, ModelTarget> model_routes;
+  Pool* wildcard_pool = nullptr;
+  Pool* default_pool = nullptr;
+  std::unique_ptr<Prober> prober;
+  std::unique_ptr<http::Server> http;
+  std::unordered_map<uint64_t, std::unique_ptr<ProxyRequest>> active;
+  uint64_t next_id = 1;
+  int64_t started_unix_s = 0;
+  bool draining = false;
+  bool stopped = false;
+  std::unique_ptr<http::Timer> tick_timer;
+  std::unique_ptr<http::Timer> grace_timer;
+  uint16_t port = 0;
+
+  std::thread loop_thread;
+  std::mutex exit_mu;
+  std::condition_variable exit_cv;
+  bool loop_exited = false;  // guarded by exit_mu
+};
+
+}  // namespace redline::gateway
+
+#endif  // REDLINE_GATEWAY_GATEWAY_INTERNAL_H_

@@ -1,0 +1,411 @@
+// Three real `redline serve` processes (the built binary, a tiny synthetic
+// model, loopback) behind the gateway: one is killed with SIGKILL in the
+// middle of a load run and later restarted on its port; prefix affinity
+// against round robin, read from the replicas' own prefix-cache metrics;
+// the `redline gateway` binary itself (config errors, a request through
+// it). Every wait is bounded; children die with the test (PDEATHSIG).
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <thread>
+#include <vector>
+
+#include "api/response.h"
+#include "base/thread_pool.h"
+#include "gateway/gateway.h"
+#include "gateway/gateway_config.h"
+#include "gateway_test_util.h"
+#include "model/arch/synthetic.h"
+#include "test_http_client.h"
+
+namespace redline::gateway {
+namespace {
+
+using redline::testing::Http;
+using redline::testing::HttpResponse;
+using namespace testing;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// A child process of the built binary; SIGKILLed with the test.
+class Child {
+ public:
+  Child(const std::vector<std::string>& args, const std::string& log) {
+    std::vector<char*> argv;
+    for (const std::string& a : args)
+      argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    const pid_t parent = getpid();
+    pid_ = fork();
+    if (pid_ == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) _exit(1);
+      const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (fd >= 0) {
+        dup2(fd, 1);
+        dup2(fd, 2);
+      }
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+  }
+  ~Child() { Stop(SIGKILL); }
+  // Sends `sig` and reaps the child (bounded: SIGKILL after 10 s).
+  int Stop(int sig = SIGTERM) {
+    if (pid_ <= 0) return -1;
+    kill(pid_, sig);
+    int status = 0;
+    for (int i = 0; i < 1000; ++i) {
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return status;
+      }
+      std::this_thread::sleep_for(10ms);
+    }
+    kill(pid_, SIGKILL);
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return status;
+  }
+
+ private:
+  pid_t pid_ = -1;
+};
+
+class GatewayReplicaTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("redline_gateway_replicas_" + std::to_string(getpid()));
+    std::filesystem::create_directories(dir_);
+    model_ = (dir_ / "tiny.gguf").string();
+    auto spec = model::SyntheticPreset("tiny");
+    ASSERT_TRUE(spec.ok());
+    ThreadPool pool(1);
+    ASSERT_TRUE(model::WriteSyntheticModel(*spec, kernels::DType::kQ8_0, 11,
+                                           model_, pool)
+                    .ok());
+  }
+  static void TearDownTestSuite() { std::filesystem::remove_all(dir_); }
+
+  void TearDown() override {
+    if (gw_) {
+      gw_->Shutdown();
+      gw_->Wait();
+      gw_.reset();
+    }
+    replicas_.clear();
+  }
+
+  // Starts replica i on `port` (0: a fresh port) and waits until ready.
+  void StartReplica(size_t i, uint16_t port = 0, int parallel = 4) {
+    if (port == 0) port = ClosedPort();
+    if (replicas_.size() <= i) replicas_.resize(i + 1);
+    if (ports_.size() <= i) ports_.resize(i + 1);
+    ports_[i] = port;
+    const std::string log =
+        (dir_ / ("r" + std::to_string(i) + ".log")).string();
+    replicas_[i] = std::make_unique<Child>(
+        std::vector<std::string>{
+            RL_REDLINE_BIN, "serve", "-m", model_, "-a", "tiny", "--port",
+            std::to_string(port), "--threads", "1", "--parallel",
+            std::to_string(parallel), "--ctx", "4096", "--shutdown-grace", "1"},
+        log);
+    ASSERT_TRUE(Eventually(
+        [&] { return Http(port, "GET", "/readyz").status == 200; }, 60s))
+        << ReadFile(log);
+  }
+
+  PoolSpec ReplicaPool(PolicyKind policy) {
+    PoolSpec p;
+    p.name = "tiny";
+    p.policy = policy;
+    for (size_t i = 0; i < ports_.size(); ++i) {
+      UpstreamSpec u;
+      u.url = "http://127.0.0.1:" + std::to_string(ports_[i]);
+      u.name = "r" + std::to_string(i);
+      p.upstreams.push_back(u);
+    }
+    p.probe.interval_ms = 200;
+    p.probe.timeout_ms = 1000;
+    p.health.unhealthy_threshold = 1;
+    p.health.base_ejection_ms = 1000;
+    p.connect_timeout_ms = 1000;
+    p.first_byte_timeout_ms = 20'000;
+    p.retry_budget.min_per_s = 20;
+    return p;
+  }
+
+  void StartGateway(PoolSpec pool) {
+    GatewayConfig c;
+    c.port = 0;
+    c.shutdown_grace_s = 2;
+    c.pools.push_back(std::move(pool));
+    ASSERT_TRUE(FinalizeGatewayConfig(&c).ok());
+    const size_t n = c.pools[0].upstreams.size();
+    gw_ = std::make_unique<Gateway>(std::move(c));
+    auto port = gw_->Start();
+    ASSERT_TRUE(port.ok());
+    port_ = *port;
+    ASSERT_TRUE(Eventually([&] {
+      return MetricValue(Metrics(),
+                         "redline_gateway_pool_routable_upstreams{"
+                         "pool=\"tiny\"}") == static_cast<double>(n);
+    }));
+  }
+
+  std::string Metrics() { return Http(port_, "GET", "/metrics").body; }
+
+  static inline std::filesystem::path dir_;
+  static inline std::string model_;
+  std::vector<std::unique_ptr<Child>> replicas_;
+  std::vector<uint16_t> ports_;
+  std::unique_ptr<Gateway> gw_;
+  uint16_t port_ = 0;
+};
+
+struct Outcome {
+  bool stream = false;
+  int status = 0;
+  std::string transport_error;
+  std::string upstream;
+  bool done = false;
+  bool error_event = false;
+};
+
+TEST_F(GatewayReplicaTest, KillingAReplicaMidLoadLosesNothingAndItComesBack) {
+  for (size_t i = 0; i < 3; ++i) StartReplica(i);
+  StartGateway(ReplicaPool(PolicyKind::kLeastOutstanding));
+  // Discovery: the pool lists no models, so the gateway asked the replicas.
+  ASSERT_TRUE(Eventually([&] {
+    return Http(port_, "GET", "/v1/models").body.find("\"tiny\"") !=
+           std::string::npos;
+  }));
+
+  std::atomic<bool> stop{false};
+  std::mutex mu;
+  std::vector<Outcome> outcomes;
+  std::vector<std::thread> clients;
+  for (int t = 0; t < 6; ++t) {
+    clients.emplace_back([&, t] {
+      for (int i = 0; !stop.load(); ++i) {
+        Outcome o;
+        o.stream = (t + i) % 2 == 0;
+        std::string body = ChatBody("tiny", {"load " + std::to_string(t)},
+                                    o.stream, o.stream ? 1500 : 16);
+        body.insert(body.size() - 1, ",\"ignore_eos\":true");
+        HttpResponse r = Http(port_, "POST", "/v1/chat/completions", body);
+        o.status = r.status;
+        o.transport_error = r.error;
+        o.upstream = r.Header("X-Gateway-Upstream");
+        if (o.stream) {
+          StreamRead s = ReadStream(r);
+          o.done = s.done;
+          o.error_event = s.error_event;
+        }
+        std::lock_guard<std::mutex> lock(mu);
+        outcomes.push_back(o);
+      }
+    });
+  }
+  std::this_thread::sleep_for(1500ms);
+  replicas_[0]->Stop(SIGKILL);
+  const auto killed_at = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(2500ms);
+  stop = true;
+  for (auto& c : clients) c.join();
+
+  int ok = 0, broken = 0, after_kill_on_others = 0;
+  for (const Outcome& o : outcomes) {
+    EXPECT_EQ(o.status, 200) << "lost or refused (" << o.transport_error << ")";
+    EXPECT_TRUE(o.transport_error.empty()) << o.transport_error;
+    if (!o.stream) {
+      ++ok;
+      continue;
+    }
+    if (o.error_event) {
+      // Only a stream already running on the killed replica may fail, and
+      // it says so in the stream.
+      EXPECT_EQ(o.upstream, "r0");
+      EXPECT_FALSE(o.done);
+      ++broken;
+    } else {
+      EXPECT_TRUE(o.done);
+      ++ok;
+    }
+    after_kill_on_others += o.upstream != "r0";
+  }
+  std::printf("kill test: %zu requests, %d ok, %d streams broken mid-way\n",
+              outcomes.size(), ok, broken);
+  EXPECT_GT(ok, 10);
+  EXPECT_GT(after_kill_on_others, 0);
+  const std::string m = Metrics();
+  // What clients saw is what the gateway counted.
+  EXPECT_EQ(MetricSum(m, "redline_gateway_stream_errors_total"), broken);
+  EXPECT_EQ(
+      MetricValue(m,
+                  "redline_gateway_requests_total{pool=\"tiny\",code=\"200\"}"),
+      static_cast<double>(outcomes.size()));
+  EXPECT_EQ(
+      MetricValue(
+          m, "redline_gateway_upstream_healthy{pool=\"tiny\",upstream=\"r0\"}"),
+      0);
+  (void)killed_at;
+
+  // Restarted on its port: probed up again and given traffic.
+  StartReplica(0, ports_[0]);
+  EXPECT_TRUE(Eventually(
+      [&] {
+        HttpResponse r = Http(port_, "POST", "/v1/chat/completions",
+                              ChatBody("tiny", {"back?"}, false, 4));
+        return r.status == 200 && r.Header("X-Gateway-Upstream") == "r0";
+      },
+      15s));
+}
+
+struct PhaseStats {
+  double hits = 0, queries = 0;
+  std::map<std::string, int> per_upstream;
+};
+
+// Prefix-cache counters summed over the replicas.
+void AddCache(const std::vector<uint16_t>& ports, double sign, PhaseStats* s) {
+  for (uint16_t p : ports) {
+    const std::string m = Http(p, "GET", "/metrics").body;
+    s->hits +=
+        sign *
+        MetricValue(m, "redline_prefix_cache_hits_total{model_name=\"tiny\"}");
+    s->queries +=
+        sign *
+        MetricValue(m,
+                    "redline_prefix_cache_queries_total{model_name=\"tiny\"}");
+  }
+}
+
+// 12 concurrent sessions of 6 turns each, the assistant turns being what
+// the model answered. With the 1.25 load bound no replica gets more than
+// ceil(1.25 x 12 / 3) = 5 sessions, which its 5 slots hold, so what
+// affinity buys shows undiluted.
+PhaseStats RunSessions(uint16_t gateway, const std::vector<uint16_t>& replicas,
+                       const std::string& tag) {
+  PhaseStats s;
+  AddCache(replicas, -1, &s);
+  std::mutex mu;
+  std::vector<std::thread> users;
+  for (int u = 0; u < 12; ++u) {
+    users.emplace_back([&, u] {
+      std::string first = tag + " user " + std::to_string(u) + ":";
+      for (int w = 0; w < 60; ++w)
+        first += " word" + std::to_string((u * 7 + w) % 97);
+      std::vector<std::string> turns = {first};
+      for (int turn = 0; turn < 6; ++turn) {
+        HttpResponse r = Http(gateway, "POST", "/v1/chat/completions",
+                              ChatBody("tiny", turns, false, 12, "Be brief."));
+        ASSERT_EQ(r.status, 200) << r.body;
+        auto parsed = api::ParseResponse(r.body);
+        ASSERT_TRUE(parsed.ok());
+        {
+          std::lock_guard<std::mutex> lock(mu);
+          s.per_upstream[r.Header("X-Gateway-Upstream")]++;
+        }
+        turns.push_back(parsed->content);
+        turns.push_back("and then " + std::to_string(turn));
+      }
+    });
+  }
+  for (auto& t : users) t.join();
+  AddCache(replicas, +1, &s);
+  return s;
+}
+
+TEST_F(GatewayReplicaTest,
+       PrefixAffinityBeatsRoundRobinOnCacheHitsWithinTheLoadBound) {
+  for (size_t i = 0; i < 3; ++i) StartReplica(i, 0, 5);
+  PoolSpec rr = ReplicaPool(PolicyKind::kRoundRobin);
+  rr.models = {{"tiny", {}, {}}};
+  StartGateway(rr);
+  const PhaseStats a = RunSessions(port_, ports_, "rr");
+  gw_->Shutdown();
+  gw_->Wait();
+  gw_.reset();
+
+  PoolSpec pa = ReplicaPool(PolicyKind::kPrefixAffinity);
+  pa.models = {{"tiny", {}, {}}};
+  StartGateway(pa);
+  const PhaseStats b = RunSessions(port_, ports_, "pa");
+  const double ratio_rr = a.hits / std::max(a.queries, 1.0);
+  const double ratio_pa = b.hits / std::max(b.queries, 1.0);
+  double mean = 0, max_load = 0;
+  for (auto& [up, n] : b.per_upstream) {
+    mean += n / 3.0;
+    max_load = std::max<double>(max_load, n);
+  }
+  std::printf(
+      "prefix cache hit ratio: round_robin %.3f, prefix_affinity %.3f (%.2fx); "
+      "affinity load max/mean %.2f\n",
+      ratio_rr, ratio_pa, ratio_pa / std::max(ratio_rr, 1e-9), max_load / mean);
+  EXPECT_GE(ratio_pa, 2 * ratio_rr);
+  EXPECT_EQ(b.per_upstream.size(), 3u);
+  EXPECT_LE(max_load, 1.3 * mean);
+}
+
+TEST_F(GatewayReplicaTest, TheBinaryServesAndRefusesBadConfigs) {
+  const std::string bad = (dir_ / "bad.yaml").string();
+  std::ofstream(bad) << "pools:\n  - name: a\n    upstreams: [http://h:1]\n"
+                        "    deadline: soon\n";
+  const std::string log = (dir_ / "gw_bad.log").string();
+  Child c({RL_REDLINE_BIN, "gateway", "--config", bad}, log);
+  const int status = c.Stop(0);  // signal 0: just wait for it to exit
+  (void)status;
+  ASSERT_TRUE(Eventually(
+      [&] { return ReadFile(log).find("deadline") != std::string::npos; },
+      10s));
+  EXPECT_NE(
+      ReadFile(log).find("bad.yaml:4: pools[0].deadline: bad duration 'soon'"),
+      std::string::npos)
+      << ReadFile(log);
+
+  StartReplica(0);
+  const std::string port_file = (dir_ / "gw.port").string();
+  std::filesystem::remove(port_file);
+  Child gw({RL_REDLINE_BIN, "gateway", "--upstream",
+            "http://127.0.0.1:" + std::to_string(ports_[0]), "--port", "0",
+            "--port-file", port_file},
+           (dir_ / "gw.log").string());
+  uint16_t port = 0;
+  ASSERT_TRUE(Eventually(
+      [&] {
+        const std::string p = ReadFile(port_file);
+        if (!p.empty()) port = static_cast<uint16_t>(std::stoi(p));
+        return port != 0 && Http(port, "GET", "/readyz").status == 200;
+      },
+      20s))
+      << ReadFile((dir_ / "gw.log").string());
+  ASSERT_TRUE(Eventually([&] {
+    return Http(port, "POST", "/v1/chat/completions",
+                ChatBody("tiny", {"hi"}, true, 4))
+               .status == 200;
+  }));
+  HttpResponse r = Http(port, "POST", "/v1/completions",
+                        R"({"model":"tiny","prompt":"Once","max_tokens":4})");
+  EXPECT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(WEXITSTATUS(gw.Stop(SIGTERM)), 0);
+}
+
+}  // namespace
+}  // namespace redline::gateway
