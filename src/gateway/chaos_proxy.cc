@@ -30,7 +30,9 @@ int64_t Now() {
       .count();
 }
 
-void SetNonBlocking(int fd) { fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK); }
+void SetNonBlocking(int fd) {
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+}
 
 // Closes with an RST instead of a FIN: what a crashed peer or a middlebox
 // dropping state looks like.
@@ -81,10 +83,10 @@ struct ChaosProxy::Loop {
 
   // --- shared with other threads (mu) ---
   mutable std::mutex mu;
-  Faults pending;         // guarded by mu
-  uint64_t version = 0;   // guarded by mu
-  Faults current;         // guarded by mu: what the loop applies now
-  ChaosStats stats;       // guarded by mu
+  Faults pending;        // guarded by mu
+  uint64_t version = 0;  // guarded by mu
+  Faults current;        // guarded by mu: what the loop applies now
+  ChaosStats stats;      // guarded by mu
   std::atomic<bool> stop{false};
   int wake[2] = {-1, -1};
 
@@ -160,8 +162,7 @@ struct ChaosProxy::Loop {
         close(listener);
         listener = -1;
       } else if (!faults.refuse && listener < 0) {
-        if (Status s = Listen(); !s.ok())
-          RL_LOG(kWarning, "{}", s.message());
+        if (Status s = Listen(); !s.ok()) RL_LOG(kWarning, "{}", s.message());
       }
     }
     RL_LOG(kInfo, "chaos: faults now {}", DescribeFaults(faults));
@@ -189,8 +190,8 @@ struct ChaosProxy::Loop {
       if (!c.blackholed) {
         c.server = socket(target.ss_family, SOCK_STREAM | SOCK_NONBLOCK, 0);
         setsockopt(c.server, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-        const int r = connect(c.server, reinterpret_cast<sockaddr*>(&target),
-                              target_len);
+        const int r =
+            connect(c.server, reinterpret_cast<sockaddr*>(&target), target_len);
         if (r != 0 && errno != EINPROGRESS) {
           ResetClose(c.server);
           ResetClose(c.client);
@@ -217,7 +218,8 @@ struct ChaosProxy::Loop {
       if (n < 0) return errno == EAGAIN || errno == EWOULDBLOCK;
       int64_t release = now + delay_ms * kNsPerMs;
       if (faults.jitter_ms > 0) {
-        std::uniform_int_distribution<int64_t> j(0, faults.jitter_ms * kNsPerMs);
+        std::uniform_int_distribution<int64_t> j(0,
+                                                 faults.jitter_ms * kNsPerMs);
         release += j(rng);
       }
       release = std::max(release, pipe.last_release_ns);
@@ -242,8 +244,9 @@ struct ChaosProxy::Loop {
           pipe.tokens = cap;
         } else {
           pipe.tokens = std::min(
-              cap, pipe.tokens +
-                       rate * static_cast<double>(now - pipe.tokens_at_ns) / 1e9);
+              cap,
+              pipe.tokens +
+                  rate * static_cast<double>(now - pipe.tokens_at_ns) / 1e9);
         }
         pipe.tokens_at_ns = now;
         if (pipe.tokens < 1) return true;
@@ -253,7 +256,8 @@ struct ChaosProxy::Loop {
         const uint64_t left =
             pipe.forwarded >= static_cast<uint64_t>(faults.drop_after_bytes)
                 ? 0
-                : static_cast<uint64_t>(faults.drop_after_bytes) - pipe.forwarded;
+                : static_cast<uint64_t>(faults.drop_after_bytes) -
+                      pipe.forwarded;
         if (left == 0) {
           *reset = true;
           return false;
@@ -311,7 +315,8 @@ struct ChaosProxy::Loop {
       }
       int64_t next_ns = now + 100 * kNsPerMs;
       if (next_step < options.schedule.size())
-        next_ns = std::min(next_ns, start_ns + options.schedule[next_step].at_ms * kNsPerMs);
+        next_ns = std::min(
+            next_ns, start_ns + options.schedule[next_step].at_ms * kNsPerMs);
       for (auto it = conns.begin(); it != conns.end(); ++it) {
         Conn& c = *it;
         if (c.blackholed || faults.blackhole) continue;  // never served
@@ -338,8 +343,8 @@ struct ChaosProxy::Loop {
           owners.push_back(it);
         }
       }
-      const int timeout_ms =
-          static_cast<int>(std::max<int64_t>((next_ns - now + kNsPerMs - 1) / kNsPerMs, 0));
+      const int timeout_ms = static_cast<int>(
+          std::max<int64_t>((next_ns - now + kNsPerMs - 1) / kNsPerMs, 0));
       const int ready = poll(fds.data(), fds.size(), timeout_ms);
       if (ready < 0 && errno != EINTR) break;
       now = Now();
@@ -433,8 +438,8 @@ Result<uint16_t> ChaosProxy::Start() {
   const std::string host =
       options_.listen_host == "localhost" ? "127.0.0.1" : options_.listen_host;
   if (inet_pton(AF_INET, host.c_str(), &l.listen_addr.sin_addr) != 1)
-    return Status::InvalidArgument("chaos: --listen needs an IPv4 address, got " +
-                                   options_.listen_host);
+    return Status::InvalidArgument(
+        "chaos: --listen needs an IPv4 address, got " + options_.listen_host);
   RL_RETURN_IF_ERROR(l.Listen());
   port_ = ntohs(l.listen_addr.sin_port);
   if (pipe2(l.wake, O_NONBLOCK | O_CLOEXEC) != 0)

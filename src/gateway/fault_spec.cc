@@ -26,7 +26,8 @@ Result<int64_t> ParseBytes(std::string_view text) {
     text.remove_suffix(1);
   }
   int64_t v = 0;
-  const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  const auto [p, ec] =
+      std::from_chars(text.data(), text.data() + text.size(), v);
   if (ec != std::errc() || p != text.data() + text.size() || v < 0)
     return Status::InvalidArgument(
         fmt::format("'{}' is not a byte count (e.g. 4096, 64k, 1m)", text));
@@ -112,10 +113,9 @@ Result<std::vector<FaultStep>> ParseFaultSchedule(std::string_view text) {
     s.faults = *f;
     steps.push_back(s);
   }
-  std::stable_sort(steps.begin(), steps.end(),
-                   [](const FaultStep& a, const FaultStep& b) {
-                     return a.at_ms < b.at_ms;
-                   });
+  std::stable_sort(
+      steps.begin(), steps.end(),
+      [](const FaultStep& a, const FaultStep& b) { return a.at_ms < b.at_ms; });
   return steps;
 }
 
@@ -125,7 +125,8 @@ std::string DescribeFaults(const Faults& f) {
     parts.push_back("latency=" + FormatDurationMs(f.latency_down_ms));
   if (f.latency_up_ms > 0)
     parts.push_back("latency-up=" + FormatDurationMs(f.latency_up_ms));
-  if (f.jitter_ms > 0) parts.push_back("jitter=" + FormatDurationMs(f.jitter_ms));
+  if (f.jitter_ms > 0)
+    parts.push_back("jitter=" + FormatDurationMs(f.jitter_ms));
   if (f.bandwidth_bytes_per_s > 0)
     parts.push_back(fmt::format("bandwidth={}", f.bandwidth_bytes_per_s));
   if (f.drop_after_bytes >= 0)
