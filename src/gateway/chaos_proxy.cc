@@ -30,10 +30,6 @@ int64_t Now() {
       .count();
 }
 
-void SetNonBlocking(int fd) {
-  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
-}
-
 // Closes with an RST instead of a FIN: what a crashed peer or a middlebox
 // dropping state looks like.
 void ResetClose(int fd) {

@@ -67,10 +67,11 @@ GatewayMetrics::GatewayMetrics(std::string prefix)
   hedges_ = &r.AddCounter(p + "hedges_total", "Hedged attempts sent", {"pool"});
   hedges_won_ = &r.AddCounter(p + "hedges_won_total",
                               "Hedged attempts that answered first", {"pool"});
-  refused_ = &r.AddCounter(p + "admission_refused_total",
-                           "Requests refused at once: every upstream "
-                           "saturated (429) or none available (503)",
-                           {"pool", "reason"});
+  refused_ = &r.AddCounter(
+      p + "admission_refused_total",
+      "Requests refused at once: every upstream "
+      "busy: saturated or backed off (429), or none available (503)",
+      {"pool", "reason"});
   cancelled_ = &r.AddCounter(p + "client_cancelled_total",
                              "Requests whose client went away first", {"pool"});
   routable_ =
@@ -109,7 +110,7 @@ PoolMetrics GatewayMetrics::ForPool(const std::string& pool) {
   m.retries_denied = &retries_denied_->Labels({pool});
   m.hedges = &hedges_->Labels({pool});
   m.hedges_won = &hedges_won_->Labels({pool});
-  m.refused_saturated = &refused_->Labels({pool, "saturated"});
+  m.refused_saturated = &refused_->Labels({pool, "busy"});
   m.refused_unavailable = &refused_->Labels({pool, "unavailable"});
   m.cancelled = &cancelled_->Labels({pool});
   m.routable = &routable_->Labels({pool});

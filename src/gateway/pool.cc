@@ -73,16 +73,33 @@ Pool::Pick Pool::Choose(const RouteRequest& request,
     pick.upstream = upstreams_[*i].get();
     return pick;
   }
-  if (any_routable_untried) {
-    // Alive but at max_in_flight: the upstreams' own queues are full
-    // enough; a second's wait is the usual answer.
+  // Why nothing was eligible. Busy (at max-in-flight, or backed off after
+  // a 429/503 with Retry-After) is an overload: 429, retry when the first
+  // back-off ends. Only when every untried upstream is down or ejected is it
+  // an outage: 503.
+  int64_t busy_until = 0;
+  bool busy = any_routable_untried;
+  for (const auto& u : upstreams_) {
+    if (std::find(tried.begin(), tried.end(), u.get()) != tried.end()) continue;
+    if (!u->health.probe_up() || u->health.ejected(now_ns)) continue;
+    if (u->health.backed_off(now_ns)) {
+      busy = true;
+      const int64_t at = u->health.available_at_ns();
+      if (busy_until == 0 || at < busy_until) busy_until = at;
+    }
+  }
+  if (busy) {
     pick.refusal = Refusal::kSaturated;
-    pick.retry_after_s = 1;
+    pick.retry_after_s =
+        busy_until > now_ns
+            ? std::max(1, static_cast<int>(std::ceil(
+                              static_cast<double>(busy_until - now_ns) / 1e9)))
+            : 1;
     return pick;
   }
   pick.refusal = Refusal::kUnavailable;
-  // The soonest an ejected or backed-off upstream returns; probes that
-  // failed give no date, so one probe interval.
+  // The soonest an ejected upstream returns; probes that failed give no
+  // date, so one probe interval.
   int64_t soonest = 0;
   for (const auto& u : upstreams_) {
     if (!u->health.probe_up()) continue;

@@ -59,6 +59,8 @@ class Pool {
   Pool(const PoolSpec& spec, http::EventLoop& loop, GatewayMetrics& metrics,
        uint64_t seed);
 
+  // kSaturated: the upstreams are alive but busy (max-in-flight or
+  // backed off): 429. kUnavailable: all down or ejected: 503.
   enum class Refusal { kNone, kSaturated, kUnavailable };
   struct Pick {
     Upstream* upstream = nullptr;

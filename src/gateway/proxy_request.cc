@@ -124,15 +124,15 @@ void ProxyRequest::Start() {
     if (pick.refusal == Pool::Refusal::kSaturated) {
       pool_.metrics().refused_saturated->Increment();
       e = api::ApiError::Overloaded(
-          fmt::format("every upstream of pool '{}' is at its max-in-flight; "
-                      "retry later",
+          fmt::format("every upstream of pool '{}' is busy (at its "
+                      "max-in-flight or asked to back off); retry later",
                       pool_.name()),
           pick.retry_after_s);
     } else {
       pool_.metrics().refused_unavailable->Increment();
       e = api::ApiError::Unavailable(
-          fmt::format("no upstream of pool '{}' is available (down, ejected "
-                      "or backed off)",
+          fmt::format("no upstream of pool '{}' is available (down or "
+                      "ejected)",
                       pool_.name()),
           pick.retry_after_s);
     }

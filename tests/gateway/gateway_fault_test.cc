@@ -14,11 +14,13 @@
 #include <vector>
 
 #include "api/error.h"
+#include "api/response.h"
 #include "bench/testing/fake_openai_server.h"
 #include "gateway/gateway.h"
 #include "gateway/gateway_config.h"
 #include "gateway_test_util.h"
 #include "http/server.h"
+#include "http/sse.h"
 #include "test_http_client.h"
 
 namespace redline::gateway {
@@ -369,8 +371,7 @@ TEST_F(GatewayFaultTest, SaturatedPoolRefusesWith429AtOnce) {
   EXPECT_EQ(r.Header("Retry-After"), "1");
   EXPECT_EQ(api::ParseErrorBody(r.body)->type, "rate_limit_error");
   for (auto& t : busy) t.join();
-  EXPECT_EQ(Metric("admission_refused_total{pool=\"p\",reason=\"saturated\"}"),
-            1);
+  EXPECT_EQ(Metric("admission_refused_total{pool=\"p\",reason=\"busy\"}"), 1);
 }
 
 // An upstream that always answers 429 with Retry-After: 2.
@@ -440,6 +441,100 @@ TEST_F(GatewayFaultTest, RetryAfterBacksOffWithoutEjecting) {
         return busy.hits.load() >= 2;
       },
       5s));
+}
+
+// Answers as llama.cpp's server does where it differs: no /readyz (404),
+// /health, its /v1/models list, JSON and SSE completions.
+class LlamaCppLikeUpstream {
+ public:
+  LlamaCppLikeUpstream() {
+    http::ServerOptions o;
+    server_ = std::make_unique<http::Server>(
+        loop_, o,
+        [this](http::ServerRequest&& r,
+               std::shared_ptr<http::ResponseWriter> w) {
+          const std::vector<http::Header> json = {
+              {"Content-Type", "application/json; charset=utf-8"}};
+          const std::string_view path = r.Path();
+          if (path == "/health") {
+            w->Respond(200, json, R"({"status":"ok"})");
+          } else if (path == "/v1/models") {
+            w->Respond(200, json,
+                       R"({"object":"list","data":[{"id":"llama-model.gguf",)"
+                       R"("object":"model","created":1,"owned_by":"llamacpp",)"
+                       R"("meta":{"n_vocab":32000}}]})");
+          } else if (r.method == "POST") {
+            ++completions;
+            const api::ResponseIdentity id{"chatcmpl-x", "llama-model.gguf", 1};
+            if (r.body.find("\"stream\":true") != std::string::npos) {
+              w->BeginStream(200, {{"Content-Type", "text/event-stream"}});
+              api::ChunkChoice c;
+              c.text = "from llama";
+              w->Write(
+                  http::SseData(api::BuildChunk(api::ApiKind::kChat, id, {c})));
+              api::ChunkChoice f;
+              f.finish_reason = "stop";
+              w->Write(
+                  http::SseData(api::BuildChunk(api::ApiKind::kChat, id, {f})));
+              w->Write(http::SseData("[DONE]"));
+              w->End();
+            } else {
+              api::FinalChoice c{"from llama", "stop", {}, false};
+              w->Respond(200, json,
+                         api::BuildResponse(api::ApiKind::kChat, id, {c}, {}));
+            }
+          } else {
+            w->Respond(
+                404, json,
+                R"({"error":{"code":404,"message":"File Not Found","type":"not_found_error"}})");
+          }
+        });
+    port = *server_->Start();
+    thread_ = std::thread([this] { loop_.Run(); });
+  }
+  ~LlamaCppLikeUpstream() {
+    loop_.Post([this] { server_->Stop(); });
+    loop_.Stop();
+    thread_.join();
+  }
+  std::atomic<int> completions{0};
+  uint16_t port = 0;
+
+ private:
+  http::EventLoop loop_;
+  std::unique_ptr<http::Server> server_;
+  std::thread thread_;
+};
+
+TEST_F(GatewayFaultTest, LlamaCppServerWorksNextToOtherUpstreams) {
+  LlamaCppLikeUpstream llama;
+  PoolSpec p =
+      Pool({"http://127.0.0.1:" + std::to_string(llama.port), AddFake()});
+  p.policy = PolicyKind::kRoundRobin;
+  Start(p);  // waits until both are routable: llama via /health
+  std::map<std::string, int> seen;
+  for (int i = 0; i < 8; ++i) {
+    HttpResponse r = Chat(i % 4 < 2);
+    ASSERT_EQ(r.status, 200) << r.body;
+    seen[r.Header("X-Gateway-Upstream")]++;
+    if (r.Header("X-Gateway-Upstream") == "u0") {
+      EXPECT_NE(r.body.find("from llama"), std::string::npos) << r.body;
+    }
+  }
+  EXPECT_EQ(seen["u0"], 4);
+  EXPECT_EQ(seen["u1"], 4);
+  // Discovery reads llama.cpp's /v1/models.
+  gw_->Shutdown();
+  gw_->Wait();
+  gw_.reset();
+  PoolSpec d = Pool({"http://127.0.0.1:" + std::to_string(llama.port)});
+  d.models.clear();
+  Start(d);
+  EXPECT_TRUE(Eventually([&] {
+    return Http(port_, "GET", "/v1/models").body.find("llama-model.gguf") !=
+           std::string::npos;
+  }));
+  EXPECT_EQ(Chat(false, {}, "llama-model.gguf").status, 200);
 }
 
 TEST_F(GatewayFaultTest, ClientDisconnectCancelsTheUpstreamAtOnce) {
