@@ -2,6 +2,7 @@
 
 #include <limits>
 
+#include "api/access.h"
 #include "api/error.h"
 #include "api/models.h"
 #include "api/request.h"
@@ -353,6 +354,35 @@ TEST(CodecTest, TokenizeBodiesAndTheirLimits) {
   EXPECT_EQ(d->size(), 2u);
   EXPECT_FALSE(ParseDetokenizeRequest(R"({"tokens":[-1]})").ok());
   EXPECT_FALSE(BuildDetokenizeResponse(std::string(1000, 'a'), 100).ok());
+}
+
+}  // namespace
+}  // namespace redline::api
+
+namespace redline::api {
+namespace {
+
+TEST(AccessTest, ApiKeysAndRouteRefusals) {
+  const std::vector<std::string> keys = {"k1", "second"};
+  EXPECT_TRUE(ApiKeyAccepted("", "", {}));
+  EXPECT_TRUE(ApiKeyAccepted("", "Bearer k1", keys));
+  EXPECT_TRUE(ApiKeyAccepted("second", "", keys));
+  EXPECT_TRUE(ApiKeyAccepted("", "bearer second", keys));
+  EXPECT_FALSE(ApiKeyAccepted("", "Bearer k", keys));
+  EXPECT_FALSE(ApiKeyAccepted("", "Bearer k11", keys));
+  EXPECT_FALSE(ApiKeyAccepted("", "Basic k1", keys));
+  EXPECT_FALSE(ApiKeyAccepted("", "", keys));
+
+  EXPECT_EQ(RouteRefusal("GET", "/nope", {}, true)->http_status, 404);
+  const RouteRule chat{true, true, true};
+  EXPECT_EQ(
+      RouteRefusal("GET", "/v1/chat/completions", chat, true)->http_status,
+      405);
+  EXPECT_EQ(
+      RouteRefusal("POST", "/v1/chat/completions", chat, false)->http_status,
+      401);
+  EXPECT_FALSE(RouteRefusal("POST", "/v1/chat/completions", chat, true));
+  EXPECT_FALSE(RouteRefusal("HEAD", "/livez", {true, false, false}, false));
 }
 
 }  // namespace

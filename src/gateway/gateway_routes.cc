@@ -8,6 +8,7 @@
 #include <boost/json/serialize.hpp>
 #include <set>
 
+#include "api/access.h"
 #include "api/models.h"
 #include "api/request.h"
 #include "base/logging.h"
@@ -53,14 +54,6 @@ bool Forwardable(std::string_view name) {
   return true;
 }
 
-bool SecretEquals(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  unsigned char diff = 0;
-  for (size_t i = 0; i < a.size(); ++i)
-    diff |= static_cast<unsigned char>(a[i] ^ b[i]);
-  return diff == 0;
-}
-
 // The body with "model" set to `model` (only when a model route renames).
 std::string RewriteModel(const std::string& body, const std::string& model) {
   boost::system::error_code ec;
@@ -90,24 +83,10 @@ Gateway::Impl::RouteInfo Gateway::Impl::Classify(std::string_view path) {
 
 std::optional<api::ApiError> Gateway::Impl::Refusal(
     const http::ServerRequest& head, const RouteInfo& info) const {
-  const std::string_view path = head.Path();
-  if (info.endpoint == Endpoint::kOther) {
-    return api::ApiError::NotFound(
-        fmt::format("no route for {} {}", head.method.substr(0, 16),
-                    path.substr(0, 256)),
-        "", "not_found");
-  }
-  const bool get = head.method == "GET" || head.method == "HEAD";
-  const bool post = head.method == "POST";
-  if (info.is_post ? !post : !get) {
-    return api::ApiError::MethodNotAllowed(
-        fmt::format("{} does not accept {}", path, head.method.substr(0, 16)));
-  }
-  if (info.needs_key && !Authorized(head)) {
-    return api::ApiError::Unauthorized(
-        "missing or invalid API key (send Authorization: Bearer KEY)");
-  }
-  return std::nullopt;
+  return api::RouteRefusal(
+      head.method, head.Path(),
+      {info.endpoint != Endpoint::kOther, info.is_post, info.needs_key},
+      !info.needs_key || Authorized(head));
 }
 
 std::optional<http::EarlyResponse> Gateway::Impl::EarlyAnswer(
@@ -351,20 +330,9 @@ void Gateway::Impl::HandleReadyz(const http::ServerRequest& request,
 }
 
 bool Gateway::Impl::Authorized(const http::ServerRequest& request) const {
-  if (config.api_keys.empty()) return true;
-  std::string_view key = request.HeaderValue("X-Api-Key");
-  if (key.empty()) {
-    std::string_view auth = request.HeaderValue("Authorization");
-    constexpr std::string_view kBearer = "Bearer ";
-    if (auth.size() > kBearer.size() &&
-        (auth.starts_with(kBearer) || auth.starts_with("bearer ")))
-      key = auth.substr(kBearer.size());
-  }
-  if (key.empty()) return false;
-  bool ok = false;
-  for (const std::string& k : config.api_keys)
-    ok |= SecretEquals(key, k);  // no early exit: constant time
-  return ok;
+  return api::ApiKeyAccepted(request.HeaderValue("X-Api-Key"),
+                             request.HeaderValue("Authorization"),
+                             config.api_keys);
 }
 
 std::vector<http::Header> Gateway::Impl::ForwardHeaders(

@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include "api/access.h"
 #include "api/models.h"
 #include "api/tokenize.h"
 #include "base/json_escape.h"
@@ -38,18 +39,6 @@ constexpr int64_t kFlushBeforeCloseNs = 100'000'000;
 // If cancelled requests have not ended this long after the grace period, the
 // server stops anyway (a stuck engine step must not block shutdown forever).
 constexpr int64_t kHardStopAfterGraceNs = 5 * kNsPerSecond;
-
-// Constant-time string comparison (API keys).
-bool SecretEquals(std::string_view a, std::string_view b) {
-  unsigned diff = a.size() == b.size() ? 0 : 1;
-  const size_t n = std::max(a.size(), b.size());
-  for (size_t i = 0; i < n; ++i) {
-    const unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
-    const unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
-    diff |= static_cast<unsigned>(x ^ y);
-  }
-  return diff == 0;
-}
 
 Status WritePortFile(const std::string& path, uint16_t port) {
   const std::string tmp = path + ".tmp";
@@ -377,24 +366,10 @@ InferenceServer::Impl::RouteInfo InferenceServer::Impl::Classify(
 
 std::optional<api::ApiError> InferenceServer::Impl::Refusal(
     const http::ServerRequest& head, const RouteInfo& info) const {
-  const std::string_view path = head.Path();
-  if (info.endpoint == Endpoint::kOther) {
-    return api::ApiError::NotFound(
-        fmt::format("no route for {} {}", head.method.substr(0, 16),
-                    path.substr(0, 256)),
-        "", "not_found");
-  }
-  const bool get = head.method == "GET" || head.method == "HEAD";
-  const bool post = head.method == "POST";
-  if (info.is_post ? !post : !get) {
-    return api::ApiError::MethodNotAllowed(
-        fmt::format("{} does not accept {}", path, head.method.substr(0, 16)));
-  }
-  if (info.needs_key && !Authorized(head)) {
-    return api::ApiError::Unauthorized(
-        "missing or invalid API key (send Authorization: Bearer KEY)");
-  }
-  return std::nullopt;
+  return api::RouteRefusal(
+      head.method, head.Path(),
+      {info.endpoint != Endpoint::kOther, info.is_post, info.needs_key},
+      !info.needs_key || Authorized(head));
 }
 
 std::optional<http::EarlyResponse> InferenceServer::Impl::EarlyAnswer(
@@ -472,21 +447,9 @@ void InferenceServer::Impl::Route(
 
 bool InferenceServer::Impl::Authorized(
     const http::ServerRequest& request) const {
-  if (config.api_keys.empty()) return true;
-  std::string_view key = request.HeaderValue("X-Api-Key");
-  if (key.empty()) {
-    std::string_view auth = request.HeaderValue("Authorization");
-    constexpr std::string_view kBearer = "Bearer ";
-    if (auth.size() > kBearer.size() &&
-        (auth.starts_with(kBearer) || auth.starts_with("bearer "))) {
-      key = auth.substr(kBearer.size());
-    }
-  }
-  if (key.empty()) return false;
-  bool ok = false;
-  for (const std::string& k : config.api_keys)
-    ok |= SecretEquals(key, k);  // no early exit: constant time
-  return ok;
+  return api::ApiKeyAccepted(request.HeaderValue("X-Api-Key"),
+                             request.HeaderValue("Authorization"),
+                             config.api_keys);
 }
 
 void InferenceServer::Impl::Reply(Endpoint endpoint,
