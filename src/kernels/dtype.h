@@ -6,27 +6,11 @@
 #include <cstdint>
 #include <string_view>
 
+#include "kernels/blocks.h"
+
 namespace redline::kernels {
 
 enum class DType : uint8_t { kF32, kF16, kBF16, kQ8_0, kQ4_0 };
-
-// Elements per quantization block for Q8_0 and Q4_0.
-inline constexpr int64_t kQkBlock = 32;
-
-// Q8_0: x[i] = d * qs[i]. 34 bytes, no padding (ggml block_q8_0).
-struct BlockQ8_0 {
-  uint16_t d;  // binary16 scale
-  int8_t qs[kQkBlock];
-};
-static_assert(sizeof(BlockQ8_0) == 34);
-
-// Q4_0: x[j] = d * ((qs[j] & 15) - 8), x[j + 16] = d * ((qs[j] >> 4) - 8).
-// 18 bytes (ggml block_q4_0).
-struct BlockQ4_0 {
-  uint16_t d;  // binary16 scale
-  uint8_t qs[kQkBlock / 2];
-};
-static_assert(sizeof(BlockQ4_0) == 18);
 
 std::string_view DTypeName(DType type);  // "f32", "f16", "bf16", "q8_0", "q4_0"
 
