@@ -16,7 +16,7 @@
 //
 // Thread-safety: EvaluatePerplexity may run concurrently on different
 // models. Cost: one forward pass per chunk per model (n_ctx tokens each),
-// plus `decode_tokens` single-token steps to time decoding; memory is one
+// plus 3 x `decode_tokens` single-token steps to time decoding; memory is one
 // chunk's logits per model (n_ctx x vocab floats).
 #ifndef REDLINE_QUANT_PERPLEXITY_H_
 #define REDLINE_QUANT_PERPLEXITY_H_
@@ -38,8 +38,9 @@ struct EvalOptions {
   // Evaluate at most this many chunks (0: all), like llama-perplexity
   // --chunks.
   int64_t max_chunks = 0;
-  // Single-token decode steps timed for decode tok/s (0: skip).
-  int64_t decode_tokens = 32;
+  // Single-token decode steps timed for decode tok/s (0: skip; at most
+  // n_ctx), median of 3 runs.
+  int64_t decode_tokens = 128;
   // Called after each chunk with (chunks done, chunk count, running PPL).
   std::function<void(int64_t, int64_t, double)> on_chunk;
 };

@@ -47,6 +47,8 @@ struct PplCase {
   std::string path;  // relative to QuantDir()
 };
 
+void PrintTo(const PplCase& c, std::ostream* os) { *os << c.file; }
+
 class PerplexityOracleTest : public ::testing::TestWithParam<PplCase> {};
 
 TEST_P(PerplexityOracleTest, WithinPointOnePercentOfLlamaPerplexity) {

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "base/float16.h"
 #include "model/gguf/gguf.h"
 #include "model/gguf/gguf_writer.h"
 
@@ -55,6 +56,10 @@ std::vector<OracleCase> Cases() {
                      std::string(type)});
   }
   return cases;
+}
+
+void PrintTo(const OracleCase& c, std::ostream* os) {
+  *os << c.model << " " << c.type;
 }
 
 class OracleTest : public ::testing::TestWithParam<OracleCase> {};
@@ -224,6 +229,54 @@ TEST(QuantizeModelTest, UnwritableOutputLeavesNothing) {
   auto r = QuantizeModel(in, "/nonexistent-dir/x/out.gguf", options);
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), StatusCode::kIoError);
+}
+
+TEST(QuantizeModelTest, BytesDoNotDependOnThreadCount) {
+  const std::string in = QuantDir() + "/kq-llama-f16.gguf";
+  if (!fs::exists(in)) GTEST_SKIP() << "absent: " << in;
+  QuantizeOptions options;
+  options.ftype = FileType::kQ4_K_M;
+  options.threads = 1;
+  const std::string one = TempPath("t1.gguf");
+  ASSERT_TRUE(QuantizeModel(in, one, options).ok());
+  options.threads = 3;
+  const std::string three = TempPath("t3.gguf");
+  ASSERT_TRUE(QuantizeModel(in, three, options).ok());
+  EXPECT_TRUE(ReadAll(one) == ReadAll(three));
+}
+
+// BF16 and F32 inputs holding the same values quantise to the same bytes
+// (BF16 -> F32 is exact), and the metadata's file type is replaced.
+TEST(QuantizeModelTest, Bf16AndF32InputsAgree) {
+  const std::string bf16 = WriteTinyModel("bf16.gguf", 256, TensorType::kBF16);
+  auto src = gguf::GgufFile::Open(bf16, false);
+  ASSERT_TRUE(src.ok());
+  gguf::GgufWriter w;
+  for (const auto& [k, v] : src->metadata()) w.Set(k, v);
+  for (const auto& t : src->tensors()) {
+    w.AddTensor(t.name, TensorType::kF32, t.dims, [&t](std::span<uint8_t> out) {
+      for (int64_t i = 0; i < t.NumElements(); ++i) {
+        uint16_t h;
+        std::memcpy(&h, t.data + 2 * i, 2);
+        const float f = Bf16ToFp32(h);
+        std::memcpy(out.data() + 4 * i, &f, 4);
+      }
+    });
+  }
+  const std::string f32 = TempPath("f32.gguf");
+  ASSERT_TRUE(w.Write(f32).ok());
+  QuantizeOptions options;
+  options.ftype = FileType::kQ6_K;
+  const std::string a = TempPath("bf16-q6k.gguf");
+  const std::string b = TempPath("f32-q6k.gguf");
+  ASSERT_TRUE(QuantizeModel(bf16, a, options).ok());
+  ASSERT_TRUE(QuantizeModel(f32, b, options).ok());
+  EXPECT_TRUE(ReadAll(a) == ReadAll(b));
+  auto out = gguf::GgufFile::Open(a, false);
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(*out->GetInt("general.file_type"), 18);
+  EXPECT_EQ(*out->GetInt("general.quantization_version"), 2);
+  EXPECT_EQ(out->FindTensor("blk.0.attn_q.weight")->type, TensorType::kQ6_K);
 }
 
 TEST(QuantizeModelTest, TensorOrderIsLayerMajor) {
