@@ -1,4 +1,4 @@
-// The rules are llama.cpp's (llama-quant.cpp) restricted to the file types
+// The rules are llama.cpp's (llama_tensor_get_type) restricted to the file types
 // `redline quantize` offers; each branch says which tensors it upgrades. The
 // counters advance exactly where llama.cpp's do, since "layers 0..n/8 and
 // the last n/8, plus every third in between" (UseMoreBits) is counted over
