@@ -105,6 +105,50 @@ INSTANTIATE_TEST_SUITE_P(Oracle, PerplexityOracleTest,
                            return name;
                          });
 
+// KL divergence against the F16 file, as llama-perplexity --kl-divergence
+// reports it (vs_f16 in the oracle). llama.cpp stores the reference's
+// log-probabilities in 16 bits, so agreement is close, not exact.
+class KlOracleTest : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(KlOracleTest, CloseToLlamaPerplexity) {
+  const std::string file = "TinyStories-656K-" + GetParam() + ".gguf";
+  const std::string path = QuantDir() + "/llama.cpp-out/" + file;
+  const std::string base = QuantDir() + "/../models/TinyStories-656K.f16.gguf";
+  const std::string text_path = QuantDir() + "/tinystories-eval.txt";
+  const std::string oracle = ReadAll(QuantDir() + "/oracle.json");
+  if (!fs::exists(path) || !fs::exists(base) || oracle.empty()) {
+    GTEST_SKIP() << "oracle files absent";
+  }
+  model::LoadOptions lo;
+  lo.threads = 2;
+  auto m = model::Model::Load(path, lo);
+  if (!m.ok()) {
+    GTEST_SKIP() << file << " does not load in this build yet: "
+                 << m.status().ToString();
+  }
+  auto ref = model::Model::Load(base, lo);
+  ASSERT_TRUE(ref.ok()) << ref.status().ToString();
+  EvalOptions eo;
+  eo.threads = 2;
+  eo.decode_tokens = 0;
+  auto r = EvaluatePerplexity(**m, ReadAll(text_path), eo, ref->get());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_TRUE(r->kl.has_value());
+  const double want_kld = OracleNumber(oracle, file, "kld_mean");
+  const double want_top1 = OracleNumber(oracle, file, "same_top1_pct");
+  EXPECT_NEAR(r->kl->mean, want_kld, want_kld * 0.05);
+  EXPECT_NEAR(r->kl->median, OracleNumber(oracle, file, "kld_median"),
+              want_kld * 0.05);
+  EXPECT_NEAR(r->kl->same_top1_pct, want_top1, 1.0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Oracle, KlOracleTest,
+                         ::testing::Values("Q8_0", "Q4_0", "Q4_1", "Q5_0",
+                                           "Q5_1", "Q2_K", "Q3_K_S", "Q3_K_M",
+                                           "Q3_K_L", "Q4_K_S", "Q4_K_M",
+                                           "Q5_K_S", "Q5_K_M", "Q6_K",
+                                           "IQ4_NL"));
+
 TEST(PerplexityTest, LogSoftmaxOfUniformLogits) {
   std::vector<float> logits(4, 1.0f);
   EXPECT_NEAR(LogSoftmaxAt(logits.data(), 4, 2), std::log(0.25), 1e-9);
