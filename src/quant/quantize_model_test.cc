@@ -243,6 +243,8 @@ TEST(QuantizeModelTest, BytesDoNotDependOnThreadCount) {
   const std::string three = TempPath("t3.gguf");
   ASSERT_TRUE(QuantizeModel(in, three, options).ok());
   EXPECT_TRUE(ReadAll(one) == ReadAll(three));
+  fs::remove(one);
+  fs::remove(three);
 }
 
 // BF16 and F32 inputs holding the same values quantise to the same bytes
@@ -286,6 +288,17 @@ TEST(QuantizeModelTest, TensorOrderIsLayerMajor) {
   EXPECT_TRUE(LlamaTensorOrderLess("output.weight", "output_norm.weight"));
   EXPECT_FALSE(LlamaTensorOrderLess("token_embd.weight", "output.weight"));
 }
+
+// Removes this process's scratch directory when the tests end.
+class ScratchCleanup : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(fs::path(TempPath("x")).parent_path(), ec);
+  }
+};
+const auto* const kScratchCleanup =
+    ::testing::AddGlobalTestEnvironment(new ScratchCleanup);
 
 }  // namespace
 }  // namespace redline::quant
