@@ -175,8 +175,8 @@ void VisitServerFlags(ServerConfig& c, Visitor&& v) {
   v(c.chat_template_file, "--chat-template-file",
     "Jinja chat template to use instead of the model's own", FlagKind::kOption);
   v(c.chat_template_name, "--chat-template",
-    "Built-in chat template to use instead of the model's own: chatml, llama3, "
-    "llama2, mistral, phi3, gemma",
+    "Chat template to use instead of the model's own: a built-in name "
+    "(chatml, llama3, llama2, mistral, phi3, gemma) or a Jinja file",
     FlagKind::kOption);
   v(c.mlock, "--mlock", "Pin the weights in RAM (never swapped out)",
     FlagKind::kOption);
@@ -234,7 +234,7 @@ void VisitServerFlags(ServerConfig& c, Visitor&& v) {
   v(c.parallel, "--parallel",
     "Slots: sequences decoded together (continuous batching)",
     FlagKind::kOption);
-  v(c.batch_tokens, "-b,--batch",
+  v(c.batch_tokens, "-b,--batch,--batch-size",
     "Tokens per forward step (one per decoding stream, then prompt chunks)",
     FlagKind::kOption);
   v(c.max_queued_requests, "--max-queued-requests",
@@ -270,7 +270,7 @@ void VisitServerFlags(ServerConfig& c, Visitor&& v) {
     FlagKind::kOption);
   v(c.template_memory_budget_mb, "--template-memory-budget",
     "MiB one chat-template render may hold; more gets 400", FlagKind::kOption);
-  v(c.sampling.temperature, "--temp",
+  v(c.sampling.temperature, "--temp,--temperature",
     "Temperature for requests that send none (0: greedy)", FlagKind::kOption);
   v(c.sampling.top_k, "--top-k", "top_k for requests that send none (0: off)",
     FlagKind::kOption);
@@ -281,7 +281,7 @@ void VisitServerFlags(ServerConfig& c, Visitor&& v) {
   v(c.sampling.repetition_penalty, "--repeat-penalty",
     "repetition_penalty for requests that send none (1: off)",
     FlagKind::kOption);
-  v(c.sampling.seed, "--seed",
+  v(c.sampling.seed, "-s,--seed",
     "Sampling seed for requests that send none (-1: random per request)",
     FlagKind::kOption);
   v(c.metrics_prefix, "--metrics-prefix",
