@@ -119,8 +119,8 @@ void Progress::DrawLocked(bool final_line) {
     const double fraction =
         total_ > 0 ? std::clamp(done_ / total_, 0.0, 1.0) : 1.0;
     const int filled = static_cast<int>(fraction * kBarWidth);
-    const std::string bar = std::string(filled, '#') +
-                            std::string(kBarWidth - filled, '.');
+    const std::string bar =
+        std::string(filled, '#') + std::string(kBarWidth - filled, '.');
     // "\x1b[K" clears what a longer previous line left behind.
     fmt::print(out_, "\r[{}] {}\x1b[K{}", bar, text, final_line ? "\n" : "");
   } else {

@@ -67,7 +67,7 @@ TEST(ProgressTest, BarRedrawsOneLine) {
     Progress p("load", 1, ProgressUnit::kFraction, f, ProgressStyle::kBar);
     p.Set(0.5);
     p.Set(1);  // within 100 ms: not drawn, but the final line shows it
-  }  // the destructor finishes
+  }            // the destructor finishes
   const std::string out = ReadAll(f);
   std::fclose(f);
   EXPECT_NE(out.find("\r[############............] load  50%"),
