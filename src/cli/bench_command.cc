@@ -153,6 +153,11 @@ void SetupBench(CLI::App& sub, int* exit_code) {
                  "Write the self-contained HTML report");
   sub.add_option("--requests-out", o->requests_out,
                  "Write every request's timestamps as JSONL");
+  sub.add_option("--debug-requests", o->debug_requests,
+                 "Write the first N request/response exchanges (bodies "
+                 "included) to --debug-file as JSONL");
+  sub.add_option("--debug-file", o->debug_file, "File for --debug-requests")
+      ->capture_default_str();
   sub.add_option("--scrape", o->scrape,
                  "Sample this Prometheus /metrics URL during the run");
   sub.add_option("--scrape-filter", o->scrape_filter,
