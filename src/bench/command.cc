@@ -341,9 +341,11 @@ double PlannedSeconds(const RunConfig& rc) {
   return static_cast<double>(ns) / 1e9;
 }
 
-// "12.0s / 60s, ETA 48s" when the length is planned, else "12.0s".
-std::string ElapsedOfTotal(double elapsed_s, double total_s) {
+// "12.0s / 60s, ETA 48s" when the length is planned ("12.0s / 60s" on the
+// final line), else "12.0s".
+std::string ElapsedOfTotal(double elapsed_s, double total_s, bool final) {
   if (total_s <= 0) return fmt::format("{:6.1f}s", elapsed_s);
+  if (final) return fmt::format("{:6.1f}s / {:.0f}s", elapsed_s, total_s);
   return fmt::format("{:6.1f}s / {:.0f}s, ETA {:.0f}s", elapsed_s, total_s,
                      std::max(0.0, total_s - elapsed_s));
 }
@@ -352,9 +354,8 @@ std::string ProgressLine(const Progress& p, double total_s) {
   return fmt::format(
       "[{} {:<7}] sent {} ok {} fail {} in-flight {}{} | {:.1f} req/s | "
       "ttft p50 {} p99 {} | e2e p50 {} p99 {}",
-      p.final ? fmt::format("{:6.1f}s", p.elapsed_s)
-              : ElapsedOfTotal(p.elapsed_s, total_s),
-      PhaseName(p.phase), p.sent, p.ok, p.failed, p.in_flight,
+      ElapsedOfTotal(p.elapsed_s, total_s, p.final), PhaseName(p.phase), p.sent,
+      p.ok, p.failed, p.in_flight,
       p.waiting ? fmt::format(" queued {}", p.waiting) : "", p.done_rps,
       FormatUs(p.ttft_p50_us), FormatUs(p.ttft_p99_us), FormatUs(p.e2e_p50_us),
       FormatUs(p.e2e_p99_us));

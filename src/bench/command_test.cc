@@ -272,6 +272,24 @@ TEST_F(BenchCommandTest, FirstErrorBodyPerClassAndDebugRequests) {
   EXPECT_EQ(n, 2);
 }
 
+// The live line says how far the run is: elapsed / planned length, and an
+// ETA while it runs (plain lines off a terminal).
+TEST_F(BenchCommandTest, ProgressShowsElapsedOfPlannedTime) {
+  auto server = Server(0, 0, 2);
+  BenchCommandOptions o = Options(*server);
+  o.requests = -1;
+  o.duration = "1s";
+  o.warmup = "0s";
+  o.quiet = false;
+  const std::string err_path = dir_ + "/err.txt";
+  std::FILE* err = std::fopen(err_path.c_str(), "w");
+  ASSERT_NE(err, nullptr);
+  RunBenchCommand(o, nullptr, null_, err);
+  std::fclose(err);
+  const std::string text = Read(err_path);
+  EXPECT_NE(text.find("s / 1s measure]"), std::string::npos) << text;
+}
+
 TEST_F(BenchCommandTest, ErrorsFailThroughErrorAdjustedPercentiles) {
   // Every 10th request fails with 503: success-only p99 looks fine, the
   // error-adjusted p99 is +inf, so e2e p(99)<3s must fail.
