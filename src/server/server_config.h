@@ -224,6 +224,7 @@ void VisitServerFlags(ServerConfig& c, Visitor&& v) {
     "Compute threads in all (0: physical cores), split evenly between the "
     "models that do not set their own",
     FlagKind::kOption);
+  // The canonical (config-file) name is the last long name of each flag.
   v(c.ctx_tokens, "-c,--ctx-size,--max-model-len,--ctx",
     "Context per slot in tokens, prompt + output (0: min(model's, 4096))",
     FlagKind::kOption);
@@ -234,7 +235,7 @@ void VisitServerFlags(ServerConfig& c, Visitor&& v) {
   v(c.parallel, "--parallel",
     "Slots: sequences decoded together (continuous batching)",
     FlagKind::kOption);
-  v(c.batch_tokens, "-b,--batch,--batch-size",
+  v(c.batch_tokens, "-b,--batch-size,--batch",
     "Tokens per forward step (one per decoding stream, then prompt chunks)",
     FlagKind::kOption);
   v(c.max_queued_requests, "--max-queued-requests",
@@ -270,7 +271,7 @@ void VisitServerFlags(ServerConfig& c, Visitor&& v) {
     FlagKind::kOption);
   v(c.template_memory_budget_mb, "--template-memory-budget",
     "MiB one chat-template render may hold; more gets 400", FlagKind::kOption);
-  v(c.sampling.temperature, "--temp,--temperature",
+  v(c.sampling.temperature, "--temperature,--temp",
     "Temperature for requests that send none (0: greedy)", FlagKind::kOption);
   v(c.sampling.top_k, "--top-k", "top_k for requests that send none (0: off)",
     FlagKind::kOption);
