@@ -33,13 +33,19 @@ std::string CommandList() {
 void BuildApp(CLI::App& app, int* exit_code) {
   app.require_subcommand(1);
   app.set_version_flag("--version", "redline 0.1.0");
-  app.footer("Flags shared by the commands and exit codes: docs/CLI.md");
   std::vector<CommandEntry> entries = CommandRegistry();
   std::sort(entries.begin(), entries.end(),
             [](const auto& a, const auto& b) { return a.name < b.name; });
   for (auto& entry : entries) {
     CLI::App* sub = app.add_subcommand(entry.name, entry.description);
     entry.setup(*sub, exit_code);
+    std::string footer = sub->get_footer();
+    if (!footer.empty()) footer += "\n";
+    footer +=
+        "Shared flags, llama.cpp/vLLM spellings (-c, -np, -n, --temp, "
+        "--max-model-len) and exit codes: docs/CLI.md. GPU flags (-ngl, -fa, "
+        "...) are noted and ignored: Redline is CPU-only.";
+    sub->footer(footer);
   }
 }
 

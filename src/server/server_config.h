@@ -233,7 +233,8 @@ void VisitServerFlags(ServerConfig& c, Visitor&& v) {
     "arithmetic) or f32 (exact)",
     FlagKind::kOption);
   v(c.parallel, "--parallel",
-    "Slots: sequences decoded together (continuous batching)",
+    "Slots: sequences decoded together (continuous batching); llama.cpp's "
+    "-np works too",
     FlagKind::kOption);
   v(c.batch_tokens, "-b,--batch-size,--batch",
     "Tokens per forward step (one per decoding stream, then prompt chunks)",
