@@ -16,6 +16,7 @@
 #include "cli/cli_main.h"
 #include "cli/command_registry.h"
 #include "cli/vocabulary.h"
+#include "model/chat/chat_template.h"
 
 namespace redline::cli {
 namespace {
@@ -250,6 +251,13 @@ TEST(CliChatTemplateTest, BuiltinCarriesItsSpecialTokens) {
     EXPECT_EQ(o.code, 0) << o.err;
     EXPECT_TRUE(o.out.starts_with("<|begin_of_text|><|start_header_id|>user"))
         << o.out;
+  }
+  // Every built-in renders on its own (no model file for its special tokens).
+  for (std::string_view name : model::chat::BuiltinChatTemplateNames()) {
+    const Outcome o = RunCli({"chat-template", "--messages", path.string(),
+                              "--chat-template", std::string(name)});
+    EXPECT_EQ(o.code, 0) << name << ": " << o.err;
+    EXPECT_NE(o.out.find("Hi"), std::string::npos) << name;
   }
   // A file through the same flag.
   const auto tmpl = TempDir() / "t.jinja";
