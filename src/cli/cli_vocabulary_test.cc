@@ -203,6 +203,26 @@ TEST(CliRunTest, LlamaCppAndVllmFlagsReachServe) {
   }
 }
 
+// Old bench-model spellings keep working, with a note: -o md|json chose
+// the format before -o meant an output file.
+TEST(CliRunTest, BenchModelLegacyOutputFormat) {
+  const Outcome o =
+      RunCli({"bench-model", "-m", "/nonexistent/model.gguf", "-o", "json"});
+  EXPECT_EQ(o.code, 1) << o.err;  // parsed; the model file is missing
+  EXPECT_NE(o.err.find("-o json is read as --format json"), std::string::npos)
+      << o.err;
+}
+
+TEST(CliRunTest, PromptFromFile) {
+  const Outcome o = RunCli(
+      {"run", "-m", "/nonexistent/model.gguf", "-f", "/nonexistent/p.txt"});
+  EXPECT_EQ(o.code, 2) << o.err;
+  EXPECT_NE(o.err.find("cannot read /nonexistent/p.txt"), std::string::npos)
+      << o.err;
+  // -f and -p together are a usage error.
+  EXPECT_EQ(RunCli({"run", "-m", "x", "-f", "a", "-p", "b"}).code, 2);
+}
+
 TEST(CliExitCodeTest, NoArgumentsListsTheCommands) {
   const Outcome o = RunCli({});
   EXPECT_EQ(o.code, kNoCommandExitCode);
