@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
+#include <string>
 #include <string_view>
 
 namespace redline {
@@ -24,6 +26,11 @@ enum class LogLevel {
 // (debug|info|warning|error|off) overrides it at start.
 void SetLogLevel(LogLevel level);
 LogLevel GetLogLevel();
+// Prefix each line with the UTC time, "2026-01-31T12:00:00.123Z [I] ...".
+// Off by default (command output); long-running servers turn it on.
+void SetLogTimestamps(bool on);
+// The prefix SetLogTimestamps(true) adds for `now` (without the space).
+std::string LogTimestamp(std::chrono::system_clock::time_point now);
 void LogLine(LogLevel level, std::string_view message);
 
 }  // namespace redline

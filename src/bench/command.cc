@@ -118,6 +118,7 @@ Result<Plan> BuildPlan(const BenchCommandOptions& o) {
   rc.tls_ca_file = o.ca_file;
   rc.max_connections = o.max_connections;
   rc.seed = o.seed;
+  rc.debug_requests = std::max<int64_t>(0, o.debug_requests);
   rc.realtime = o.realtime;
   rc.cold_requests = std::max(0, o.cold_requests);
 
@@ -328,11 +329,33 @@ Result<Plan> BuildPlan(const BenchCommandOptions& o) {
   return p;
 }
 
-std::string ProgressLine(const Progress& p) {
+// Planned length of the load timeline in seconds (warm-up + measurement, or
+// the stages); 0 when the run is bounded by a request count instead.
+double PlannedSeconds(const RunConfig& rc) {
+  int64_t ns = 0;
+  if (rc.mode == RunConfig::Mode::kOpen && !rc.stages.empty()) {
+    for (const Stage& st : rc.stages) ns += st.duration_ns;
+  } else if (rc.duration_ns > 0) {
+    ns = rc.warmup_ns + rc.duration_ns;
+  }
+  return static_cast<double>(ns) / 1e9;
+}
+
+// "12.0s / 60s, ETA 48s" when the length is planned ("12.0s / 60s" on the
+// final line), else "12.0s".
+std::string ElapsedOfTotal(double elapsed_s, double total_s, bool final) {
+  if (total_s <= 0) return fmt::format("{:6.1f}s", elapsed_s);
+  if (final) return fmt::format("{:6.1f}s / {:.0f}s", elapsed_s, total_s);
+  return fmt::format("{:6.1f}s / {:.0f}s, ETA {:.0f}s", elapsed_s, total_s,
+                     std::max(0.0, total_s - elapsed_s));
+}
+
+std::string ProgressLine(const Progress& p, double total_s) {
   return fmt::format(
-      "[{:6.1f}s {:<7}] sent {} ok {} fail {} in-flight {}{} | {:.1f} req/s | "
+      "[{} {:<7}] sent {} ok {} fail {} in-flight {}{} | {:.1f} req/s | "
       "ttft p50 {} p99 {} | e2e p50 {} p99 {}",
-      p.elapsed_s, PhaseName(p.phase), p.sent, p.ok, p.failed, p.in_flight,
+      ElapsedOfTotal(p.elapsed_s, total_s, p.final), PhaseName(p.phase), p.sent,
+      p.ok, p.failed, p.in_flight,
       p.waiting ? fmt::format(" queued {}", p.waiting) : "", p.done_rps,
       FormatUs(p.ttft_p50_us), FormatUs(p.ttft_p99_us), FormatUs(p.e2e_p50_us),
       FormatUs(p.e2e_p99_us));
@@ -367,11 +390,13 @@ int RunBenchCommand(const BenchCommandOptions& o,
   const bool tty = !o.quiet && ::isatty(::fileno(err));
   rc.progress_interval_ns = tty ? 500'000'000 : 5'000'000'000;
   if (!o.quiet) {
-    rc.on_progress = [tty, err](const Progress& p) {
+    const double total_s = PlannedSeconds(rc);
+    rc.on_progress = [tty, err, total_s](const Progress& p) {
       if (tty) {
-        fmt::print(err, "\r\033[2K{}{}", ProgressLine(p), p.final ? "\n" : "");
+        fmt::print(err, "\r\033[2K{}{}", ProgressLine(p, total_s),
+                   p.final ? "\n" : "");
       } else {
-        fmt::print(err, "{}\n", ProgressLine(p));
+        fmt::print(err, "{}\n", ProgressLine(p, total_s));
       }
       std::fflush(err);
     };
@@ -499,6 +524,7 @@ int RunBenchCommand(const BenchCommandOptions& o,
   in.max_error_rate = plan.max_error_rate;
   BenchReport report = BuildReport(run, in);
   report.cold_start = cold;
+  report.first_errors = run.first_errors;
   if (capacity) {
     report.capacity = capacity;
     if (capacity->capacity_rps <= 0 && report.verdict == Verdict::kPass) {
@@ -531,6 +557,11 @@ int RunBenchCommand(const BenchCommandOptions& o,
   write(o.json_path, RenderJson(report));
   write(o.html_path, RenderHtml(report));
   write(o.requests_out, RenderRequestsJsonl(run, task_names));
+  if (o.debug_requests > 0) {
+    write(o.debug_file, RenderDebugExchangesJsonl(run));
+    fmt::print(err, "redline bench: {} exchange(s) written to {}\n",
+               run.debug_exchanges.size(), o.debug_file);
+  }
   return code;
 }
 

@@ -94,6 +94,9 @@ struct BenchCommandOptions {
   std::string json_path;
   std::string html_path;
   std::string requests_out;
+  // The first N request/response exchanges, as JSONL, to debug_file.
+  int64_t debug_requests = 0;
+  std::string debug_file = "bench-debug.jsonl";
   std::string scrape;
   std::string scrape_filter;  // comma-separated substrings
   bool quiet = false;

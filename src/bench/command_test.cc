@@ -206,6 +206,90 @@ TEST_F(BenchCommandTest, ABrokenRunNeverPassesWithoutThresholds) {
   EXPECT_EQ(Run(f), kExitPass);
 }
 
+// "200 - parse" or "503 - ..." says little; the first failure of each class
+// keeps the start of its body, in the summary and the JSON, and
+// --debug-requests N writes the first N exchanges in full.
+TEST_F(BenchCommandTest, FirstErrorBodyPerClassAndDebugRequests) {
+  FakeServerOptions fo;
+  fo.default_plan.tokens = 2;
+  fo.record_truth = false;
+  fo.plan_fn = [](uint64_t i, const http::ServerRequest&,
+                  const testing::FakePlan& base) {
+    testing::FakePlan p = base;
+    if (i == 3 || i == 8) p.status = 503;
+    if (i == 5) p.bad_json_after = 0;
+    return p;
+  };
+  FakeOpenAiServer server(fo);
+  ASSERT_TRUE(server.Start().ok());
+  BenchCommandOptions o = Options(server);
+  o.requests = 12;
+  o.users = 1;
+  o.cold_requests = 0;
+  o.max_error_rate = "50%";
+  o.json_path = dir_ + "/r.json";
+  o.debug_requests = 2;
+  o.debug_file = dir_ + "/debug.jsonl";
+  const std::string out_path = dir_ + "/out.txt";
+  std::FILE* out = std::fopen(out_path.c_str(), "w");
+  ASSERT_NE(out, nullptr);
+  RunBenchCommand(o, nullptr, out, null_);
+  std::fclose(out);
+
+  const std::string text = Read(out_path);
+  EXPECT_NE(text.find("first error of each class:"), std::string::npos) << text;
+  EXPECT_NE(text.find("  http_5xx (request "), std::string::npos) << text;
+  EXPECT_NE(text.find("  parse (request "), std::string::npos) << text;
+  EXPECT_NE(text.find("    body: {\"error\":"), std::string::npos) << text;
+
+  json::value v = json::parse(Read(o.json_path));
+  const json::array& first = v.at("first_errors").as_array();
+  ASSERT_EQ(first.size(), 2u) << json::serialize(v.at("first_errors"));
+  // In the order they happened; one per class even though two were 503s.
+  EXPECT_EQ(first[0].at("class").as_string(), "http_5xx");
+  EXPECT_EQ(first[0].at("status").as_int64(), 503);
+  EXPECT_NE(std::string(first[0].at("body").as_string()).find("\"error\""),
+            std::string::npos);
+  EXPECT_EQ(first[1].at("class").as_string(), "parse");
+  EXPECT_NE(std::string(first[1].at("body").as_string()).find("data:"),
+            std::string::npos)
+      << first[1];
+
+  std::istringstream lines(Read(o.debug_file));
+  std::string line;
+  int n = 0;
+  while (std::getline(lines, line)) {
+    json::value d = json::parse(line);
+    EXPECT_EQ(d.at("method").as_string(), "POST");
+    EXPECT_NE(std::string(d.at("request_body").as_string()).find("messages"),
+              std::string::npos);
+    EXPECT_EQ(d.at("status").as_int64(), 200);
+    EXPECT_NE(
+        std::string(d.at("response_body").as_string()).find("data: [DONE]"),
+        std::string::npos);
+    ++n;
+  }
+  EXPECT_EQ(n, 2);
+}
+
+// The live line says how far the run is: elapsed / planned length, and an
+// ETA while it runs (plain lines off a terminal).
+TEST_F(BenchCommandTest, ProgressShowsElapsedOfPlannedTime) {
+  auto server = Server(0, 0, 2);
+  BenchCommandOptions o = Options(*server);
+  o.requests = -1;
+  o.duration = "1s";
+  o.warmup = "0s";
+  o.quiet = false;
+  const std::string err_path = dir_ + "/err.txt";
+  std::FILE* err = std::fopen(err_path.c_str(), "w");
+  ASSERT_NE(err, nullptr);
+  RunBenchCommand(o, nullptr, null_, err);
+  std::fclose(err);
+  const std::string text = Read(err_path);
+  EXPECT_NE(text.find("s / 1s measure]"), std::string::npos) << text;
+}
+
 TEST_F(BenchCommandTest, ErrorsFailThroughErrorAdjustedPercentiles) {
   // Every 10th request fails with 503: success-only p99 looks fine, the
   // error-adjusted p99 is +inf, so e2e p(99)<3s must fail.

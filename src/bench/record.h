@@ -124,6 +124,30 @@ struct RequestRecord {
   std::string FailureLabel() const;
 };
 
+// The first failed request of one error class, with the start of what the
+// server sent: "200 - parse" says little, the body usually says why (an HTML
+// page, a proxy's error, a different API).
+struct ErrorSample {
+  ErrorClass error = ErrorClass::kNone;
+  uint64_t request_id = 0;
+  int http_status = 0;
+  std::string label;   // FailureLabel()
+  std::string detail;  // error_detail
+  std::string body;    // first bytes of the response body (at most 2 KiB)
+};
+
+// One request/response exchange as sent and received, for --debug-requests.
+struct DebugExchange {
+  uint64_t request_id = 0;
+  std::string method;
+  std::string target;
+  std::string request_body;
+  int http_status = 0;
+  std::string error_class;  // ErrorClassKey
+  std::string detail;
+  std::string response_body;  // first bytes (at most 64 KiB)
+};
+
 }  // namespace redline::bench
 
 #endif  // REDLINE_BENCH_RECORD_H_

@@ -141,6 +141,9 @@ struct BenchReport {
   std::optional<CapacityResult> capacity;
   std::vector<std::string> task_names;
   GoodputSlo goodput;
+  // The first failure of each error class with the start of its body
+  // (RunResult::first_errors).
+  std::vector<ErrorSample> first_errors;
 };
 
 struct ReportInputs {
@@ -173,6 +176,10 @@ std::string RenderJson(const BenchReport& report);
 std::string RenderHtml(const BenchReport& report);
 // One JSON line per request with every timestamp (ns relative to the load
 // timeline start) for offline recomputation.
+// One JSON object a line per RunResult::debug_exchanges entry: request_id,
+// method, target, request_body, status, class, detail, response_body.
+std::string RenderDebugExchangesJsonl(const RunResult& run);
+
 std::string RenderRequestsJsonl(const RunResult& run,
                                 const std::vector<std::string>& task_names);
 

@@ -185,6 +185,16 @@ std::string RenderJson(const BenchReport& r) {
     o["abort"] = nullptr;
   }
   o["exit_code"] = r.exit_code;
+  json::array first_errors;
+  for (const ErrorSample& e : r.first_errors) {
+    first_errors.push_back(json::object{{"class", ErrorClassKey(e.error)},
+                                        {"request_id", e.request_id},
+                                        {"status", e.http_status},
+                                        {"label", e.label},
+                                        {"detail", e.detail},
+                                        {"body", e.body}});
+  }
+  o["first_errors"] = std::move(first_errors);
   o["warnings"] = Arr(r.warnings);
   o["client"] =
       json::object{{"cpu_seconds", r.cpu_seconds},
@@ -259,6 +269,20 @@ std::string RenderJson(const BenchReport& r) {
   }
   o["tasks"] = Arr(r.task_names);
   return json::serialize(o) + "\n";
+}
+
+std::string RenderDebugExchangesJsonl(const RunResult& run) {
+  std::string out;
+  for (const DebugExchange& d : run.debug_exchanges) {
+    json::object o{
+        {"request_id", d.request_id}, {"method", d.method},
+        {"target", d.target},         {"request_body", d.request_body},
+        {"status", d.http_status},    {"class", d.error_class},
+        {"detail", d.detail},         {"response_body", d.response_body}};
+    out += json::serialize(o);
+    out += "\n";
+  }
+  return out;
 }
 
 std::string RenderRequestsJsonl(const RunResult& run,

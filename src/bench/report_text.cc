@@ -79,6 +79,27 @@ void LatencyTable(std::string& out, const PhaseStats& s) {
   }
 }
 
+// Text on one line, control characters escaped, cut at `limit` bytes.
+std::string OneLine(std::string_view text, size_t limit) {
+  std::string out;
+  for (size_t i = 0; i < text.size() && out.size() < limit; ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c == '\n') {
+      out += "\\n";
+    } else if (c == '\r') {
+      out += "\\r";
+    } else if (c == '\t') {
+      out += "\\t";
+    } else if (c < 0x20 || c == 0x7f) {
+      out += fmt::format("\\x{:02x}", c);
+    } else {
+      out.push_back(static_cast<char>(c));
+    }
+  }
+  if (out.size() >= limit && text.size() > limit) out += " ...";
+  return out;
+}
+
 }  // namespace
 
 std::string RenderText(const BenchReport& r) {
@@ -122,6 +143,18 @@ std::string RenderText(const BenchReport& r) {
   if (r.measure) {
     PhaseSummary(out, *r.measure, "measurement");
     LatencyTable(out, *r.measure);
+  }
+  if (!r.first_errors.empty()) {
+    out += "\nfirst error of each class:\n";
+    for (const ErrorSample& e : r.first_errors) {
+      out += fmt::format("  {} (request {}): {}\n", ErrorClassKey(e.error),
+                         e.request_id, e.label);
+      // The detail is often the body's start (a non-JSON error page).
+      if (!e.detail.empty() && e.label.find(e.detail) == std::string::npos &&
+          !e.body.starts_with(e.detail))
+        out += "    detail: " + OneLine(e.detail, 200) + "\n";
+      if (!e.body.empty()) out += "    body: " + OneLine(e.body, 300) + "\n";
+    }
   }
   if (r.peak) {
     const PeakCheck& p = *r.peak;

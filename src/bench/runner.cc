@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <deque>
 #include <memory>
 #include <optional>
@@ -30,6 +31,8 @@ namespace {
 
 constexpr int64_t kNsPerSec = 1'000'000'000;
 constexpr size_t kErrorBodyLimit = 2048;
+// Response bytes kept of an exchange --debug-requests records.
+constexpr size_t kDebugBodyLimit = 65536;
 
 // Open-loop sends are timed in two stages. The arrival timer fires up to
 // kMaxEarlyWakeNs before the due time: that margin absorbs the wake-up
@@ -145,8 +148,23 @@ class Exchange final : public http::ResponseHandler {
     body_.clear();
     text_.clear();
     error_detail_.clear();
+    raw_.clear();
+    debug_ = false;
     sse_.Reset();
   }
+  // Marks this exchange for --debug-requests: the request is kept as sent.
+  void SetDebug(const http::ClientRequest& request) {
+    debug_ = true;
+    debug_method_ = request.method;
+    debug_target_ = request.target;
+    debug_request_ = request.body;
+  }
+  bool debug() const { return debug_; }
+  // The start of the response body as received (SSE framing included).
+  const std::string& raw() const { return raw_; }
+  const std::string& debug_method() const { return debug_method_; }
+  const std::string& debug_target() const { return debug_target_; }
+  const std::string& debug_request() const { return debug_request_; }
 
   void OnSent(int64_t t_ns) override;
   void OnHeaders(const http::ResponseHead& head, int64_t t_ns) override;
@@ -177,6 +195,11 @@ class Exchange final : public http::ResponseHandler {
   std::string body_;  // non-streamed body, or the start of an error body
   std::string text_;  // content text (multi-turn only)
   std::string error_detail_;
+  // First bytes of the body whatever the status, for the error samples and
+  // --debug-requests; bounded by kErrorBodyLimit (kDebugBodyLimit if debug_).
+  std::string raw_;
+  bool debug_ = false;
+  std::string debug_method_, debug_target_, debug_request_;
   http::SseParser sse_;
   api::StreamChunk chunk_;
 };
@@ -278,6 +301,8 @@ class Runner {
   std::unique_ptr<AbortMonitor> abort_;
   // t_sched of the first measured request.
   int64_t measure_start_ns_ = 0;
+  int64_t debug_taken_ = 0;  // exchanges marked for --debug-requests
+  std::array<bool, kNumErrorClasses> error_seen_{};
   int64_t next_abort_check_ns_ = 0;
   int64_t finished_since_abort_check_ = 0;
   friend class Exchange;
@@ -300,6 +325,9 @@ void Exchange::OnHeaders(const http::ResponseHead& head, int64_t) {
 }
 
 void Exchange::OnBody(std::string_view data, int64_t t_ns) {
+  const size_t raw_limit = debug_ ? kDebugBodyLimit : kErrorBodyLimit;
+  if (raw_.size() < raw_limit)
+    raw_.append(data.substr(0, raw_limit - raw_.size()));
   if (!is_2xx_) {
     if (body_.size() < kErrorBodyLimit)
       body_.append(data.substr(0, kErrorBodyLimit - body_.size()));
@@ -487,6 +515,10 @@ void Runner::Dispatch(int64_t t_sched, Phase phase, UserState* user,
     ex = exchanges_.back().get();
   }
   ex->Reset(index, user, prep.stream, prep.keep_text);
+  if (debug_taken_ < cfg_.debug_requests) {
+    ++debug_taken_;
+    ex->SetDebug(prep.http);
+  }
   in_flight_++;
   client_->Send(origin_, std::move(prep.http), ex);
 }
@@ -504,6 +536,18 @@ void Runner::Finished(Exchange* ex, size_t record_index) {
   in_flight_--;
   done_++;
   (r.ok() ? ok_ : failed_)++;
+  if (!r.ok() && !error_seen_[static_cast<size_t>(r.error)]) {
+    error_seen_[static_cast<size_t>(r.error)] = true;
+    result_.first_errors.push_back({r.error, r.id, r.http_status,
+                                    r.FailureLabel(), r.error_detail,
+                                    ex->raw().substr(0, kErrorBodyLimit)});
+  }
+  if (ex->debug()) {
+    result_.debug_exchanges.push_back(
+        {r.id, ex->debug_method(), ex->debug_target(), ex->debug_request(),
+         r.http_status, std::string(ErrorClassKey(r.error)), r.error_detail,
+         ex->raw()});
+  }
   UserState* user = ex->user();
   workload_.OnResponse(*user, r.ok(), ex->text());
   if (r.ok() && r.phase == Phase::kMeasure) {

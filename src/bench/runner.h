@@ -76,6 +76,10 @@ struct RunConfig {
   // for a short time slice instead (runner.cc, ShortSlice).
   bool realtime = false;
 
+  // Keep the first this many request/response exchanges in full
+  // (RunResult::debug_exchanges; `bench --debug-requests N`).
+  int64_t debug_requests = 0;
+
   // Progress: called every `progress_interval_ns` and once at the end.
   int64_t progress_interval_ns = 1'000'000'000;
   std::function<void(const struct Progress&)> on_progress;
@@ -133,6 +137,10 @@ struct RunResult {
   double wall_seconds = 0;
   uint64_t connections_opened = 0;
   std::vector<std::string> notes;  // e.g. "real-time scheduling not permitted"
+  // The first failure of each error class, in the order they happened.
+  std::vector<ErrorSample> first_errors;
+  // The first RunConfig::debug_requests exchanges, in completion order.
+  std::vector<DebugExchange> debug_exchanges;
 };
 
 // Runs the load. Returns an error (tool error) for bad configuration, or

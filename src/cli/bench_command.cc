@@ -25,7 +25,7 @@ void SetupBench(CLI::App& sub, int* exit_code) {
       "--url", o->url,
       "Base URL of the OpenAI-compatible API (e.g. http://127.0.0.1:8000/v1)");
   sub.add_option("--api", o->api, "chat or completions")->capture_default_str();
-  sub.add_option("--model", o->model, "Model name sent in requests");
+  sub.add_option("-m,--model", o->model, "Model name sent in requests");
   sub.add_option("--api-key", o->api_key,
                  "Bearer token (default: $OPENAI_API_KEY)");
   sub.add_option("-H,--header", o->headers,
@@ -70,24 +70,25 @@ void SetupBench(CLI::App& sub, int* exit_code) {
   sub.add_option("--cold-requests", o->cold_requests,
                  "First requests sent alone and reported as cold")
       ->capture_default_str();
-  sub.add_option("--seed", o->seed, "Seed of every random choice")
+  sub.add_option("-s,--seed", o->seed, "Seed of every random choice")
       ->capture_default_str();
   sub.add_flag("--realtime", o->realtime,
                "Run the load thread under SCHED_FIFO (needs CAP_SYS_NICE): "
                "on-time dispatch on busy machines");
   // Workload.
-  sub.add_option("--prompt", o->prompt, "Fixed prompt (default workload)");
-  sub.add_option("--system", o->system_prompt, "System prompt");
+  sub.add_option("-p,--prompt", o->prompt, "Fixed prompt (default workload)");
+  sub.add_option("-y,--system", o->system_prompt, "System prompt");
   sub.add_option(
       "--input-tokens", o->input_tokens,
       "Synthetic prompts of this length: 256, 64..512, normal(256,64)");
   sub.add_option("--output-tokens", o->output_tokens,
                  "max_tokens per request from a distribution");
-  sub.add_option("--max-tokens", o->max_tokens, "max_tokens of each request")
+  sub.add_option("-n,--max-tokens,--n-predict", o->max_tokens,
+                 "max_tokens of each request")
       ->capture_default_str();
   sub.add_flag("--pin-output-length", o->pin_output_length,
                "Also send ignore_eos and min_tokens = max_tokens");
-  sub.add_option("--temperature", o->temperature,
+  sub.add_option("--temp,--temperature", o->temperature,
                  "Sampling temperature (not sent when unset)");
   sub.add_flag("--no-stream", o->no_stream,
                "Non-streaming requests (only E2E is measured)");
@@ -152,6 +153,11 @@ void SetupBench(CLI::App& sub, int* exit_code) {
                  "Write the self-contained HTML report");
   sub.add_option("--requests-out", o->requests_out,
                  "Write every request's timestamps as JSONL");
+  sub.add_option("--debug-requests", o->debug_requests,
+                 "Write the first N request/response exchanges (bodies "
+                 "included) to --debug-file as JSONL");
+  sub.add_option("--debug-file", o->debug_file, "File for --debug-requests")
+      ->capture_default_str();
   sub.add_option("--scrape", o->scrape,
                  "Sample this Prometheus /metrics URL during the run");
   sub.add_option("--scrape-filter", o->scrape_filter,

@@ -2,9 +2,8 @@
 // a conversation, rendered with its chat template.
 //
 //   redline chat-template -m model.gguf --messages chat.json
-//   redline chat-template --template tmpl.jinja --messages chat.json
-//   --bos-token '<s>' redline chat-template --builtin chatml --messages
-//   chat.json --no-generation-prompt
+//   redline chat-template --chat-template tmpl.jinja --messages chat.json
+//   redline chat-template --chat-template llama3 --messages chat.json
 //
 // chat.json is a list of messages, or a chat-request-shaped object with
 // `messages`, and optionally `tools`, `add_generation_prompt` and
@@ -33,6 +32,7 @@ struct ChatTemplateFlags {
   std::string model;
   std::string template_file;
   std::string builtin;
+  std::string chat_template;  // built-in name or Jinja file
   std::string messages_file;
   std::optional<std::string> bos_token;
   std::optional<std::string> eos_token;
@@ -64,15 +64,22 @@ std::optional<std::string> TokenText(const model::gguf::GgufFile& file,
 }
 
 // Loads the template source, and from a GGUF file the BOS/EOS token texts.
-int LoadTemplate(const ChatTemplateFlags& f, std::string* source,
+int LoadTemplate(ChatTemplateFlags f, std::string* source,
                  model::chat::ChatTemplateInputs* in) {
-  const int sources =
-      !f.model.empty() + !f.template_file.empty() + !f.builtin.empty();
+  const int sources = !f.model.empty() + !f.template_file.empty() +
+                      !f.builtin.empty() + !f.chat_template.empty();
   if (sources != 1) {
     fmt::print(stderr,
-               "chat-template: give exactly one of -m FILE, --template FILE, "
-               "--builtin NAME\n");
+               "chat-template: give exactly one of -m FILE, --chat-template "
+               "NAME|FILE (--builtin NAME, --template FILE)\n");
     return 2;
+  }
+  // --chat-template: a built-in name, else a file (as in run and serve).
+  if (!f.chat_template.empty()) {
+    if (model::chat::BuiltinChatTemplate(f.chat_template).ok())
+      f.builtin = f.chat_template;
+    else
+      f.template_file = f.chat_template;
   }
   if (!f.template_file.empty()) {
     if (!ReadFile(f.template_file, source))
@@ -83,6 +90,13 @@ int LoadTemplate(const ChatTemplateFlags& f, std::string* source,
     auto builtin = model::chat::BuiltinChatTemplate(f.builtin);
     if (!builtin.ok()) return Fail(builtin.status().message());
     *source = *builtin;
+    // A built-in renders without a model file, so it brings its family's
+    // special tokens (--bos-token/--eos-token still override them).
+    auto tokens = model::chat::BuiltinChatTemplateTokens(f.builtin);
+    if (tokens.ok()) {
+      in->bos_token = tokens->bos_token;
+      in->eos_token = tokens->eos_token;
+    }
     return 0;
   }
   auto file =
@@ -183,10 +197,13 @@ void Setup(CLI::App& sub, int* exit_code) {
   auto f = std::make_shared<ChatTemplateFlags>();
   sub.add_option("-m,--model", f->model,
                  "GGUF file: use its tokenizer.chat_template and BOS/EOS");
-  sub.add_option("--template", f->template_file, "Jinja chat template file");
-  sub.add_option(
-      "--builtin", f->builtin,
-      "Built-in template: chatml, llama3, llama2, mistral, phi3, gemma");
+  sub.add_option("--chat-template", f->chat_template,
+                 "Chat template: a built-in name (chatml, llama3, llama2, "
+                 "mistral, phi3, gemma) or a Jinja file");
+  sub.add_option("--template,--chat-template-file", f->template_file,
+                 "Jinja chat template file (same as --chat-template FILE)");
+  sub.add_option("--builtin", f->builtin,
+                 "Built-in template by name (same as --chat-template NAME)");
   sub.add_option("--messages", f->messages_file,
                  "JSON: a list of messages, or an object with messages, tools, "
                  "add_generation_prompt")

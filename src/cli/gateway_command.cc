@@ -21,6 +21,8 @@ namespace redline::cli {
 namespace {
 
 int RunGateway(gateway::GatewayConfig config) {
+  // A server's log is read after the fact: every line carries its time.
+  SetLogTimestamps(true);
   if (Status s = gateway::FinalizeGatewayConfig(&config); !s.ok()) {
     fmt::print(stderr, "gateway: {}\n", s.message());
     return 2;

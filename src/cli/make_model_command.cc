@@ -3,7 +3,9 @@
 
 #include <chrono>
 #include <filesystem>
+#include <optional>
 
+#include "base/progress.h"
 #include "base/thread_pool.h"
 #include "cli/command_registry.h"
 #include "model/arch/synthetic.h"
@@ -17,6 +19,7 @@ struct MakeModelFlags {
   std::string output;
   uint64_t seed = 42;
   int threads = 0;
+  bool quiet = false;
 };
 
 int RunMakeModel(const MakeModelFlags& f) {
@@ -32,7 +35,18 @@ int RunMakeModel(const MakeModelFlags& f) {
   }
   ThreadPool pool(f.threads);
   const auto start = std::chrono::steady_clock::now();
-  Status s = model::WriteSyntheticModel(*spec, *type, f.seed, f.output, pool);
+  // The total is known once the first tensor is written; the bar starts then.
+  std::optional<Progress> progress;
+  auto report = [&](uint64_t done, uint64_t total) {
+    if (f.quiet) return;
+    if (!progress)
+      progress.emplace("make-model: writing " + f.output,
+                       static_cast<double>(total), ProgressUnit::kBytes);
+    progress->Set(static_cast<double>(done));
+  };
+  Status s =
+      model::WriteSyntheticModel(*spec, *type, f.seed, f.output, pool, report);
+  if (progress) progress->Finish();
   if (!s.ok()) {
     fmt::print(stderr, "make-model: {}\n", s.ToString());
     return 1;
@@ -59,11 +73,12 @@ void Setup(CLI::App& sub, int* exit_code) {
                  "Weight type of the matrices: f32, f16, bf16, q8_0, q4_0")
       ->capture_default_str();
   sub.add_option("-o,--output", f->output, "GGUF file to write")->required();
-  sub.add_option("--seed", f->seed,
+  sub.add_option("-s,--seed", f->seed,
                  "Seed of the random weights (same seed, same bytes)")
       ->capture_default_str();
   sub.add_option("-t,--threads", f->threads,
                  "Threads (default: physical cores)");
+  sub.add_flag("-q,--quiet", f->quiet, "No progress output");
   sub.callback([f, exit_code] { *exit_code = RunMakeModel(*f); });
 }
 

@@ -7,8 +7,10 @@
 #include <cstdio>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <sstream>
 
+#include "base/progress.h"
 #include "base/thread_pool.h"
 #include "cli/command_registry.h"
 #include "engine/generator.h"
@@ -22,8 +24,10 @@ namespace {
 struct RunFlags {
   std::string model;
   std::string prompt;
+  std::string prompt_file;
   std::string prompt_ids;
   bool print_ids = false;
+  bool quiet = false;
   int threads = 0;
   int64_t ctx = 0;  // 0: min(the model's trained context, 4096)
   int64_t batch = 256;
@@ -116,7 +120,19 @@ int RunRun(RunFlags f) {
   lo.mlock = f.mlock;
   lo.repack = !f.no_repack;
   lo.threads = f.threads;
+  // Created at the first report, so a file that fails to open prints
+  // only its error.
+  std::optional<Progress> progress;
+  if (!f.quiet) {
+    lo.progress = [&progress, &f](double done) {
+      if (!progress)
+        progress.emplace("run: loading " + f.model, 1.0,
+                         ProgressUnit::kFraction);
+      progress->Set(done);
+    };
+  }
   auto loaded = model::Model::Load(f.model, lo);
+  if (progress) progress->Finish();
   if (!loaded.ok()) {
     fmt::print(stderr, "run: {}\n", loaded.status().ToString());
     return 1;
@@ -233,14 +249,18 @@ void Setup(CLI::App& sub, int* exit_code) {
   p->excludes(ids);
   sub.add_flag("--print-ids", f->print_ids,
                "Print the generated token ids on one line at the end");
-  sub.add_option("-n,--max-tokens", f->max_tokens,
+  auto* file = sub.add_option("-f,--file", f->prompt_file,
+                              "Read the prompt text from this file");
+  file->excludes(p)->excludes(ids);
+  sub.add_option("-n,--max-tokens,--n-predict", f->max_tokens,
                  "Tokens to generate at most (-1: until the context is full)")
       ->capture_default_str();
   sub.add_option("-c,--ctx-size,--max-model-len,--ctx", f->ctx,
                  "Context length in tokens (KV cache size; 0: min(model's "
                  "trained context, 4096))")
       ->capture_default_str();
-  sub.add_option("-b,--batch", f->batch, "Prefill batch size in tokens")
+  sub.add_option("-b,--batch,--batch-size", f->batch,
+                 "Prefill batch size in tokens")
       ->capture_default_str();
   sub.add_option("--kv-type", f->kv_type,
                  "KV cache element type: f16 (half the memory, llama.cpp's "
@@ -280,6 +300,7 @@ void Setup(CLI::App& sub, int* exit_code) {
   sub.add_flag("--no-bos", f->no_bos,
                "Do not add the BOS token to a text prompt");
   sub.add_flag("--mlock", f->mlock, "Pin the weights in RAM");
+  sub.add_flag("-q,--quiet", f->quiet, "No progress output while loading");
   sub.add_flag("--no-repack", f->no_repack,
                "Read weights from the file's pages (no copy into huge pages, "
                "no Q8_0/Q4_0 panels): faster load, slower products");
@@ -289,15 +310,27 @@ void Setup(CLI::App& sub, int* exit_code) {
   sub.add_option("-y,--system", f->system, "System message (implies --chat)");
   sub.add_option("--messages", f->messages_file,
                  "JSON file with the chat messages (implies --chat)");
-  sub.add_option("--chat-template", f->chat_template,
+  sub.add_option("--chat-template,--chat-template-file", f->chat_template,
                  "Chat template instead of the model's: chatml, llama3, "
                  "llama2, mistral, phi3, gemma or a Jinja file");
-  sub.callback([f, exit_code, p, ids] {
-    if (p->count() == 0 && ids->count() == 0 && f->messages_file.empty()) {
+  sub.callback([f, exit_code, p, ids, file] {
+    if (p->count() == 0 && ids->count() == 0 && file->count() == 0 &&
+        f->messages_file.empty()) {
       fmt::print(stderr,
-                 "run: give a prompt with -p TEXT or --prompt-ids 1,2,3\n");
+                 "run: give a prompt with -p TEXT, -f FILE or --prompt-ids "
+                 "1,2,3\n");
       *exit_code = 2;
       return;
+    }
+    if (!f->prompt_file.empty()) {
+      std::ifstream in(f->prompt_file, std::ios::binary);
+      if (!in) {
+        fmt::print(stderr, "run: cannot read {}\n", f->prompt_file);
+        *exit_code = 2;
+        return;
+      }
+      f->prompt.assign(std::istreambuf_iterator<char>(in),
+                       std::istreambuf_iterator<char>());
     }
     *exit_code = RunRun(*f);
   });

@@ -20,6 +20,8 @@ namespace redline::cli {
 namespace {
 
 int RunServe(server::ServerConfig config) {
+  // A server's log is read after the fact: every line carries its time.
+  SetLogTimestamps(true);
   if (Status s = server::FinalizeConfig(&config); !s.ok()) {
     fmt::print(stderr, "serve: {}\n", s.message());
     return 2;

@@ -146,10 +146,13 @@ std::string ModelBenchResult::ToMarkdown() const {
         bandwidth.read_gbps, bandwidth.copy_gbps, bandwidth.triad_gbps);
     out += fmt::format(
         "decode roofline share: {:.1f} MiB/token x {:.2f} tok/s / {:.1f} GB/s "
-        "= {:.1f} %\n",
+        "= {:.1f} %{}\n",
         decode_bytes_per_token / 1048576.0,
         tests.empty() ? 0.0 : tests.back().median(), bandwidth.best_gbps(),
-        100.0 * roofline_share);
+        100.0 * roofline_share,
+        fits_in_cache() ? " (above 100 %: the weights fit in cache, so DRAM "
+                          "bandwidth does not bound decode here)"
+                        : "");
   }
   return out;
 }
@@ -176,12 +179,14 @@ std::string ModelBenchResult::ToJson() const {
       "  \"weight_layout\": {},\n  \"tests\": [{}\n  ],\n"
       "  \"bandwidth_gbps\": {{\"read\": {:.2f}, \"copy\": {:.2f}, \"triad\": "
       "{:.2f}, \"best\": {:.2f}}},\n"
-      "  \"decode_roofline_share\": {:.4f}\n}}\n",
+      "  \"decode_roofline_share\": {:.4f},\n"
+      "  \"decode_fits_in_cache\": {}\n}}\n",
       JsonQuote(model_path), JsonQuote(model_name), JsonQuote(arch),
       JsonQuote(weight_types), params, weight_bytes, decode_bytes_per_token,
       threads, JsonQuote(isa), JsonQuote(kv_type), JsonQuote(weight_layout),
       tests_json, bandwidth.read_gbps, bandwidth.copy_gbps,
-      bandwidth.triad_gbps, bandwidth.best_gbps(), roofline_share);
+      bandwidth.triad_gbps, bandwidth.best_gbps(), roofline_share,
+      fits_in_cache() ? "true" : "false");
 }
 
 }  // namespace redline::engine

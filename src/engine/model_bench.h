@@ -51,6 +51,9 @@ struct ModelBenchResult {
   // decode_bytes_per_token x median decode tok/s / bandwidth.best_gbps(); 0 if
   // not measured.
   double roofline_share = 0;
+  // Above 1 the decode read its weights faster than DRAM can deliver: they
+  // sit in the CPU caches, and the DRAM roofline does not bound it.
+  bool fits_in_cache() const { return roofline_share > 1.0; }
 
   std::string ToMarkdown() const;
   std::string ToJson() const;

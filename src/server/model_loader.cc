@@ -186,12 +186,19 @@ bool InferenceServer::Impl::LoadModel(ServedModel& m, size_t index) {
   if (!engine.ok()) return fail(engine.status().ToString());
   m.engine = std::move(engine).value();
   m.engine_for_stats.store(m.engine.get());
+  // The KV caches are the memory that grows with --parallel x --ctx; say
+  // how much they hold so a person can size both.
+  const int64_t kv_bytes =
+      eo.parallel * model::KvCacheBytes(m.model->config(), m.n_ctx, eo.kv_type);
   RL_LOG(kInfo,
          "serve: loaded '{}' from {} ({}, {} layers, vocab {}) in {:.2f} s; {} "
-         "threads, {} slots x {} tokens, chat template: {}",
+         "threads, {} slots x {} tokens, KV cache {:.1f} MiB ({}), chat "
+         "template: {}",
          spec.name, spec.path, m.model->WeightTypeSummary(),
          m.model->config().block_count, m.model->config().vocab_size, load_s,
-         m.pool->num_threads(), eo.parallel, m.n_ctx, m.chat->origin());
+         m.pool->num_threads(), eo.parallel, m.n_ctx,
+         static_cast<double>(kv_bytes) / 1048576.0, spec.kv_type,
+         m.chat->origin());
 
   m.startup.SetPhase(Phase::kWarming);
   if (index + 1 == models.size()) startup.SetPhase(Phase::kWarming);

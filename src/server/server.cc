@@ -344,6 +344,31 @@ void InferenceServer::Impl::Handle(
   }
 }
 
+// GET /: what a person (or a probe) finds at the root, instead of a 404
+// that would count as a request error.
+std::string InferenceServer::Impl::IndexBody() {
+  json::object o;
+  o["service"] = "redline";
+  o["api"] = "OpenAI-compatible";
+  json::array endpoints;
+  const std::pair<const char*, const char*> kEndpoints[] = {
+      {"POST /v1/chat/completions", "chat completions (stream or not)"},
+      {"POST /v1/completions", "text completions"},
+      {"GET /v1/models", "served models"},
+      {"POST /tokenize", "text to token ids"},
+      {"POST /detokenize", "token ids to text"},
+      {"GET /health", "liveness and readiness, llama.cpp style"},
+      {"GET /livez", "process alive"},
+      {"GET /readyz", "ready to serve (200) or not (503)"},
+      {"GET /startupz", "start-up phases and timings"},
+      {"GET /metrics", "Prometheus metrics"},
+  };
+  for (const auto& [route, what] : kEndpoints)
+    endpoints.push_back(json::object{{"route", route}, {"description", what}});
+  o["endpoints"] = std::move(endpoints);
+  return json::serialize(o);
+}
+
 InferenceServer::Impl::RouteInfo InferenceServer::Impl::Classify(
     std::string_view path) {
   if (path == "/v1/chat/completions" || path == "/chat/completions")
@@ -361,6 +386,7 @@ InferenceServer::Impl::RouteInfo InferenceServer::Impl::Classify(
   if (path == "/readyz") return {Endpoint::kReadyz, false, false};
   if (path == "/startupz") return {Endpoint::kStartupz, false, false};
   if (path == "/metrics") return {Endpoint::kMetrics, false, false};
+  if (path == "/") return {Endpoint::kIndex, false, false};
   return {Endpoint::kOther, false, false};
 }
 
@@ -439,6 +465,9 @@ void InferenceServer::Impl::Route(
       return;
     case Endpoint::kMetrics:
       HandleMetrics(request, *w);
+      return;
+    case Endpoint::kIndex:
+      Reply(Endpoint::kIndex, request, *w, 200, IndexBody());
       return;
     case Endpoint::kOther:
       return;

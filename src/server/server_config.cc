@@ -6,10 +6,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <type_traits>
 
 #include "base/thread_pool.h"
+#include "model/chat/chat_template.h"
 
 namespace redline::server {
 namespace {
@@ -145,6 +147,14 @@ Status FinalizeConfig(ServerConfig* c) {
     if (m.chat_template_file.empty() && m.chat_template_name.empty()) {
       m.chat_template_file = c->chat_template_file;
       m.chat_template_name = c->chat_template_name;
+    }
+    // --chat-template takes a built-in name or a Jinja file, as in `run`
+    // and `chat-template`.
+    if (!m.chat_template_name.empty() &&
+        !model::chat::BuiltinChatTemplate(m.chat_template_name).ok() &&
+        std::filesystem::is_regular_file(m.chat_template_name)) {
+      m.chat_template_file = std::move(m.chat_template_name);
+      m.chat_template_name.clear();
     }
     const std::string where = "model '" + m.name + "'";
     if (m.parallel < 1 || m.parallel > 256)

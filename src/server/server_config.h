@@ -175,8 +175,8 @@ void VisitServerFlags(ServerConfig& c, Visitor&& v) {
   v(c.chat_template_file, "--chat-template-file",
     "Jinja chat template to use instead of the model's own", FlagKind::kOption);
   v(c.chat_template_name, "--chat-template",
-    "Built-in chat template to use instead of the model's own: chatml, llama3, "
-    "llama2, mistral, phi3, gemma",
+    "Chat template to use instead of the model's own: a built-in name "
+    "(chatml, llama3, llama2, mistral, phi3, gemma) or a Jinja file",
     FlagKind::kOption);
   v(c.mlock, "--mlock", "Pin the weights in RAM (never swapped out)",
     FlagKind::kOption);
@@ -224,6 +224,7 @@ void VisitServerFlags(ServerConfig& c, Visitor&& v) {
     "Compute threads in all (0: physical cores), split evenly between the "
     "models that do not set their own",
     FlagKind::kOption);
+  // The canonical (config-file) name is the last long name of each flag.
   v(c.ctx_tokens, "-c,--ctx-size,--max-model-len,--ctx",
     "Context per slot in tokens, prompt + output (0: min(model's, 4096))",
     FlagKind::kOption);
@@ -232,9 +233,10 @@ void VisitServerFlags(ServerConfig& c, Visitor&& v) {
     "arithmetic) or f32 (exact)",
     FlagKind::kOption);
   v(c.parallel, "--parallel",
-    "Slots: sequences decoded together (continuous batching)",
+    "Slots: sequences decoded together (continuous batching); llama.cpp's "
+    "-np works too",
     FlagKind::kOption);
-  v(c.batch_tokens, "-b,--batch",
+  v(c.batch_tokens, "-b,--batch-size,--batch",
     "Tokens per forward step (one per decoding stream, then prompt chunks)",
     FlagKind::kOption);
   v(c.max_queued_requests, "--max-queued-requests",
@@ -270,7 +272,7 @@ void VisitServerFlags(ServerConfig& c, Visitor&& v) {
     FlagKind::kOption);
   v(c.template_memory_budget_mb, "--template-memory-budget",
     "MiB one chat-template render may hold; more gets 400", FlagKind::kOption);
-  v(c.sampling.temperature, "--temp",
+  v(c.sampling.temperature, "--temperature,--temp",
     "Temperature for requests that send none (0: greedy)", FlagKind::kOption);
   v(c.sampling.top_k, "--top-k", "top_k for requests that send none (0: off)",
     FlagKind::kOption);
@@ -281,7 +283,7 @@ void VisitServerFlags(ServerConfig& c, Visitor&& v) {
   v(c.sampling.repetition_penalty, "--repeat-penalty",
     "repetition_penalty for requests that send none (1: off)",
     FlagKind::kOption);
-  v(c.sampling.seed, "--seed",
+  v(c.sampling.seed, "-s,--seed",
     "Sampling seed for requests that send none (-1: random per request)",
     FlagKind::kOption);
   v(c.metrics_prefix, "--metrics-prefix",

@@ -66,6 +66,7 @@ struct InferenceServer::Impl {
     bool needs_key;
   };
   static RouteInfo Classify(std::string_view path);
+  static std::string IndexBody();
   // 404 (no route), 405 (wrong method) or 401 (API key), else nullopt.
   std::optional<api::ApiError> Refusal(const http::ServerRequest& head,
                                        const RouteInfo& info) const;

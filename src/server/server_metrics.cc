@@ -52,6 +52,8 @@ std::string_view EndpointName(Endpoint e) {
       return "startupz";
     case Endpoint::kMetrics:
       return "metrics";
+    case Endpoint::kIndex:
+      return "index";
     case Endpoint::kOther:
       return "other";
   }

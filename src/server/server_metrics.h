@@ -52,9 +52,10 @@ enum class Endpoint {
   kReadyz,
   kStartupz,
   kMetrics,
+  kIndex,  // GET /: the list of endpoints
   kOther,
 };
-inline constexpr int kNumEndpoints = 11;
+inline constexpr int kNumEndpoints = 12;
 std::string_view EndpointName(Endpoint e);
 
 class MetricFamilies;

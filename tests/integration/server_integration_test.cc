@@ -859,6 +859,23 @@ TEST_F(ServerTest, TokenizeDetokenizeModelsRoundTrip) {
   EXPECT_EQ(Post("/detokenize", R"({"tokens":[-1]})").status, 400);
 }
 
+// A stray GET / (a browser, a probe) finds the list of endpoints, not a 404
+// counted as a request error.
+TEST_F(ServerTest, RootListsTheApi) {
+  Start(BaseConfig());
+  HttpResponse r = Http(port_, "GET", "/");
+  ASSERT_EQ(r.status, 200) << r.body;
+  const json::value v = J(r.body);
+  EXPECT_EQ(v.at("service").as_string(), "redline");
+  bool chat = false;
+  for (const json::value& e : v.at("endpoints").as_array())
+    chat = chat || e.at("route").as_string() == "POST /v1/chat/completions";
+  EXPECT_TRUE(chat) << r.body;
+  EXPECT_EQ(Http(port_, "POST", "/").status, 405);
+  const std::string m = Metrics();
+  EXPECT_NE(m.find("endpoint=\"index\",code=\"200\""), std::string::npos);
+}
+
 // `promtool check metrics` on a scrape after traffic. With the default
 // "redline_" prefix it must pass outright; with the opt-in vLLM-style
 // "redline:" its only complaint may be the ':' lint (docs/METRICS.md).

@@ -5,6 +5,8 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
+#include <memory>
 #include <numbers>
 
 #include "kernels/matmul.h"
@@ -242,7 +244,8 @@ Result<kernels::DType> ParseDType(std::string_view name) {
 
 Status WriteSyntheticModel(const SyntheticSpec& s, kernels::DType type,
                            uint64_t seed, const std::string& path,
-                           ThreadPool& pool) {
+                           ThreadPool& pool,
+                           const SyntheticProgress& progress) {
   if (s.vocab_size < kFirstPiece + 1)
     return Status::InvalidArgument("vocabulary too small");
   const std::string arch(ArchName(s.arch));
@@ -315,6 +318,21 @@ Status WriteSyntheticModel(const SyntheticSpec& s, kernels::DType type,
   w.Set("tokenizer.chat_template", Value::Str(kChatMlTemplate));
 
   ThreadPool* p = &pool;
+  // Progress: the writer fills tensors in the order they are added, one at a
+  // time, so a shared counter after each fill is the bytes written so far.
+  auto total_bytes = std::make_shared<uint64_t>(0);
+  auto done_bytes = std::make_shared<uint64_t>(0);
+  auto add_tensor = [&](const std::string& name, TensorType t,
+                        std::vector<int64_t> shape, uint64_t bytes,
+                        std::function<void(std::span<uint8_t>)> fill) {
+    *total_bytes += bytes;
+    w.AddTensor(name, t, std::move(shape),
+                [=, &progress](std::span<uint8_t> dst) {
+                  fill(dst);
+                  *done_bytes += bytes;
+                  if (progress) progress(*done_bytes, *total_bytes);
+                });
+  };
   // A random matrix [rows, cols] with entries uniform, standard deviation
   // `stddev`, quantized to `t` row by row on all threads.
   auto matrix = [&](const std::string& name, int64_t rows, int64_t cols,
@@ -322,8 +340,10 @@ Status WriteSyntheticModel(const SyntheticSpec& s, kernels::DType type,
                     float special_row_scale = 1.0f) {
     const uint64_t name_seed = HashName(name, seed);
     const float amplitude = stddev * std::sqrt(3.0f);
-    w.AddTensor(
-        name, ToTensorType(t), {cols, rows}, [=](std::span<uint8_t> dst) {
+    add_tensor(
+        name, ToTensorType(t), {cols, rows},
+        static_cast<uint64_t>(rows * kernels::RowBytes(t, cols)),
+        [=](std::span<uint8_t> dst) {
           const int64_t row_bytes = kernels::RowBytes(t, cols);
           p->ParallelFor(rows, 64, [&](int64_t begin, int64_t end, int) {
             std::vector<float> row(cols);
@@ -346,13 +366,14 @@ Status WriteSyntheticModel(const SyntheticSpec& s, kernels::DType type,
   auto vector = [&](const std::string& name, int64_t n, float center,
                     float spread) {
     const uint64_t name_seed = HashName(name, seed);
-    w.AddTensor(name, TensorType::kF32, {n}, [=](std::span<uint8_t> dst) {
-      uint64_t state = name_seed;
-      for (int64_t i = 0; i < n; ++i) {
-        const float v = center + spread * UniformSym(state);
-        std::memcpy(dst.data() + 4 * i, &v, 4);
-      }
-    });
+    add_tensor(name, TensorType::kF32, {n}, static_cast<uint64_t>(4 * n),
+               [=](std::span<uint8_t> dst) {
+                 uint64_t state = name_seed;
+                 for (int64_t i = 0; i < n; ++i) {
+                   const float v = center + spread * UniformSym(state);
+                   std::memcpy(dst.data() + 4 * i, &v, 4);
+                 }
+               });
   };
 
   const int64_t d = s.embedding_length;
@@ -375,10 +396,11 @@ Status WriteSyntheticModel(const SyntheticSpec& s, kernels::DType type,
   if (s.llama3_rope_scaling) {
     const std::vector<float> factors =
         Llama3RopeFactors(s.rope_freq_base, head_dim);
-    w.AddTensor("rope_freqs.weight", TensorType::kF32, {head_dim / 2},
-                [factors](std::span<uint8_t> dst) {
-                  std::memcpy(dst.data(), factors.data(), factors.size() * 4);
-                });
+    add_tensor("rope_freqs.weight", TensorType::kF32, {head_dim / 2},
+               static_cast<uint64_t>(factors.size() * 4),
+               [factors](std::span<uint8_t> dst) {
+                 std::memcpy(dst.data(), factors.data(), factors.size() * 4);
+               });
   }
   const float ff_std =
       1.0f / std::sqrt(static_cast<float>(s.feed_forward_length));

@@ -8,6 +8,7 @@
 #define REDLINE_MODEL_ARCH_SYNTHETIC_H_
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -45,9 +46,14 @@ Result<kernels::DType> ParseDType(std::string_view name);
 
 // Writes the model. Same spec, type and seed give the same bytes.
 // Cost: generates every weight (~1 s per 100M parameters on 2 cores).
+// `progress`, if set, is called on the calling thread after each tensor with
+// the tensor bytes generated so far and in all.
+using SyntheticProgress =
+    std::function<void(uint64_t done_bytes, uint64_t total_bytes)>;
 Status WriteSyntheticModel(const SyntheticSpec& spec, kernels::DType type,
                            uint64_t seed, const std::string& path,
-                           ThreadPool& pool);
+                           ThreadPool& pool,
+                           const SyntheticProgress& progress = {});
 
 }  // namespace redline::model
 

@@ -13,6 +13,9 @@ namespace {
 struct Builtin {
   std::string_view name;
   std::string_view source;
+  // The family's BOS/EOS texts (its tokenizer's special tokens).
+  std::string_view bos_token;
+  std::string_view eos_token;
 };
 
 // ChatML (Qwen, OpenHermes, Yi, ...).
@@ -111,12 +114,12 @@ constexpr std::string_view kGemma =
     "{% if add_generation_prompt %}{{'<start_of_turn>model\n'}}{% endif %}";
 
 constexpr std::array<Builtin, 6> kBuiltins = {{
-    {"chatml", kChatml},
-    {"llama3", kLlama3},
-    {"llama2", kLlama2},
-    {"mistral", kMistral},
-    {"phi3", kPhi3},
-    {"gemma", kGemma},
+    {"chatml", kChatml, "<|endoftext|>", "<|im_end|>"},
+    {"llama3", kLlama3, "<|begin_of_text|>", "<|eot_id|>"},
+    {"llama2", kLlama2, "<s>", "</s>"},
+    {"mistral", kMistral, "<s>", "</s>"},
+    {"phi3", kPhi3, "<s>", "<|endoftext|>"},
+    {"gemma", kGemma, "<bos>", "<eos>"},
 }};
 
 }  // namespace
@@ -132,6 +135,15 @@ Result<std::string> BuiltinChatTemplate(std::string_view name) {
   }
   return Status::NotFound("unknown built-in chat template '" +
                           std::string(name) + "' (known: " + names + ")");
+}
+
+Result<BuiltinSpecialTokens> BuiltinChatTemplateTokens(std::string_view name) {
+  for (const Builtin& b : kBuiltins) {
+    if (b.name == name)
+      return BuiltinSpecialTokens{std::string(b.bos_token),
+                                  std::string(b.eos_token)};
+  }
+  return BuiltinChatTemplate(name).status();
 }
 
 std::vector<std::string_view> BuiltinChatTemplateNames() {

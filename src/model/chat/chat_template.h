@@ -99,6 +99,15 @@ class ChatTemplate {
 // "gemma". NotFound for other names (the message lists the valid ones).
 Result<std::string> BuiltinChatTemplate(std::string_view name);
 
+// The BOS/EOS token texts of a built-in template's model family (e.g.
+// llama3: <|begin_of_text|>, <|eot_id|>), for rendering a built-in without a
+// model file. NotFound for other names.
+struct BuiltinSpecialTokens {
+  std::string bos_token;
+  std::string eos_token;
+};
+Result<BuiltinSpecialTokens> BuiltinChatTemplateTokens(std::string_view name);
+
 // Names accepted by BuiltinChatTemplate, in a stable order.
 std::vector<std::string_view> BuiltinChatTemplateNames();
 
