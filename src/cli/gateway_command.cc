@@ -92,7 +92,8 @@ Status ApplyConfigFile(CLI::App& sub, gateway::GatewayConfig* config) {
   const std::string path = config_opt->as<std::string>();
   config->config_path = path;
   std::vector<gateway::FlagItem> flags;
-  RL_RETURN_IF_ERROR(gateway::ParseGatewayYaml(path, &config->pools, &flags));
+  RL_RETURN_IF_ERROR(gateway::ParseGatewayYaml(
+      path, &config->pools, &flags, &config->cache, &config->routing));
   for (const gateway::FlagItem& item : flags) {
     const std::string where =
         fmt::format("--config {}:{}: {}", path, item.line, item.key);

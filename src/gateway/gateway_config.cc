@@ -71,6 +71,11 @@ Status FinalizeGatewayConfig(GatewayConfig* c) {
     return Status::InvalidArgument(
         "--metrics-prefix must be \"redline_\" or \"redline:\"");
 
+  if (!c->cache.redis_url.empty() || !c->cache.warm_file.empty())
+    c->cache.enabled = true;
+  if (c->cache.enabled) RL_RETURN_IF_ERROR(ValidateCacheConfig(c->cache));
+  RL_RETURN_IF_ERROR(ValidateRoutingConfig(c->routing));
+
   if (c->pools.empty()) {
     if (c->upstream_urls.empty())
       return Status::InvalidArgument(
