@@ -133,6 +133,12 @@ class CacheLayer : public std::enable_shared_from_this<CacheLayer> {
   LocalCache& local() { return local_; }
   bool redis_enabled() const { return redis_ != nullptr; }
 
+  // Ends d's single flight with no answer (its leader went away before a
+  // tee existed); the waiters go upstream themselves.
+  void AbandonFlight(const CacheDecision& d) {
+    EndFlight(d.storage_key, nullptr);
+  }
+
   // --- called by tees ---
   void Finished(const CacheDecision& d, std::shared_ptr<CacheEntry> entry,
                 const char* skip_reason, bool leader);

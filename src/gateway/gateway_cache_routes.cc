@@ -38,8 +38,16 @@ std::string SetModel(const json::object& body, const std::string& model) {
 class CaptureWriter final : public http::ResponseWriter {
  public:
   using Fn = std::function<void(int, std::vector<http::Header>, std::string)>;
-  CaptureWriter(std::shared_ptr<http::ResponseWriter> client, Fn fn)
-      : client_(std::move(client)), fn_(std::move(fn)) {}
+  // `on_drop` runs when the writer is destroyed without an answer (the
+  // client left, the gateway stopped).
+  CaptureWriter(std::shared_ptr<http::ResponseWriter> client, Fn fn,
+                std::function<void()> on_drop)
+      : client_(std::move(client)),
+        fn_(std::move(fn)),
+        on_drop_(std::move(on_drop)) {}
+  ~CaptureWriter() override {
+    if (!delivered_ && on_drop_) on_drop_();
+  }
   void Respond(int status, std::vector<http::Header> headers,
                std::string body) override {
     Deliver(status, std::move(headers), std::move(body));
@@ -67,6 +75,7 @@ class CaptureWriter final : public http::ResponseWriter {
   }
   std::shared_ptr<http::ResponseWriter> client_;
   Fn fn_;
+  std::function<void()> on_drop_;
   bool delivered_ = false;
   int status_ = 0;
   std::vector<http::Header> headers_;
@@ -363,6 +372,10 @@ void Gateway::Impl::Forward(const std::shared_ptr<Job>& job,
           FinishEscalation(job, verdict, leader, added, status,
                            std::move(headers), std::move(body));
         });
+      },
+      [weak = std::weak_ptr<CacheLayer>(cache), job, leader] {
+        auto c = weak.lock();
+        if (c && leader) c->AbandonFlight(job->cache);
       });
   StartProxy(pool, std::move(light), std::move(capture), job->client);
 }
@@ -372,7 +385,11 @@ void Gateway::Impl::FinishEscalation(const std::shared_ptr<Job>& job,
                                      bool added_logprobs, int status,
                                      std::vector<http::Header> headers,
                                      std::string body) {
-  if (stopped || job->client->peer_closed()) return;
+  if (stopped) return;
+  if (job->client->peer_closed()) {
+    if (leader && cache) cache->AbandonFlight(job->cache);
+    return;
+  }
   std::string reason;
   if (status < 200 || status >= 300) {
     reason = "error";

@@ -342,6 +342,35 @@ TEST_F(CacheGatewayTest, SingleFlightSendsOneOfIdenticalConcurrentMisses) {
       kClients - 1);
 }
 
+TEST_F(CacheGatewayTest, SingleFlightWaitersGoUpstreamWhenTheLeaderFails) {
+  FakePlan slow = Quick();
+  slow.ttft_us = 300'000;
+  FakeOpenAiServer& f = AddFake(
+      slow, [](uint64_t i, const http::ServerRequest&, const FakePlan& b) {
+        FakePlan p = b;
+        if (i == 0) p.status = 500;
+        return p;
+      });
+  const uint16_t port = Start(Cache(), {Pool("p", "fake", f)});
+  const std::string body = Q("Leader fails");
+  std::vector<HttpResponse> out(3);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 3; ++i)
+    threads.emplace_back([&, i] {
+      if (i > 0) std::this_thread::sleep_for(50ms);
+      out[i] = Post(port, body);
+    });
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(out[0].status, 500);
+  EXPECT_EQ(out[1].status, 200);
+  EXPECT_EQ(out[2].status, 200);
+  EXPECT_EQ(Metric(port, "cache_single_flight_waits_total",
+                   {"outcome=\"leader_failed\""}),
+            2);
+  // No flight is left behind: the next request is a plain hit.
+  EXPECT_EQ(Post(port, body).Header("x-redline-cache"), "hit");
+}
+
 TEST_F(CacheGatewayTest, TwoGatewaysShareRedisAndPurge) {
   RedisProcess redis;
   if (!redis.Start()) GTEST_SKIP() << "redis-server not installed";
