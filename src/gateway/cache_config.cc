@@ -97,6 +97,8 @@ Status ParseCacheYaml(const YAML::Node& node, const std::string& where,
       s = x.Get(v, path, &c->deterministic_only);
     } else if (k == "store-length") {
       s = x.Get(v, path, &c->store_length);
+    } else if (k == "normalize-text") {
+      s = x.Get(v, path, &c->normalize_text);
     } else if (k == "default-class") {
       s = x.Get(v, path, &c->default_class);
     } else if (k == "single-flight-wait") {
@@ -185,6 +187,7 @@ Status ParseCacheYaml(const YAML::Node& node, const std::string& where,
       return x.Error(kv.first, path,
                      "unknown key (known: enabled, namespace, max-bytes, "
                      "max-entry-bytes, deterministic-only, store-length, "
+                     "normalize-text, "
                      "default-class, classes, rules, single-flight-wait, "
                      "max-single-flight-waiters, redis, "
                      "compress-above-bytes, admin-key, warm, "

@@ -45,6 +45,9 @@ struct CacheConfig {
   int64_t max_entry_bytes = 4ll << 20;  // larger answers are not stored
   bool deterministic_only = true;       // temperature 0 or a seed
   bool store_length = false;            // store finish_reason "length"
+  // Near-duplicate keys: message and prompt text with case, whitespace
+  // and trailing punctuation folded ("What is X?" = "what is x").
+  bool normalize_text = false;
   std::string default_class = "facts";
   std::vector<CacheClassSpec> classes = {{"facts", 24ll * 3600 * 1000},
                                          {"opinions", 5ll * 60 * 1000},

@@ -6,6 +6,7 @@
 #include <boost/json/serialize.hpp>
 #include <boost/json/value.hpp>
 
+#include "gateway/cache_config.h"
 #include "gateway/hash.h"
 
 namespace redline::gateway {
@@ -40,7 +41,12 @@ void Opt(json::object& o, const char* name, const std::optional<T>& v) {
 
 CacheKey BuildCacheKey(const api::CompletionRequest& r,
                        std::string_view resolved_model,
-                       std::string_view route_class, const json::object& body) {
+                       std::string_view route_class, const json::object& body,
+                       bool normalize_text) {
+  auto text = [normalize_text](const std::string& t) {
+    return normalize_text ? json::string(NormalizeQuestion(t))
+                          : json::string(t);
+  };
   // An ordered array, not an object: the order is fixed here, not by JSON.
   json::array k;
   k.push_back(r.kind == api::ApiKind::kChat ? "chat" : "completions");
@@ -54,7 +60,7 @@ CacheKey BuildCacheKey(const api::CompletionRequest& r,
       if (m.content_null) {
         one.push_back(nullptr);
       } else {
-        one.push_back(json::string(m.content));
+        one.push_back(text(m.content));
       }
       one.push_back(Sorted(m.extra));
       msgs.push_back(std::move(one));
@@ -65,8 +71,9 @@ CacheKey BuildCacheKey(const api::CompletionRequest& r,
     for (int32_t id : r.prompt_ids) ids.push_back(id);
     k.push_back(std::move(ids));
   } else {
-    k.push_back(json::string(r.prompt));
+    k.push_back(text(r.prompt));
   }
+  k.push_back(normalize_text);
   const api::SamplingParams& s = r.sampling;
   json::object sp;
   Opt(sp, "max_tokens", s.max_tokens);

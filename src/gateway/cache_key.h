@@ -30,10 +30,14 @@ struct CacheKey {
   std::string hash_hex;   // 32 hex digits (two 64-bit hashes)
 };
 
+// `normalize_text`: message and prompt text enter the key with case,
+// whitespace and trailing punctuation folded (NormalizeQuestion), a cheap
+// near-duplicate class.
 CacheKey BuildCacheKey(const api::CompletionRequest& request,
                        std::string_view resolved_model,
                        std::string_view route_class,
-                       const boost::json::object& body);
+                       const boost::json::object& body,
+                       bool normalize_text = false);
 
 // "<namespace>:<class>:<model>:<hash>" — the layout that makes purging by
 // class or by class and model a key prefix.

@@ -469,7 +469,8 @@ Result<CacheDecision> CacheLayer::Decide(const api::CompletionRequest& request,
   if (cls.empty()) cls = ClassFor(model, LastUserText(request));
   d.cls = cls;
   d.ttl_ms = ttl_ms >= 0 ? ttl_ms : ClassTtl(cls);
-  d.key = BuildCacheKey(request, model, route_class, body);
+  d.key =
+      BuildCacheKey(request, model, route_class, body, config_.normalize_text);
   d.storage_key = StorageKey(config_.name_space, cls, model, d.key.hash_hex);
   const bool deterministic =
       !config_.deterministic_only || IsDeterministic(request);

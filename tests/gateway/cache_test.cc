@@ -64,6 +64,16 @@ TEST(CacheKeyTest, EveryOutputFieldCountsAndNothingElse) {
       Key(Chat("hi",
                R"(,"tool_choice":{"function":{"name":"f"},"type":"function"})"))
           .canonical);
+  // Normalised-text keys fold case, whitespace and trailing punctuation.
+  auto norm = [](const std::string& body) {
+    json::value v = json::parse(body);
+    return BuildCacheKey(Parse(body), "m", "", v.as_object(), true).hash_hex;
+  };
+  EXPECT_EQ(norm(Chat("What is  the Capital of France?")),
+            norm(Chat("what is the capital of france")));
+  EXPECT_NE(Key(Chat("What is  the Capital of France?")).hash_hex,
+            Key(Chat("what is the capital of france")).hash_hex);
+  EXPECT_NE(norm(Chat("hi")), base.hash_hex);
   EXPECT_TRUE(IsDeterministic(Parse(Chat("hi"))));
   EXPECT_FALSE(IsDeterministic(
       Parse(R"({"model":"m","messages":[{"role":"user","content":"x"}]})")));
