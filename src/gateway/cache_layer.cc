@@ -89,7 +89,7 @@ class CacheTee final : public http::ResponseWriter {
 
   void Respond(int status, std::vector<http::Header> headers,
                std::string body) override {
-    Count(headers);
+    Count();
     for (auto& h : headers_) headers.push_back(h);
     std::shared_ptr<CacheEntry> e;
     const char* skip = "no_store";
@@ -117,7 +117,7 @@ class CacheTee final : public http::ResponseWriter {
   }
 
   void BeginStream(int status, std::vector<http::Header> headers) override {
-    Count(headers);
+    Count();
     for (auto& h : headers_) headers.push_back(h);
     status_ = status;
     recording_ = d_.store && status >= 200 && status < 300;
@@ -182,8 +182,8 @@ class CacheTee final : public http::ResponseWriter {
     return e;
   }
 
-  void Count(const std::vector<http::Header>& h) {
-    (void)h;
+  // Counts the verdict this answer carries (x-redline-cache).
+  void Count() {
     if (auto layer = layer_.lock()) {
       for (const http::Header& x : headers_)
         if (x.name == "x-redline-cache") layer->CountVerdict(d_.cls, x.value);
