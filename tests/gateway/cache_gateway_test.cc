@@ -260,6 +260,24 @@ TEST_F(CacheGatewayTest, ShortTtlsExpireAndOverridesAreStripped) {
   EXPECT_EQ(Post(port, body, {{"Cache-Control", "no-cache"}})
                 .Header("x-redline-cache"),
             "bypass");
+  // s-maxage: an entry older than that is not served (stale), and the
+  // fresh answer replaces it.
+  const std::string aged =
+      Q("An aged question.", false, "fake", R"("cache":{"ttl":60})");
+  EXPECT_EQ(Post(port, aged).Header("x-redline-cache"), "miss");
+  std::this_thread::sleep_for(20ms);
+  EXPECT_EQ(Post(port, aged, {{"Cache-Control", "s-maxage=0.001"}})
+                .Header("x-redline-cache"),
+            "stale");
+  HttpResponse renewed = Post(port, aged);
+  EXPECT_EQ(renewed.Header("x-redline-cache"), "hit");
+  EXPECT_EQ(renewed.Header("Age"), "0");
+  // no-store: looked up, never stored.
+  const std::string once = Q("Store me not.");
+  EXPECT_EQ(Post(port, once, {{"Cache-Control", "no-store"}})
+                .Header("x-redline-cache"),
+            "miss");
+  EXPECT_EQ(Post(port, once).Header("x-redline-cache"), "miss");
   HttpResponse bad = Post(port, Q("x", false, "fake", R"("cache":{"ttl":-3})"));
   EXPECT_EQ(bad.status, 400) << bad.body;
 }
@@ -319,7 +337,7 @@ TEST_F(CacheGatewayTest, ErrorsPartialStreamsAndLengthAreNotStored) {
 
 TEST_F(CacheGatewayTest, SingleFlightSendsOneOfIdenticalConcurrentMisses) {
   FakePlan slow = Quick();
-  slow.ttft_us = 300'000;
+  slow.ttft_us = 1'000'000;  // the others arrive well within it
   FakeOpenAiServer& f = AddFake(slow);
   const uint16_t port = Start(Cache(), {Pool("p", "fake", f)});
   const std::string body = Q("The same question at once");
@@ -344,7 +362,7 @@ TEST_F(CacheGatewayTest, SingleFlightSendsOneOfIdenticalConcurrentMisses) {
 
 TEST_F(CacheGatewayTest, SingleFlightWaitersGoUpstreamWhenTheLeaderFails) {
   FakePlan slow = Quick();
-  slow.ttft_us = 300'000;
+  slow.ttft_us = 1'000'000;  // the others arrive well within it
   FakeOpenAiServer& f = AddFake(
       slow, [](uint64_t i, const http::ServerRequest&, const FakePlan& b) {
         FakePlan p = b;
