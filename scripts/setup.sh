@@ -8,7 +8,7 @@ packages=(
   clang-14 libclang-rt-14-dev lld-14 clang-format
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
   libcli11-dev libfmt-dev libspdlog-dev libpcre2-dev libssl-dev libyaml-cpp-dev
-  libhiredis-dev
+  libhiredis-dev libzstd-dev redis-server
   libgtest-dev libgmock-dev libbenchmark-dev
   prometheus chromium wrk python3-locust
 )

@@ -299,6 +299,22 @@ Result<CompletionResponse> ParseResponse(std::string_view text) {
         f && f->is_string()) {
       r.finish_reason = std::string(f->get_string());
     }
+    if (const json::value* lp = choice.if_contains("logprobs");
+        lp && lp->is_object()) {
+      const json::object& l = lp->get_object();
+      if (const json::value* c = l.if_contains("content"); c && c->is_array()) {
+        for (const json::value& t : c->get_array()) {
+          const json::value* x =
+              t.is_object() ? t.get_object().if_contains("logprob") : nullptr;
+          if (x && x->is_number())
+            r.token_logprobs.push_back(x->to_number<double>());
+        }
+      } else if (const json::value* t = l.if_contains("token_logprobs");
+                 t && t->is_array()) {
+        for (const json::value& x : t->get_array())
+          if (x.is_number()) r.token_logprobs.push_back(x.to_number<double>());
+      }
+    }
   }
   return r;
 }

@@ -98,6 +98,9 @@ struct CompletionResponse {
   int num_choices = 0;
   std::optional<Usage> usage;
   std::optional<ApiError> error;
+  // choices[0]'s token logprobs (chat: logprobs.content[].logprob;
+  // completions: logprobs.token_logprobs), empty when not sent.
+  std::vector<double> token_logprobs;
 };
 
 // Parses a response body. An error body ({"error": ...}) parses fine and

@@ -94,7 +94,20 @@ Status ApplyConfigFile(CLI::App& sub, gateway::GatewayConfig* config) {
   const std::string path = config_opt->as<std::string>();
   config->config_path = path;
   std::vector<gateway::FlagItem> flags;
-  RL_RETURN_IF_ERROR(gateway::ParseGatewayYaml(path, &config->pools, &flags));
+  const gateway::CacheConfig cli_cache = config->cache;
+  RL_RETURN_IF_ERROR(gateway::ParseGatewayYaml(
+      path, &config->pools, &flags, &config->cache, &config->routing));
+  // The cache flags share fields with the cache: section; the command line
+  // wins there too.
+  auto given = [&sub](const char* name) {
+    const CLI::Option* o = sub.get_option_no_throw(name);
+    return o != nullptr && o->count() > 0;
+  };
+  if (given("--cache")) config->cache.enabled = cli_cache.enabled;
+  if (given("--redis")) config->cache.redis_url = cli_cache.redis_url;
+  if (given("--cache-namespace"))
+    config->cache.name_space = cli_cache.name_space;
+  if (given("--warm")) config->cache.warm_file = cli_cache.warm_file;
   for (const gateway::FlagItem& item : flags) {
     const std::string where =
         fmt::format("--config {}:{}: {}", path, item.line, item.key);

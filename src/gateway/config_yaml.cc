@@ -358,7 +358,8 @@ class Reader {
   }
 
   Status Root(const YAML::Node& root, std::vector<PoolSpec>* pools,
-              std::vector<FlagItem>* flags) const {
+              std::vector<FlagItem>* flags, CacheConfig* cache,
+              RoutingConfig* routing) const {
     if (!root.IsMap())
       return Status::InvalidArgument(
           "--config " + path_ +
@@ -373,6 +374,14 @@ class Reader {
           RL_RETURN_IF_ERROR(Pool(v[i], fmt::format("pools[{}]", i), &p));
           pools->push_back(std::move(p));
         }
+        continue;
+      }
+      if (key == "cache" && v.IsMap() && cache != nullptr) {
+        RL_RETURN_IF_ERROR(ParseCacheYaml(v, "--config " + path_, cache));
+        continue;
+      }
+      if (key == "routing" && routing != nullptr) {
+        RL_RETURN_IF_ERROR(ParseRoutingYaml(v, "--config " + path_, routing));
         continue;
       }
       FlagItem item;
@@ -402,7 +411,8 @@ class Reader {
 
 Status ParseGatewayYamlText(const std::string& text, const std::string& path,
                             std::vector<PoolSpec>* pools,
-                            std::vector<FlagItem>* flags) {
+                            std::vector<FlagItem>* flags, CacheConfig* cache,
+                            RoutingConfig* routing) {
   YAML::Node root;
   try {
     root = YAML::Load(text);
@@ -411,7 +421,7 @@ Status ParseGatewayYamlText(const std::string& text, const std::string& path,
         fmt::format("--config {}:{}: {}", path, e.mark.line + 1, e.msg));
   }
   try {
-    return Reader(path).Root(root, pools, flags);
+    return Reader(path).Root(root, pools, flags, cache, routing);
   } catch (const YAML::Exception& e) {
     return Status::InvalidArgument(
         fmt::format("--config {}:{}: {}", path, e.mark.line + 1, e.msg));
@@ -419,12 +429,13 @@ Status ParseGatewayYamlText(const std::string& text, const std::string& path,
 }
 
 Status ParseGatewayYaml(const std::string& path, std::vector<PoolSpec>* pools,
-                        std::vector<FlagItem>* flags) {
+                        std::vector<FlagItem>* flags, CacheConfig* cache,
+                        RoutingConfig* routing) {
   std::ifstream in(path);
   if (!in) return Status::IoError("--config " + path + ": cannot read");
   std::stringstream ss;
   ss << in.rdbuf();
-  return ParseGatewayYamlText(ss.str(), path, pools, flags);
+  return ParseGatewayYamlText(ss.str(), path, pools, flags, cache, routing);
 }
 
 }  // namespace redline::gateway

@@ -23,13 +23,19 @@ struct FlagItem {
   int line = 0;
 };
 
+// `cache` and `routing` (optional) receive the `cache:` and `routing:`
+// mappings; without them those sections are refused.
 Status ParseGatewayYaml(const std::string& path, std::vector<PoolSpec>* pools,
-                        std::vector<FlagItem>* flags);
+                        std::vector<FlagItem>* flags,
+                        CacheConfig* cache = nullptr,
+                        RoutingConfig* routing = nullptr);
 
 // The same from text (tests); `path` only names it in messages.
 Status ParseGatewayYamlText(const std::string& text, const std::string& path,
                             std::vector<PoolSpec>* pools,
-                            std::vector<FlagItem>* flags);
+                            std::vector<FlagItem>* flags,
+                            CacheConfig* cache = nullptr,
+                            RoutingConfig* routing = nullptr);
 
 }  // namespace redline::gateway
 

@@ -65,6 +65,8 @@ Gateway::~Gateway() {
     g.loop_thread.join();
   }
   // The loop has stopped: tear down in dependency order on this thread.
+  // The cache first, so writers destroyed below call back into nothing.
+  if (g.cache) g.cache->Stop();
   g.active.clear();
   g.prober.reset();
   g.tick_timer.reset();
@@ -75,6 +77,11 @@ Gateway::~Gateway() {
 
 Result<uint16_t> Gateway::Start() {
   Impl& g = *impl_;
+  RL_RETURN_IF_ERROR(g.InitCacheAndRouting());
+  if (g.cache && !g.config.cache.warm_file.empty()) {
+    g.warming = true;
+    g.warm_since_ns = http::NowNs();
+  }
   http::ServerOptions opts;
   opts.host = g.config.host == "localhost" ? "127.0.0.1" : g.config.host;
   opts.port = static_cast<uint16_t>(g.config.port);
@@ -166,6 +173,16 @@ void Gateway::Impl::Tick() {
   if (stopped) return;
   const int64_t now = http::NowNs();
   for (auto& p : pools) p->UpdateGauges(now);
+  // Warm requests need routable upstreams: start when every pool has one,
+  // or after 30 s whatever the probes say.
+  if (warming && !warm_started) {
+    bool routable = true;
+    for (auto& p : pools) routable &= p->RoutableCount(now) > 0;
+    if (routable || now - warm_since_ns > 30'000'000'000) {
+      warm_started = true;
+      StartWarm();
+    }
+  }
   tick_timer->ExpireAfter(kTickNs, [this] { Tick(); });
 }
 
@@ -202,6 +219,7 @@ void Gateway::Impl::FinalStop() {
   if (tick_timer) tick_timer->Cancel();
   if (grace_timer) grace_timer->Cancel();
   for (auto& [id, r] : active) r->Abort("the gateway stopped");
+  if (cache) cache->Stop();
   prober.reset();
   loop.Stop();
 }

@@ -9,7 +9,10 @@
 // call, the probes and all per-request state (no locks on the request
 // path). The loop does no work that grows with a request beyond one JSON
 // parse of its body (bounded by --max-body-bytes) and one copy per attempt;
-// responses are passed through piece by piece.
+// responses are passed through piece by piece. With the response cache or
+// routing on, a second parse builds the cache key and the route score, and
+// answers that may be stored are copied once into the cache; Redis I/O
+// runs on the cache's own worker thread (redis_tier.h), never on the loop.
 //
 // Ownership: owns the loop, the listener, the pools and their connections.
 // Destroying it stops everything at once; Shutdown() + Wait() drains first.

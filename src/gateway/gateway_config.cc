@@ -71,6 +71,11 @@ Status FinalizeGatewayConfig(GatewayConfig* c) {
     return Status::InvalidArgument(
         "--metrics-prefix must be \"redline_\" or \"redline:\"");
 
+  if (!c->cache.redis_url.empty() || !c->cache.warm_file.empty())
+    c->cache.enabled = true;
+  if (c->cache.enabled) RL_RETURN_IF_ERROR(ValidateCacheConfig(c->cache));
+  RL_RETURN_IF_ERROR(ValidateRoutingConfig(c->routing));
+
   if (c->pools.empty()) {
     if (c->upstream_urls.empty())
       return Status::InvalidArgument(
@@ -180,6 +185,31 @@ std::string DescribeGatewayConfig(const GatewayConfig& c) {
                          u.name, u.url, u.weight, u.max_in_flight,
                          u.api_key.empty() ? "" : " api-key ***");
     }
+  }
+  if (c.cache.enabled) {
+    std::vector<std::string> classes;
+    for (const CacheClassSpec& k : c.cache.classes)
+      classes.push_back(
+          fmt::format("{} {}", k.name,
+                      k.ttl_ms > 0 ? FormatDurationMs(k.ttl_ms) : "never"));
+    out += fmt::format(
+        "  cache: namespace {}, local {} bytes, classes [{}], {} rules, "
+        "redis {}{}\n",
+        c.cache.name_space, c.cache.max_bytes, fmt::join(classes, ", "),
+        c.cache.rules.empty() ? std::string("default")
+                              : std::to_string(c.cache.rules.size()),
+        c.cache.redis_url.empty() ? std::string("off") : c.cache.redis_url,
+        c.cache.warm_file.empty() ? "" : ", warm " + c.cache.warm_file);
+  }
+  if (!c.routing.models.empty()) {
+    std::vector<std::string> classes;
+    for (const RouteClassSpec& k : c.routing.classes)
+      classes.push_back(fmt::format("{} -> {}", k.name, k.model));
+    out +=
+        fmt::format("  routing: [{}] over [{}], escalate to {}\n",
+                    fmt::join(c.routing.models, ", "), fmt::join(classes, ", "),
+                    c.routing.escalate_to.empty() ? std::string("off")
+                                                  : c.routing.escalate_to);
   }
   return out;
 }

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "gateway/cache_config.h"
 #include "gateway/policy.h"
 #include "gateway/retry_budget.h"
 #include "gateway/upstream_health.h"
@@ -111,6 +112,11 @@ struct GatewayConfig {
   std::string default_pool;
   std::string metrics_prefix = "redline_";
 
+  // Response cache and light/full routing (the `cache:` and `routing:`
+  // sections of the YAML file; the flags below set their common keys).
+  CacheConfig cache;
+  RoutingConfig routing;
+
   // From the YAML file, or built from the flags by FinalizeGatewayConfig.
   std::vector<PoolSpec> pools;
   std::string config_path;  // for messages
@@ -164,6 +170,21 @@ void VisitGatewayFlags(GatewayConfig& c, Visitor&& v) {
     GatewayFlagKind::kOption);
   v(c.metrics_prefix, "--metrics-prefix",
     "Prefix of metric names: \"redline_\" (default) or \"redline:\"",
+    GatewayFlagKind::kOption);
+  v(c.cache.enabled, "--cache",
+    "Answer repeated deterministic requests from the response cache (TTL "
+    "classes, rules and more in the config's cache: section)",
+    GatewayFlagKind::kOption);
+  v(c.cache.redis_url, "--redis",
+    "Share the cache through Redis (redis://host:port or unix:/path); "
+    "implies --cache",
+    GatewayFlagKind::kOption);
+  v(c.cache.name_space, "--cache-namespace",
+    "Prefix of every cache key (local and Redis)", GatewayFlagKind::kOption);
+  v(c.cache.warm_file, "--warm",
+    "JSONL file of {request, response} pairs (stored) or {request} lines "
+    "(sent upstream) that fill the cache before /readyz turns 200; implies "
+    "--cache",
     GatewayFlagKind::kOption);
 }
 

@@ -18,12 +18,15 @@
 
 #include "api/error.h"
 #include "api/models.h"
+#include "api/request.h"
 #include "api/types.h"
+#include "gateway/cache_layer.h"
 #include "gateway/gateway.h"
 #include "gateway/gateway_metrics.h"
 #include "gateway/pool.h"
 #include "gateway/prober.h"
 #include "gateway/proxy_request.h"
+#include "gateway/router.h"
 #include "http/event_loop.h"
 #include "http/server.h"
 
@@ -40,6 +43,7 @@ struct Gateway::Impl {
     kLivez,
     kReadyz,
     kMetrics,
+    kAdminPurge,
     kOther
   };
   struct RouteInfo {
@@ -81,6 +85,52 @@ struct Gateway::Impl {
   void ReplyError(const http::ServerRequest& request,
                   http::ResponseWriter& writer, const api::ApiError& error);
 
+  // --- cache and routing (gateway_cache_routes.cc) ---
+  // One request between its parse and its ProxyRequest (a cache lookup,
+  // a single-flight wait or an escalation may come in between).
+  struct Job {
+    api::ApiKind kind = api::ApiKind::kChat;
+    api::CompletionRequest parsed;
+    ModelTarget target;
+    ForwardPlan plan;
+    std::shared_ptr<http::ResponseWriter> client;
+    bool cache_on = false;
+    CacheDecision cache;
+    int route_index = -1;  // >= 0: routed
+    bool route_forced = false;
+    std::string route_name;
+    boost::json::object body;  // as forwarded, before the model rewrite
+    std::vector<http::Header> forward_headers;
+  };
+  void Dispatch(api::ApiKind kind, http::ServerRequest& request,
+                const std::shared_ptr<http::ResponseWriter>& writer,
+                api::CompletionRequest parsed);
+  void AfterLookup(const std::shared_ptr<Job>& job,
+                   std::shared_ptr<const CacheEntry> entry,
+                   const std::string& tier, const std::string& verdict);
+  void ServeHit(const std::shared_ptr<Job>& job,
+                std::shared_ptr<const CacheEntry> entry,
+                const std::string& tier);
+  void Forward(const std::shared_ptr<Job>& job, const std::string& verdict,
+               bool leader);
+  void FinishEscalation(const std::shared_ptr<Job>& job,
+                        const std::string& verdict, bool leader,
+                        bool added_logprobs, int status,
+                        std::vector<http::Header> headers, std::string body);
+  std::shared_ptr<http::ResponseWriter> OutWriter(
+      const std::shared_ptr<Job>& job, const std::string& verdict, bool leader,
+      const std::string& route, const std::string& escalated);
+  ForwardPlan MakePlan(const Job& job, const ModelTarget& target,
+                       std::string body) const;
+  void StartProxy(Pool& pool, ForwardPlan plan,
+                  std::shared_ptr<http::ResponseWriter> out,
+                  const std::shared_ptr<http::ResponseWriter>& client);
+  void HandlePurge(const http::ServerRequest& request,
+                   const std::shared_ptr<http::ResponseWriter>& writer);
+  Status InitCacheAndRouting();
+  void StartWarm();
+  void WarmNext();
+
   // --- lifecycle (gateway.cc) ---
   void Tick();
   void BeginDrain();
@@ -105,6 +155,24 @@ struct Gateway::Impl {
   std::unique_ptr<http::Timer> tick_timer;
   std::unique_ptr<http::Timer> grace_timer;
   uint16_t port = 0;
+
+  // Cache and routing; null / disabled when not configured.
+  std::shared_ptr<CacheLayer> cache;
+  std::optional<Router> router;
+  telemetry::CounterFamily* route_requests = nullptr;
+  telemetry::CounterFamily* route_escalations = nullptr;
+  telemetry::HistogramFamily* route_e2e = nullptr;
+  telemetry::Histogram* route_decision = nullptr;
+  // Warm start (loop thread): lines left, in flight, done; /readyz is 503
+  // while warming.
+  bool warming = false;
+  bool warm_started = false;
+  int64_t warm_since_ns = 0;
+  std::vector<std::string> warm_lines;
+  size_t warm_next = 0;
+  size_t warm_done = 0;
+  size_t warm_stored = 0;
+  int warm_in_flight = 0;
 
   std::thread loop_thread;
   std::mutex exit_mu;

@@ -51,6 +51,7 @@ class GatewayMetrics {
   explicit GatewayMetrics(std::string prefix);
 
   telemetry::Registry& registry() { return registry_; }
+  const std::string& prefix() const { return prefix_; }
   UpstreamMetrics ForUpstream(const std::string& pool,
                               const std::string& upstream);
   PoolMetrics ForPool(const std::string& pool);

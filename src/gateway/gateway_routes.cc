@@ -51,16 +51,9 @@ bool Forwardable(std::string_view name) {
                                                   "accept-encoding"};
   for (std::string_view d : kDropped)
     if (EqualsIgnoreCase(name, d)) return false;
-  return true;
-}
-
-// The body with "model" set to `model` (only when a model route renames).
-std::string RewriteModel(const std::string& body, const std::string& model) {
-  boost::system::error_code ec;
-  json::value v = json::parse(body, ec);
-  if (ec || !v.is_object()) return body;  // ParseRequest accepted it
-  v.as_object()["model"] = model;
-  return json::serialize(v);
+  // The gateway's own controls (x-redline-route, x-redline-cache-*).
+  return !(name.size() >= 10 &&
+           EqualsIgnoreCase(name.substr(0, 10), "x-redline-"));
 }
 
 }  // namespace
@@ -78,6 +71,8 @@ Gateway::Impl::RouteInfo Gateway::Impl::Classify(std::string_view path) {
   if (path == "/livez") return {Endpoint::kLivez, false, false};
   if (path == "/readyz") return {Endpoint::kReadyz, false, false};
   if (path == "/metrics") return {Endpoint::kMetrics, false, false};
+  // Checks its own key (cache.admin-key or the API keys).
+  if (path == "/admin/cache/purge") return {Endpoint::kAdminPurge, true, false};
   return {Endpoint::kOther, false, false};
 }
 
@@ -153,6 +148,9 @@ void Gateway::Impl::Route(http::ServerRequest& request,
       Reply(request, *w, 200, metrics.registry().RenderText(), {},
             "text/plain; version=0.0.4; charset=utf-8");
       return;
+    case Endpoint::kAdminPurge:
+      HandlePurge(request, w);
+      return;
     case Endpoint::kOther:
       return;
   }
@@ -176,39 +174,7 @@ void Gateway::Impl::HandleInference(
     ReplyError(request, *writer, e);
     return;
   }
-  api::ApiError not_found;
-  std::optional<ModelTarget> target = FindModel(parsed->model, &not_found);
-  if (!target) {
-    ReplyError(request, *writer, not_found);
-    return;
-  }
-  Pool& pool = *target->pool;
-  ForwardPlan plan;
-  plan.kind = kind;
-  plan.stream = parsed->stream;
-  plan.route = MakeRouteRequest(*parsed, pool.spec().affinity_prefix_bytes);
-  plan.headers = ForwardHeaders(request);
-  if (std::string_view rid = request.HeaderValue("X-Request-Id");
-      !rid.empty() && rid.size() <= 256)
-    plan.request_id = std::string(rid);
-  plan.t_received_ns = request.t_received_ns;
-  if (target->route != nullptr && !target->route->upstream_model.empty() &&
-      target->route->upstream_model != parsed->model) {
-    plan.body = RewriteModel(request.body, target->route->upstream_model);
-  } else {
-    plan.body = std::move(request.body);
-  }
-  const uint64_t id = next_id++;
-  auto proxy = std::make_unique<ProxyRequest>(
-      id, pool, metrics, loop, std::move(plan), writer,
-      [this](uint64_t done_id) { RequestDone(done_id); });
-  ProxyRequest* raw = proxy.get();
-  active.emplace(id, std::move(proxy));
-  writer->SetOnPeerClosed([this, id] {
-    auto it = active.find(id);
-    if (it != active.end()) it->second->ClientGone();
-  });
-  raw->Start();
+  Dispatch(kind, request, writer, std::move(*parsed));
 }
 
 std::optional<Gateway::Impl::ModelTarget> Gateway::Impl::FindModel(
@@ -312,6 +278,7 @@ void Gateway::Impl::HandleReadyz(const http::ServerRequest& request,
       down.push_back(p->name());
     }
   }
+  if (warming) ready = false;
   if (llama_cpp_shape) {
     if (ready) {
       Reply(request, writer, 200, R"({"status":"ok"})");
@@ -323,8 +290,14 @@ void Gateway::Impl::HandleReadyz(const http::ServerRequest& request,
     }
     return;
   }
+  if (warming) ready = false;
   json::object o;
-  o["status"] = ready ? "ready" : (draining ? "draining" : "not ready");
+  o["status"] = ready      ? "ready"
+                : draining ? "draining"
+                : warming  ? "warming"
+                           : "not ready";
+  if (warming)
+    o["warm"] = json::object{{"done", warm_done}, {"total", warm_lines.size()}};
   o["pools"] = std::move(pools_json);
   Reply(request, writer, ready ? 200 : 503, json::serialize(o));
 }

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -362,6 +363,62 @@ TEST_F(GatewayReplicaTest,
   EXPECT_GE(ratio_pa, 2 * ratio_rr);
   EXPECT_EQ(b.per_upstream.size(), 3u);
   EXPECT_LE(max_load, 1.3 * mean);
+}
+
+// Light/full routing against two real replicas: the gateway asks the
+// light one for logprobs (the client did not), escalates on a low mean
+// logprob, and removes the logprobs it asked for from a light answer.
+TEST_F(GatewayReplicaTest, EscalatesOnLowMeanLogprobFromRealReplicas) {
+  StartReplica(0);
+  StartReplica(1);
+  auto pool = [&](const std::string& name, const std::string& model, size_t i) {
+    PoolSpec p;
+    p.name = name;
+    p.models = {{model, {}, "tiny"}};
+    UpstreamSpec u;
+    u.url = "http://127.0.0.1:" + std::to_string(ports_[i]);
+    u.name = name;
+    p.upstreams.push_back(u);
+    p.probe.interval_ms = 0;
+    p.first_byte_timeout_ms = 20'000;
+    return p;
+  };
+  auto start = [&](double min_mean_logprob) {
+    GatewayConfig c;
+    c.port = 0;
+    c.shutdown_grace_s = 2;
+    c.pools = {pool("light", "small", 0), pool("full", "big", 1)};
+    c.routing.models = {"auto"};
+    c.routing.classes = {{"light", "small", 0.3}, {"full", "big", INFINITY}};
+    c.routing.escalate_to = "full";
+    c.routing.escalate_on_length = false;  // the tiny model always hits it
+    c.routing.min_mean_logprob = min_mean_logprob;
+    ASSERT_TRUE(FinalizeGatewayConfig(&c).ok());
+    gw_ = std::make_unique<Gateway>(std::move(c));
+    auto port = gw_->Start();
+    ASSERT_TRUE(port.ok());
+    port_ = *port;
+  };
+  const std::string body = ChatBody("auto", {"Hello there"}, false, 4);
+  // Every mean logprob is below 0: escalated.
+  start(0.0);
+  HttpResponse r = Http(port_, "POST", "/v1/chat/completions", body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.Header("x-redline-route"), "full");
+  EXPECT_EQ(r.Header("x-redline-escalated"), "logprob");
+  EXPECT_EQ(r.Header("X-Gateway-Upstream"), "full");
+  gw_->Shutdown();
+  gw_->Wait();
+  gw_.reset();
+  // No mean is below -1000: the light answer stands, without the logprobs
+  // the gateway asked for.
+  start(-1000.0);
+  r = Http(port_, "POST", "/v1/chat/completions", body);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.Header("x-redline-route"), "light");
+  EXPECT_EQ(r.Header("x-redline-escalated"), "");
+  EXPECT_NE(r.body.find("\"logprobs\":null"), std::string::npos) << r.body;
+  EXPECT_EQ(r.body.find("\"logprob\":"), std::string::npos) << r.body;
 }
 
 TEST_F(GatewayReplicaTest, TheBinaryServesAndRefusesBadConfigs) {
