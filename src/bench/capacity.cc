@@ -48,10 +48,7 @@ int64_t NeededFor(const Threshold& t, const CapacityOptions& o) {
 }
 
 std::string FormatEstimate(const QuantileEstimate& e) {
-  if (e.n == 0) return "-";
-  return fmt::format("{} [{}, {}]", FormatUs(e.point),
-                     std::isinf(e.lower) ? "-∞" : FormatUs(e.lower),
-                     FormatUs(e.upper));
+  return FormatEstimateWithInterval(e);
 }
 
 // One GET of a Prometheus endpoint; nullopt when it did not answer 2xx.
@@ -432,6 +429,8 @@ Result<CapacityRun> FindMaxRate(const RunConfig& base, Workload& workload,
     if (rep > 0) probe.cold_requests = 0;
     RL_ASSIGN_OR_RETURN(RunResult sat, RunLoad(probe, workload));
     const PhaseStats s = ComputePhaseStats(sat.records, Phase::kMeasure, {});
+    int64_t probe_requests = 0;
+    for (const RequestRecord& r : sat.records) probe_requests += r.sent();
     const double ceiling = s.completed_rps;
     log(fmt::format(
         "{}saturation probe: {} users -> {:.2f} completed/s, e2e p99 {}",
@@ -439,7 +438,7 @@ Result<CapacityRun> FindMaxRate(const RunConfig& base, Workload& workload,
         options.probe_users, ceiling,
         FormatUs(s.Percentile(Metric::kE2e, 99, true))));
     if (ceiling <= 0) {
-      res.searches.push_back({0, 0, 0, false});
+      res.searches.push_back({0, probe_requests, 0, 0, false});
       last = std::move(sat);
       continue;
     }
@@ -449,6 +448,9 @@ Result<CapacityRun> FindMaxRate(const RunConfig& base, Workload& workload,
       const DrainResult d =
           Drain(b, scrape_url, idle, options.drain_timeout_ns);
       RunConfig rc = b;
+      // A fresh arrival sample per step: a re-measurement with the same
+      // seed would repeat the same arrival pattern, not check it.
+      rc.seed = b.seed + 1'000'003 * static_cast<uint64_t>(steps.size() + 1);
       rc.mode = RunConfig::Mode::kOpen;
       rc.rate_rps = rate;
       rc.stages.clear();
@@ -464,6 +466,7 @@ Result<CapacityRun> FindMaxRate(const RunConfig& base, Workload& workload,
         rc.max_in_flight = std::max(4 * options.probe_users, 256);
       RL_ASSIGN_OR_RETURN(RunResult run, RunLoad(rc, workload));
       CapacityPoint p = JudgeStep(run, thresholds, validity, rate, options);
+      for (const RequestRecord& r : run.records) p.requests += r.sent();
       p.repeat = rep;
       p.remeasure = remeasure;
       p.step_s = static_cast<double>(rc.duration_ns) / 1e9;
@@ -515,6 +518,7 @@ Result<CapacityRun> FindMaxRate(const RunConfig& base, Workload& workload,
       RL_RETURN_IF_ERROR(run_step(hi, true).status());
     }
     CapacitySearch cs = RangeFromSteps(steps, ceiling);
+    cs.probe_requests = probe_requests;
     if (ceiling_passed)
       res.notes.push_back(
           "the saturation ceiling itself passed: capacity is at least the "
@@ -525,6 +529,21 @@ Result<CapacityRun> FindMaxRate(const RunConfig& base, Workload& workload,
                     cs.high_rps > 0 ? fmt::format("{:.2f}", cs.high_rps) : "?",
                     cs.confirmed ? "" : " (not confirmed by re-measurement)"));
   }
+
+  // Steps cut short by the bound: say how long they would need.
+  double short_rate = 0;
+  for (const CapacityPoint& p : res.curve) {
+    if (p.verdict == StepVerdict::kInsufficient &&
+        p.step_s * 1e9 >= static_cast<double>(max_step_ns) - 1 &&
+        (short_rate == 0 || p.offered_rps < short_rate))
+      short_rate = p.offered_rps;
+  }
+  if (short_rate > 0)
+    res.notes.push_back(fmt::format(
+        "steps were capped by --max-step ({:.4g} s) before they had the {} "
+        "samples the thresholds need; at {:.4g}/s that takes about {:.4g} s",
+        static_cast<double>(max_step_ns) / 1e9, needed, short_rate,
+        static_cast<double>(needed) * 1.2 / short_rate));
 
   // Combine the searches: the range spans all of them.
   bool any_low = false, all_high = true;

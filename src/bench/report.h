@@ -109,6 +109,7 @@ struct CapacityPoint {
   double offered_rps = 0;  // nominal rate of the step
   double step_s = 0;       // measurement window planned for the step
   int64_t sent = 0;        // measured requests sent
+  int64_t requests = 0;    // every request of the step, warm-up included
   int64_t completed = 0;   // of those, successful
   double sent_rps = 0;     // sent / arrival window
   // completed / max(arrival window, first arrival -> last completion).
@@ -132,9 +133,10 @@ struct CapacityPoint {
 // The result of one whole search (one --repeat).
 struct CapacitySearch {
   double ceiling_rps = 0;
-  double low_rps = 0;      // highest rate that passed (0: none)
-  double high_rps = 0;     // lowest rate above it that failed (0: none)
-  bool confirmed = false;  // the re-measured pair gave the same verdicts
+  int64_t probe_requests = 0;  // sent by the saturation probe (cold included)
+  double low_rps = 0;          // highest rate that passed (0: none)
+  double high_rps = 0;         // lowest rate above it that failed (0: none)
+  bool confirmed = false;      // the re-measured pair gave the same verdicts
 };
 
 struct CapacityResult {

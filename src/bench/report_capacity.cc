@@ -73,7 +73,8 @@ std::string RenderCapacityText(const CapacityResult& c) {
   if (c.searches.size() > 1) {
     out += "  searches:";
     for (const CapacitySearch& s : c.searches) {
-      out += fmt::format(" {:.4g}–{}", s.low_rps,
+      out += fmt::format("{} {:.4g}–{}", &s == &c.searches.front() ? "" : ",",
+                         s.low_rps,
                          s.high_rps > 0 ? fmt::format("{:.4g}", s.high_rps)
                                         : std::string("?"));
     }
@@ -82,7 +83,7 @@ std::string RenderCapacityText(const CapacityResult& c) {
   if (const std::string p = Planning(c); !p.empty()) out += "  " + p + "\n";
   for (const std::string& n : c.notes) out += "  note: " + n + "\n";
   out += fmt::format(
-      "  {:>3}{:>10}{:>9}{:>11}{:>7}{:>7}{:>7}{:>7}{:>7}  {:<28}{:<28}{:>8}  "
+      "  {:>3}{:>10}{:>9}{:>13}{:>7}{:>7}{:>7}{:>7}{:>7}  {:<30}{:<30}{:>8}  "
       "{}\n",
       "#", "offered/s", "sent/s", "completed/s", "sent", "ok", "step", "tail",
       "drain", "e2e p50 [CI]", "e2e p99 [CI]", "errors", "verdict");
@@ -90,8 +91,8 @@ std::string RenderCapacityText(const CapacityResult& c) {
   for (const CapacityPoint& p : c.curve) {
     ++i;
     out += fmt::format(
-        "  {:>3}{:>10.2f}{:>9.2f}{:>11.2f}{:>7}{:>7}{:>6.1f}s{:>6.2f}s{:>6.2f}s"
-        "  {:<28}{:<28}{:>7.2f}%  {}{}{}\n",
+        "  {:>3}{:>10.2f}{:>9.2f}{:>13.2f}{:>7}{:>7}{:>6.1f}s{:>6.2f}s{:>6.2f}s"
+        "  {:<30}{:<30}{:>7.2f}%  {}{}{}\n",
         i, p.offered_rps, p.sent_rps, p.completed_rps, p.sent, p.completed,
         p.step_s, p.tail_s, p.drain_s, FormatEstimateWithInterval(p.e2e_p50),
         FormatEstimateWithInterval(p.e2e_p99), p.error_rate * 100,

@@ -256,6 +256,7 @@ std::string RenderJson(const BenchReport& r) {
                                    {"remeasure", p.remeasure},
                                    {"offered_rps", p.offered_rps},
                                    {"step_s", p.step_s},
+                                   {"requests", p.requests},
                                    {"sent", p.sent},
                                    {"completed", p.completed},
                                    {"sent_rps", p.sent_rps},
@@ -284,6 +285,7 @@ std::string RenderJson(const BenchReport& r) {
     json::array searches;
     for (const CapacitySearch& s : c.searches) {
       searches.push_back(json::object{{"ceiling_rps", s.ceiling_rps},
+                                      {"probe_requests", s.probe_requests},
                                       {"low_rps", s.low_rps},
                                       {"high_rps", s.high_rps},
                                       {"confirmed", s.confirmed}});
