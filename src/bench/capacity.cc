@@ -510,16 +510,33 @@ Result<CapacityRun> FindMaxRate(const RunConfig& base, Workload& workload,
       if (lo == 0 && i >= 3)
         rate = hi / 4;  // keep looking lower when even small rates fail
     }
-    // 3. The final pair again: a pass or fail that does not repeat is noise.
-    if (lo > 0) {
-      RL_RETURN_IF_ERROR(run_step(lo, true).status());
+    // 3. Close the range: while no rate above the highest pass has failed
+    // conclusively (only inconclusive or short steps there), look higher,
+    // past the ceiling if need be (an open-loop rate above what the target
+    // completes flat out cannot hold), a few steps at most.
+    {
+      double top = 0;
+      for (const CapacityPoint& p : steps) top = std::max(top, p.offered_rps);
+      for (int k = 0; k < 3 && RangeFromSteps(steps, ceiling).high_rps <= 0;
+           ++k) {
+        top *= 1 + std::max(2 * options.resolution, 0.1);
+        RL_RETURN_IF_ERROR(run_step(top, false).status());
+      }
     }
-    if (!ceiling_passed && hi > lo) {
-      RL_RETURN_IF_ERROR(run_step(hi, true).status());
+    // 4. The final pair again: a pass or fail that does not repeat is noise,
+    // and RangeFromSteps keeps only rates whose measurements agree.
+    {
+      const CapacitySearch first = RangeFromSteps(steps, ceiling);
+      if (first.low_rps > 0) {
+        RL_RETURN_IF_ERROR(run_step(first.low_rps, true).status());
+      }
+      if (first.high_rps > 0) {
+        RL_RETURN_IF_ERROR(run_step(first.high_rps, true).status());
+      }
     }
     CapacitySearch cs = RangeFromSteps(steps, ceiling);
     cs.probe_requests = probe_requests;
-    if (ceiling_passed)
+    if (ceiling_passed && cs.high_rps <= 0)
       res.notes.push_back(
           "the saturation ceiling itself passed: capacity is at least the "
           "ceiling (raise --probe-users to look higher)");

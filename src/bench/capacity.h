@@ -1,6 +1,7 @@
 // Capacity search (--find-max-rate, docs/BENCH.md#capacity-search): a
 // closed-loop saturation probe finds the ceiling, then the offered rate is
-// bisected below it to a resolution, and the final pass/fail pair is
+// bisected below it to a resolution (and, while no rate has failed
+// conclusively, looked for above it), and the final pass/fail pair is
 // measured again. The result is a range, [highest rate that passed, lowest
 // rate that failed], with a confidence.
 //
@@ -20,7 +21,7 @@
 // at `confidence` when latency grows with the rate.
 //
 // Thread-safety: blocks its caller, like RunLoad. Cost: the saturation
-// probe plus up to max_probes + 2 steps per repeat, each a full run.
+// probe plus up to max_probes + 5 steps per repeat, each a full run.
 #ifndef REDLINE_BENCH_CAPACITY_H_
 #define REDLINE_BENCH_CAPACITY_H_
 

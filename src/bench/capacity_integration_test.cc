@@ -156,36 +156,51 @@ class CapacitySearchTest : public ::testing::Test {
   std::FILE* null_ = nullptr;
 };
 
-// 8 slots of 10 ms: ceiling 800/s. SLO e2e p(95) < 20 ms, i.e. a p95 wait
-// below one service time.
 TEST_F(CapacitySearchTest, RangeContainsTheKnownCapacityOfAnMdcServer) {
-  constexpr int kSlots = 8;
-  constexpr double kServiceS = 0.010;
-  const double truth = MdcCapacity(kSlots, kServiceS, 0.95, 0.020);
-  // The client and the loopback add a little latency of their own: a truth
-  // for a 3 ms tighter limit bounds how far that can move the answer down.
-  const double truth_tight = MdcCapacity(kSlots, kServiceS, 0.95, 0.017);
-  auto server = SlotServer(kSlots, 10'000);
-  BenchCommandOptions o = Options(*server);
-  o.slo = {"e2e: p(95)<20ms"};
-  o.min_samples = 200;
-  o.seed = 3;
-  int code = 0;
-  const json::object cap = RunJson(o, &code);
-  const double low = cap.at("capacity_rps").as_double();
-  const double high = cap.at("capacity_high_rps").as_double();
-  ExpectIsolatedSteps(cap, o.min_samples);
-  EXPECT_GT(low, 0) << Steps(cap);
-  EXPECT_LE(low, truth * 1.02)
-      << "truth " << truth << " range " << low << "-" << high << "\n"
-      << Steps(cap);
-  if (high > 0) {
-    EXPECT_GE(high, truth_tight * 0.98)
-        << "truth " << truth << " range " << low << "-" << high << "\n"
-        << Steps(cap);
+  // 16 slots of 20 ms: ceiling 800/s. SLO e2e p(95) < 40 ms, a p95 wait
+  // below one service time; the truth is near 92 % utilisation, where the
+  // latency curve is steep, so a few ms of client-side noise moves it
+  // little.
+  constexpr int kSlots = 16;
+  constexpr double kServiceS = 0.020;
+  const double truth = MdcCapacity(kSlots, kServiceS, 0.95, 0.040);
+  // The client, the loopback and a loaded machine add latency of their own
+  // (a few ms at p95 on a busy CI host): the truth for a 6 ms tighter limit
+  // bounds how far that can move the answer down.
+  const double truth_tight = MdcCapacity(kSlots, kServiceS, 0.95, 0.034);
+  // A loaded CI machine can stall the loop threads for tens of
+  // milliseconds, which reads as latency; a search whose range misses is
+  // run once more with another seed, and two misses in a row fail.
+  for (uint64_t seed : {3, 11}) {
+    std::string miss;
+    for (int attempt = 0; attempt < 2; ++attempt) {
+      auto server = SlotServer(kSlots, 20'000);
+      BenchCommandOptions o = Options(*server);
+      o.slo = {"e2e: p(95)<40ms"};
+      o.min_samples = 200;
+      // Near 92 % utilisation the queue takes about a second to settle
+      // from empty; a shorter warm-up would read a lower latency.
+      o.warmup = "1s";
+      o.seed = seed + 1000 * static_cast<uint64_t>(attempt);
+      int code = 0;
+      const json::object cap = RunJson(o, &code);
+      const double low = cap.at("capacity_rps").as_double();
+      const double high = cap.at("capacity_high_rps").as_double();
+      ExpectIsolatedSteps(cap, o.min_samples);
+      EXPECT_NE(std::string(cap.at("range").as_string()).find("at 95 %"),
+                std::string::npos);
+      const bool contains = low > 0 && low <= truth * 1.02 &&
+                            (high == 0 || high >= truth_tight * 0.98);
+      miss = contains ? std::string()
+                      : "seed " + std::to_string(o.seed) + " truth " +
+                            std::to_string(truth) + " (" +
+                            std::to_string(truth_tight) + " for 34 ms) range " +
+                            std::to_string(low) + "-" + std::to_string(high) +
+                            "\n" + Steps(cap);
+      if (contains) break;
+    }
+    EXPECT_TRUE(miss.empty()) << miss;
   }
-  EXPECT_NE(std::string(cap.at("range").as_string()).find("at 95 %"),
-            std::string::npos);
 }
 
 TEST_F(CapacitySearchTest, RepeatedSearchesReportTheirSpreadAndPlanning) {
@@ -239,10 +254,20 @@ TEST_F(CapacitySearchTest, StepsShortOfSamplesAreNeitherPassNorFail) {
   EXPECT_EQ(code, kExitSloFailed);
   EXPECT_EQ(cap.at("capacity_rps").as_double(), 0);
   for (const json::value& step : cap.at("curve").as_array()) {
-    EXPECT_EQ(step.at("verdict").as_string(), "insufficient samples")
-        << json::serialize(step);
+    // No percentile verdict; a step can still fail on something that needs
+    // no sample size (here: an overloaded ceiling step's growing backlog).
+    EXPECT_NE(step.at("verdict").as_string(), "pass") << json::serialize(step);
+    for (const json::value& c : step.at("checks").as_array())
+      EXPECT_EQ(c.at("verdict").as_string(), "insufficient samples");
+    if (step.at("verdict").as_string() == "fail") {
+      EXPECT_FALSE(step.at("kept_up").as_bool()) << json::serialize(step);
+    }
     EXPECT_LE(step.at("step_s").as_double(), 0.2 + 1e-9);
   }
+  bool noted = false;
+  for (const json::value& n : cap.at("notes").as_array())
+    noted |= std::string(n.as_string()).find("--max-step") != std::string::npos;
+  EXPECT_TRUE(noted);
 }
 
 }  // namespace
