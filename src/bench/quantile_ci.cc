@@ -11,15 +11,15 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// P(B = k) for B ~ Binomial(n, q), for every k in 0..n.
-std::vector<double> BinomialPmf(int64_t n, double q) {
-  std::vector<double> pmf(static_cast<size_t>(n + 1));
+// P(B = k) for B ~ Binomial(n, q), for k in [k0, k1].
+std::vector<double> BinomialPmf(int64_t n, double q, int64_t k0, int64_t k1) {
+  std::vector<double> pmf(static_cast<size_t>(k1 - k0 + 1));
   const double lq = std::log(q), l1q = std::log1p(-q);
   const double lgn = std::lgamma(static_cast<double>(n) + 1);
-  for (int64_t k = 0; k <= n; ++k) {
+  for (int64_t k = k0; k <= k1; ++k) {
     const double kd = static_cast<double>(k);
     const double nk = static_cast<double>(n - k);
-    pmf[static_cast<size_t>(k)] = std::exp(
+    pmf[static_cast<size_t>(k - k0)] = std::exp(
         lgn - std::lgamma(kd + 1) - std::lgamma(nk + 1) + kd * lq + nk * l1q);
   }
   return pmf;
@@ -55,18 +55,30 @@ RankInterval QuantileRankInterval(int64_t n, double q, double confidence) {
   RankInterval r{0, n + 1};
   if (n <= 0 || q <= 0 || q >= 1) return r;
   const double tail = (1 - confidence) / 2;
-  const std::vector<double> pmf = BinomialPmf(n, q);
-  // Lower: the largest l with P(B <= l-1) <= tail.
+  // Only the terms within 15 sd (+10) of the mean carry mass above 1e-25;
+  // outside that window the tails are taken as 0, which keeps the cost
+  // O(sqrt(n)) for large samples (ITL has one sample per chunk).
+  const double nd = static_cast<double>(n);
+  const double sd = std::sqrt(nd * q * (1 - q));
+  const int64_t k0 =
+      std::max<int64_t>(0, static_cast<int64_t>(nd * q - 15 * sd) - 10);
+  const int64_t k1 =
+      std::min<int64_t>(n, static_cast<int64_t>(nd * q + 15 * sd) + 10);
+  const std::vector<double> pmf = BinomialPmf(n, q, k0, k1);
+  auto at = [&](int64_t k) { return pmf[static_cast<size_t>(k - k0)]; };
+  // Lower: the largest l with P(B <= l-1) <= tail (0 below the window).
+  r.lower = std::max<int64_t>(0, k0);
   double cdf = 0;
-  for (int64_t l = 1; l <= n; ++l) {
-    cdf += pmf[static_cast<size_t>(l - 1)];
+  for (int64_t l = std::max<int64_t>(1, k0 + 1); l <= n; ++l) {
+    if (l - 1 >= k0 && l - 1 <= k1) cdf += at(l - 1);
     if (cdf > tail) break;
     r.lower = l;
   }
-  // Upper: the smallest u with P(B >= u) <= tail.
+  // Upper: the smallest u with P(B >= u) <= tail (0 above the window).
+  r.upper = std::min<int64_t>(n + 1, k1 + 1);
   double upper_tail = 0;
-  for (int64_t u = n; u >= 1; --u) {
-    upper_tail += pmf[static_cast<size_t>(u)];
+  for (int64_t u = std::min(n, k1); u >= 1; --u) {
+    upper_tail += at(u);
     if (upper_tail > tail) break;
     r.upper = u;
   }

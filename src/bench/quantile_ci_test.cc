@@ -31,6 +31,17 @@ TEST(QuantileCiTest, TailQuantilesNeedEnoughSamplesForAnUpperBound) {
   EXPECT_LE(r.upper, 1000);
 }
 
+TEST(QuantileCiTest, LargeSamplesMatchTheNormalApproximation) {
+  // n = 10^6 (ITL has one sample per chunk): only the window around the
+  // mean is summed; the ranks are n q -/+ 1.96 sqrt(n q (1 - q)).
+  const RankInterval r = QuantileRankInterval(1'000'000, 0.5, 0.95);
+  EXPECT_NEAR(static_cast<double>(r.lower), 500'000 - 980, 3);
+  EXPECT_NEAR(static_cast<double>(r.upper), 500'000 + 981, 3);
+  const RankInterval t = QuantileRankInterval(1'000'000, 0.999, 0.95);
+  EXPECT_NEAR(static_cast<double>(t.lower), 999'000 - 62, 3);
+  EXPECT_NEAR(static_cast<double>(t.upper), 999'000 + 63, 3);
+}
+
 TEST(QuantileCiTest, EmptyAndTinySamples) {
   const RankInterval r0 = QuantileRankInterval(0, 0.5, 0.95);
   EXPECT_EQ(r0.lower, 0);

@@ -14,6 +14,7 @@ namespace json = boost::json;
 namespace {
 
 constexpr std::string_view kSchema = "redline.bench.result/1";
+constexpr double kReportConfidence = 0.95;
 
 // +inf -> "inf" (a failed request in an error-adjusted view); NaN -> null.
 json::value Num(double v) {
@@ -34,6 +35,18 @@ json::object Distribution(const PhaseStats& s, Metric m, bool adjusted) {
   o["p99"] = Num(s.Percentile(m, 99, adjusted));
   o["p99.9"] = Num(s.Percentile(m, 99.9, adjusted));
   o["max"] = Num(s.Max(m, adjusted));
+  // 95 % order-statistic intervals of the percentiles (bench/quantile_ci.h).
+  json::object ci;
+  for (const auto& [key, q] : {std::pair<const char*, double>{"p50", 0.5},
+                               {"p90", 0.9},
+                               {"p95", 0.95},
+                               {"p99", 0.99},
+                               {"p99.9", 0.999}}) {
+    const QuantileEstimate e = EstimateQuantile(
+        s.Hist(m), adjusted ? s.Infinite(m) : 0, q, kReportConfidence);
+    ci[key] = json::array{Num(e.lower), Num(e.upper)};
+  }
+  o["ci95"] = std::move(ci);
   return o;
 }
 
