@@ -240,6 +240,10 @@ std::string RenderRequestsJsonl(const RunResult& run,
 std::string FormatCapacityRange(const CapacityResult& capacity);
 // "1.56s [1.2s, 1.7s]": a point and its interval.
 std::string FormatEstimateWithInterval(const QuantileEstimate& estimate);
+// "[1.2s, 1.7s] at 95 %": the interval of a percentile threshold's value
+// on its phase, "" for other thresholds.
+std::string ThresholdInterval(const BenchReport& report,
+                              const Threshold& threshold);
 // The capacity section of the text and HTML reports (report_capacity.cc).
 std::string RenderCapacityText(const CapacityResult& capacity);
 std::string RenderCapacityHtml(const CapacityResult& capacity);

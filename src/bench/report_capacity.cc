@@ -43,6 +43,25 @@ std::string FormatEstimateWithInterval(const QuantileEstimate& e) {
                      Bound(e.upper));
 }
 
+std::string ThresholdInterval(const BenchReport& r, const Threshold& t) {
+  if (t.aggregation != Aggregation::kPercentile &&
+      t.aggregation != Aggregation::kMed)
+    return "";
+  const std::optional<Metric> m = MetricFromKey(t.metric_key);
+  const std::optional<PhaseStats>& phase = t.phase == Phase::kCold ? r.cold
+                                           : t.phase == Phase::kWarmup
+                                               ? r.warmup
+                                               : r.measure;
+  if (!m || !phase) return "";
+  const double q =
+      t.aggregation == Aggregation::kMed ? 0.5 : t.percentile / 100;
+  const QuantileEstimate e = EstimateQuantile(
+      phase->Hist(*m), MetricIsErrorAdjusted(*m) ? phase->Infinite(*m) : 0, q,
+      0.95);
+  if (e.n == 0) return "";
+  return fmt::format("[{}, {}] at 95 %", Bound(e.lower), Bound(e.upper));
+}
+
 std::string FormatCapacityRange(const CapacityResult& c) {
   const double conf = c.confidence * 100;
   if (c.capacity_rps <= 0) {

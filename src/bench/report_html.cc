@@ -329,7 +329,8 @@ std::string RenderHtml(const BenchReport& r) {
           "class=\"{}\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
           HtmlEscape(t.threshold.source), t.pass ? "ok" : "bad",
           t.pass ? "&#10003; pass" : "&#10007; fail",
-          HtmlEscape(FormatThresholdValue(t.threshold, t.observed)),
+          HtmlEscape(FormatThresholdValue(t.threshold, t.observed) + " " +
+                     ThresholdInterval(r, t.threshold)),
           t.success_only
               ? HtmlEscape(FormatThresholdValue(t.threshold, *t.success_only))
               : "",

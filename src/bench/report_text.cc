@@ -143,6 +143,8 @@ std::string RenderText(const BenchReport& r) {
         out += fmt::format("  (success-only {})",
                            FormatThresholdValue(t.threshold, *t.success_only));
       }
+      if (const std::string ci = ThresholdInterval(r, t.threshold); !ci.empty())
+        out += "  " + ci;
       if (!t.note.empty()) out += "  [" + t.note + "]";
       out += "\n";
     }
