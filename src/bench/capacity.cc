@@ -445,33 +445,56 @@ Result<CapacityRun> FindMaxRate(const RunConfig& base, Workload& workload,
     std::vector<CapacityPoint> steps;
     passes.clear();
     auto run_step = [&](double rate, bool remeasure) -> Result<CapacityPoint> {
-      const DrainResult d =
-          Drain(b, scrape_url, idle, options.drain_timeout_ns);
-      RunConfig rc = b;
-      // A fresh arrival sample per step: a re-measurement with the same
-      // seed would repeat the same arrival pattern, not check it.
-      rc.seed = b.seed + 1'000'003 * static_cast<uint64_t>(steps.size() + 1);
-      rc.mode = RunConfig::Mode::kOpen;
-      rc.rate_rps = rate;
-      rc.stages.clear();
-      rc.cold_requests = 0;
-      rc.duration_ns = step_ns(rate);
-      rc.max_requests = -1;
-      // Each step starts with an empty connection pool; a warm-up keeps the
-      // connects out of the measured dispatch delay.
-      if (rc.warmup_ns == 0 && rc.warmup_requests == 0)
-        rc.warmup_ns = std::max<int64_t>(rc.duration_ns / 5, 500'000'000);
-      rc.warmup_requests = 0;
-      if (rc.max_in_flight == 0)
-        rc.max_in_flight = std::max(4 * options.probe_users, 256);
-      RL_ASSIGN_OR_RETURN(RunResult run, RunLoad(rc, workload));
-      CapacityPoint p = JudgeStep(run, thresholds, validity, rate, options);
-      for (const RequestRecord& r : run.records) p.requests += r.sent();
+      int64_t duration_ns = step_ns(rate);
+      int64_t discarded_requests = 0;
+      double discarded_drain_s = 0;
+      CapacityPoint p;
+      RunResult run;
+      // A step short of samples (a slow arrival sample, errors) runs again
+      // from a drained target, twice as long, within the bound; the short
+      // run is discarded whole rather than merged, so the step stays one
+      // isolated window.
+      for (int attempt = 0;; ++attempt) {
+        const DrainResult d =
+            Drain(b, scrape_url, idle, options.drain_timeout_ns);
+        RunConfig rc = b;
+        // A fresh arrival sample per step: a re-measurement with the same
+        // seed would repeat the same arrival pattern, not check it.
+        rc.seed = b.seed + 1'000'003 * static_cast<uint64_t>(steps.size() + 1) +
+                  static_cast<uint64_t>(attempt);
+        rc.mode = RunConfig::Mode::kOpen;
+        rc.rate_rps = rate;
+        rc.stages.clear();
+        rc.cold_requests = 0;
+        rc.duration_ns = duration_ns;
+        rc.max_requests = -1;
+        // Each step starts with an empty connection pool; a warm-up keeps
+        // the connects out of the measured dispatch delay.
+        if (rc.warmup_ns == 0 && rc.warmup_requests == 0)
+          rc.warmup_ns = std::max<int64_t>(rc.duration_ns / 5, 500'000'000);
+        rc.warmup_requests = 0;
+        if (rc.max_in_flight == 0)
+          rc.max_in_flight = std::max(4 * options.probe_users, 256);
+        RL_ASSIGN_OR_RETURN(run, RunLoad(rc, workload));
+        p = JudgeStep(run, thresholds, validity, rate, options);
+        for (const RequestRecord& r : run.records) p.requests += r.sent();
+        p.step_s = static_cast<double>(rc.duration_ns) / 1e9;
+        p.drain_s = discarded_drain_s + d.waited_s;
+        p.drained = d.idle;
+        if (p.verdict != StepVerdict::kInsufficient ||
+            duration_ns >= max_step_ns || attempt == 2)
+          break;
+        log(fmt::format(
+            "step {:.2f}/s: {} after {:.1f} s; again for {:.1f} s", rate,
+            p.reason, p.step_s,
+            static_cast<double>(std::min(2 * duration_ns, max_step_ns)) / 1e9));
+        discarded_requests += p.requests;
+        discarded_drain_s += d.waited_s;
+        duration_ns = std::min(2 * duration_ns, max_step_ns);
+      }
+      p.requests += discarded_requests;
       p.repeat = rep;
       p.remeasure = remeasure;
-      p.step_s = static_cast<double>(rc.duration_ns) / 1e9;
-      p.drain_s = d.waited_s;
-      p.drained = d.idle;
       log(fmt::format(
           "{}{:.2f}/s for {:.1f} s: sent {} ({:.2f}/s), completed {} "
           "({:.2f}/s), e2e p99 {}, tail {:.2f} s, drain {:.2f} s{} -> {}{}",
