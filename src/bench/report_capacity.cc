@@ -143,7 +143,8 @@ std::string RenderCapacityHtml(const CapacityResult& c) {
   if (c.searches.size() > 1) {
     h += "<p id=\"repeats\">Searches:";
     for (const CapacitySearch& s : c.searches) {
-      h += fmt::format(" {:.4g}&ndash;{}", s.low_rps,
+      h += fmt::format("{} {:.4g}&ndash;{}",
+                       &s == &c.searches.front() ? "" : ",", s.low_rps,
                        s.high_rps > 0 ? fmt::format("{:.4g}", s.high_rps)
                                       : std::string("?"));
     }
@@ -155,20 +156,29 @@ std::string RenderCapacityHtml(const CapacityResult& c) {
        "<th>sent/s</th><th>completed/s</th><th>sent</th><th>ok</th>"
        "<th>step</th><th>tail</th><th>drain</th><th>e2e p50 [CI]</th>"
        "<th>e2e p99 [CI]</th><th>ttft p99 [CI]</th><th>errors</th>"
-       "<th>verdict</th></tr>";
+       "<th>percentile thresholds [CI]</th><th>verdict</th></tr>";
   int i = 0;
   for (const CapacityPoint& p : c.curve) {
     ++i;
+    std::string checks;
+    for (const PercentileCheck& k : p.checks) {
+      checks += fmt::format(
+          "{}{} {} (n={}, needs {}): {}", checks.empty() ? "" : "<br>",
+          HtmlEscape(k.threshold),
+          HtmlEscape(FormatEstimateWithInterval(k.estimate)), k.estimate.n,
+          k.needed_samples, HtmlEscape(StepVerdictName(k.verdict)));
+    }
     h += fmt::format(
         "<tr><td>{}</td><td>{:.2f}</td><td>{:.2f}</td><td>{:.2f}</td><td>{}"
         "</td><td>{}</td><td>{:.1f} s</td><td>{:.2f} s</td><td>{:.2f} s</td>"
-        "<td>{}</td><td>{}</td><td>{}</td><td>{:.2f}%</td><td class=\"{}\">{}"
-        "{}</td></tr>",
+        "<td>{}</td><td>{}</td><td>{}</td><td>{:.2f}%</td><td>{}</td>"
+        "<td class=\"{}\">{}{}</td></tr>",
         i, p.offered_rps, p.sent_rps, p.completed_rps, p.sent, p.completed,
         p.step_s, p.tail_s, p.drain_s,
         HtmlEscape(FormatEstimateWithInterval(p.e2e_p50)),
         HtmlEscape(FormatEstimateWithInterval(p.e2e_p99)),
         HtmlEscape(FormatEstimateWithInterval(p.ttft_p99)), p.error_rate * 100,
+        checks,
         p.pass() ? "ok" : (p.verdict == StepVerdict::kFail ? "bad" : "muted"),
         HtmlEscape(StepVerdictName(p.verdict)),
         HtmlEscape(p.reason.empty() ? "" : ": " + p.reason));
