@@ -322,11 +322,47 @@ Result<Plan> BuildPlan(const BenchCommandOptions& o) {
   }
   if (!slos.empty()) c.push_back({"thresholds", slos});
   if (!aborts.empty()) c.push_back({"abort_on_fail", aborts});
+  if (o.find_max_rate)
+    c.push_back(
+        {"capacity_search",
+         fmt::format("min samples {}, confidence {}, resolution {}, "
+                     "repeat {}{}",
+                     o.min_samples, o.confidence, o.resolution, o.repeat,
+                     o.max_step.empty() ? "" : ", max step " + o.max_step)});
   if (o.expected_rate > 0)
     c.push_back(
         {"expected_rate", fmt::format("{:.4g}/s (target 1.2x = {:.4g}/s)",
                                       o.expected_rate, 1.2 * o.expected_rate)});
   return p;
+}
+
+Result<CapacityOptions> CapacityOptionsFrom(const BenchCommandOptions& o) {
+  CapacityOptions co;
+  co.probe_users = o.probe_users;
+  co.expected_rps = o.expected_rate;
+  co.scrape_url = o.scrape;
+  if (o.probe_users < 1)
+    return Status::InvalidArgument("--probe-users must be >= 1");
+  if (o.min_samples < 1)
+    return Status::InvalidArgument("--min-samples must be >= 1");
+  co.min_samples = o.min_samples;
+  RL_ASSIGN_OR_RETURN(co.confidence, ParsePercentOrFraction(o.confidence));
+  if (co.confidence < 0.5 || co.confidence >= 1)
+    return Status::InvalidArgument(
+        "--confidence must be at least 50% and below 100%");
+  RL_ASSIGN_OR_RETURN(co.resolution, ParsePercentOrFraction(o.resolution));
+  if (co.resolution <= 0 || co.resolution > 0.5)
+    return Status::InvalidArgument("--resolution must be in (0, 50%]");
+  if (!o.max_step.empty()) {
+    RL_ASSIGN_OR_RETURN(co.max_step_ns, ParseDurationNs(o.max_step));
+    if (co.max_step_ns <= 0)
+      return Status::InvalidArgument("--max-step must be > 0");
+  }
+  if (o.repeat < 1 || o.repeat > 100)
+    return Status::InvalidArgument("--repeat must be in 1..100");
+  co.repeat = o.repeat;
+  RL_ASSIGN_OR_RETURN(co.drain_timeout_ns, ParseDurationNs(o.drain_timeout));
+  return co;
 }
 
 // Planned length of the load timeline in seconds (warm-up + measurement, or
@@ -482,9 +518,13 @@ int RunBenchCommand(const BenchCommandOptions& o,
   RunResult run;
   std::optional<CapacityResult> capacity;
   if (o.find_max_rate) {
-    CapacityOptions co;
-    co.probe_users = o.probe_users;
-    co.expected_rps = o.expected_rate;
+    auto co_or = CapacityOptionsFrom(o);
+    if (!co_or.ok()) {
+      fmt::print(err, "redline bench: {}\n", co_or.status().message());
+      if (server) server->Stop();
+      return kExitToolError;
+    }
+    CapacityOptions co = *co_or;
     if (!o.quiet)
       co.log = [err](const std::string& line) {
         fmt::print(err, "capacity: {}\n", line);

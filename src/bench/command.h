@@ -83,6 +83,13 @@ struct BenchCommandOptions {
   double expected_rate = 0;
   bool find_max_rate = false;
   int probe_users = 64;
+  // Capacity search (bench/capacity.h).
+  int64_t min_samples = 100;
+  std::string confidence = "95%";
+  std::string resolution = "5%";
+  std::string max_step;  // default: 5 x duration, at least 10 s
+  int repeat = 1;
+  std::string drain_timeout = "30s";
 
   // Cold start.
   std::string cold_start;

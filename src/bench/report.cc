@@ -23,6 +23,22 @@ std::string_view VerdictName(Verdict v) {
   return "?";
 }
 
+std::string_view StepVerdictName(StepVerdict v) {
+  switch (v) {
+    case StepVerdict::kPass:
+      return "pass";
+    case StepVerdict::kFail:
+      return "fail";
+    case StepVerdict::kInconclusive:
+      return "inconclusive";
+    case StepVerdict::kInsufficient:
+      return "insufficient samples";
+    case StepVerdict::kInvalid:
+      return "invalid";
+  }
+  return "?";
+}
+
 Validity CheckValidity(const RunResult& run, const PhaseStats& measure,
                        const std::vector<Threshold>& thresholds,
                        const ValidityOptions& options) {
@@ -340,8 +356,10 @@ void DecideVerdict(BenchReport& rep) {
   }
   if (rep.capacity && rep.capacity->expected_rps > 0 &&
       rep.capacity->headroom < 1.2) {
-    failed.push_back(fmt::format("capacity {:.2f}/s is below 1.2 x expected",
-                                 rep.capacity->capacity_rps));
+    // The peak rule holds only when the range's low end reaches the peak.
+    failed.push_back(fmt::format(
+        "capacity {:.2f}/s is not shown to sustain 1.2 x expected = {:.2f}/s",
+        rep.capacity->capacity_rps, rep.capacity->peak_rps));
   }
   if (!failed.empty()) {
     rep.verdict = Verdict::kFail;

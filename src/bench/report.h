@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "bench/metrics.h"
+#include "bench/quantile_ci.h"
 #include "bench/runner.h"
 #include "bench/scrape.h"
 #include "bench/threshold.h"
@@ -86,22 +87,81 @@ struct ColdStartInfo {
   std::string note;
 };
 
+// One rate step of the capacity search (docs/BENCH.md#capacity-search).
+// Every figure is over the requests *sent* in the step's measurement window
+// (by t_sched), measured until the last of them finished, so completed can
+// never exceed sent.
+enum class StepVerdict { kPass, kFail, kInconclusive, kInsufficient, kInvalid };
+// "pass", "fail", "inconclusive", "insufficient samples", "invalid".
+std::string_view StepVerdictName(StepVerdict v);
+
+// A percentile threshold judged with its confidence interval.
+struct PercentileCheck {
+  std::string threshold;       // as written, e.g. "e2e: p(99)<3s"
+  QuantileEstimate estimate;   // us, error-adjusted where the threshold is
+  int64_t needed_samples = 0;  // for any verdict on it
+  StepVerdict verdict = StepVerdict::kInconclusive;
+};
+
 struct CapacityPoint {
-  double offered_rps = 0;
+  int repeat = 0;          // 0-based search repetition (--repeat)
+  bool remeasure = false;  // re-measurement of the final pass/fail pair
+  double offered_rps = 0;  // nominal rate of the step
+  double step_s = 0;       // measurement window planned for the step
+  int64_t sent = 0;        // measured requests sent
+  int64_t requests = 0;    // every request of the step, warm-up included
+  int64_t completed = 0;   // of those, successful
+  double sent_rps = 0;     // sent / arrival window
+  // completed / max(arrival window, first arrival -> last completion).
   double completed_rps = 0;
-  double ttft_p50_us = 0, ttft_p99_us = 0, e2e_p50_us = 0,
-         e2e_p99_us = 0;  // error-adjusted
+  double tail_s = 0;    // last arrival -> last completion of the step
+  double drain_s = 0;   // waited before the step for an idle target
+  bool drained = true;  // false: the drain hit its bound
+  // Requests in flight at the end minus at the start of the window.
+  double backlog_growth = 0;
+  bool kept_up = true;
+  QuantileEstimate ttft_p50, ttft_p99, e2e_p50, e2e_p99;  // error-adjusted, us
   double error_rate = 0;
   double dispatch_p99_us = 0;
   bool valid = true;
-  bool pass = false;
+  std::vector<PercentileCheck> checks;
+  StepVerdict verdict = StepVerdict::kInconclusive;
+  std::string reason;  // why it is not a pass, one line
+  bool pass() const { return verdict == StepVerdict::kPass; }
+};
+
+// The result of one whole search (one --repeat).
+struct CapacitySearch {
+  double ceiling_rps = 0;
+  int64_t probe_requests = 0;  // sent by the saturation probe (cold included)
+  double low_rps = 0;          // highest rate that passed (0: none)
+  double high_rps = 0;         // lowest rate above it that failed (0: none)
+  bool confirmed = false;      // the re-measured pair gave the same verdicts
 };
 
 struct CapacityResult {
-  double ceiling_rps = 0;   // saturation probe (closed loop)
-  double capacity_rps = 0;  // highest offered rate that met every threshold
-  double expected_rps = 0;  // --expected-rate, 0 when not given
-  double headroom = 0;      // capacity / expected
+  double ceiling_rps = 0;  // saturation probe (closed loop)
+  // The capacity range: every rate up to capacity_rps passed, capacity_high
+  // failed (0 when no rate failed conclusively: "at least capacity_rps").
+  // capacity_rps is the range's low end (0 when no rate passed).
+  double capacity_rps = 0;
+  double capacity_high_rps = 0;
+  double confidence = 0.95;  // of each interval, and of the range
+  bool confirmed = false;
+  double resolution = 0.05;
+  int64_t min_samples = 0;
+  std::vector<std::string> notes;
+  // --repeat: one entry per search; the range above spans all of them
+  // (lowest low, highest high) and `spread` is (max - min) / max of the lows.
+  std::vector<CapacitySearch> searches;
+  double spread = 0;
+  // --expected-rate planning (docs/BENCH.md#planning-replicas).
+  double expected_rps = 0;          // 0 when not given
+  double headroom = 0;              // capacity_rps / expected
+  double peak_rps = 0;              // 1.2 x expected
+  std::string peak_sustained;       // "yes", "no", "uncertain"
+  int64_t replicas = 0;             // ceil(peak / capacity_rps); 0: unknown
+  int64_t replicas_optimistic = 0;  // ceil(peak / capacity_high)
   std::vector<CapacityPoint> curve;
 };
 
@@ -182,6 +242,18 @@ std::string RenderDebugExchangesJsonl(const RunResult& run);
 
 std::string RenderRequestsJsonl(const RunResult& run,
                                 const std::vector<std::string>& task_names);
+
+// The capacity range as one phrase: "1.2–1.31 req/s at 95 %".
+std::string FormatCapacityRange(const CapacityResult& capacity);
+// "1.56s [1.2s, 1.7s]": a point and its interval.
+std::string FormatEstimateWithInterval(const QuantileEstimate& estimate);
+// "[1.2s, 1.7s] at 95 %": the interval of a percentile threshold's value
+// on its phase, "" for other thresholds.
+std::string ThresholdInterval(const BenchReport& report,
+                              const Threshold& threshold);
+// The capacity section of the text and HTML reports (report_capacity.cc).
+std::string RenderCapacityText(const CapacityResult& capacity);
+std::string RenderCapacityHtml(const CapacityResult& capacity);
 
 // ---- compare ----
 struct CompareOptions {

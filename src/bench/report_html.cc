@@ -329,7 +329,8 @@ std::string RenderHtml(const BenchReport& r) {
           "class=\"{}\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
           HtmlEscape(t.threshold.source), t.pass ? "ok" : "bad",
           t.pass ? "&#10003; pass" : "&#10007; fail",
-          HtmlEscape(FormatThresholdValue(t.threshold, t.observed)),
+          HtmlEscape(FormatThresholdValue(t.threshold, t.observed) + " " +
+                     ThresholdInterval(r, t.threshold)),
           t.success_only
               ? HtmlEscape(FormatThresholdValue(t.threshold, *t.success_only))
               : "",
@@ -347,6 +348,7 @@ std::string RenderHtml(const BenchReport& r) {
     }
     h += "</table>";
   }
+  if (r.capacity) h += RenderCapacityHtml(*r.capacity);
   const Validity& v = r.validity;
   h += fmt::format(
       "<p>Run validity: <b class=\"{}\">{}</b> · dispatch delay p99 {} (bound "
@@ -494,11 +496,11 @@ std::string RenderHtml(const BenchReport& r) {
         t99{"ttft p99", {}, {}, "", true};
     for (const auto& p : pts) {
       p99.x.push_back(p.offered_rps);
-      p99.y.push_back(p.e2e_p99_us);
+      p99.y.push_back(p.e2e_p99.point);
       p50.x.push_back(p.offered_rps);
-      p50.y.push_back(p.e2e_p50_us);
+      p50.y.push_back(p.e2e_p50.point);
       t99.x.push_back(p.offered_rps);
-      t99.y.push_back(p.ttft_p99_us);
+      t99.y.push_back(p.ttft_p99.point);
     }
     h += LineChart({p50, p99, t99}, o);
   }

@@ -14,6 +14,7 @@ namespace json = boost::json;
 namespace {
 
 constexpr std::string_view kSchema = "redline.bench.result/1";
+constexpr double kReportConfidence = 0.95;
 
 // +inf -> "inf" (a failed request in an error-adjusted view); NaN -> null.
 json::value Num(double v) {
@@ -34,6 +35,18 @@ json::object Distribution(const PhaseStats& s, Metric m, bool adjusted) {
   o["p99"] = Num(s.Percentile(m, 99, adjusted));
   o["p99.9"] = Num(s.Percentile(m, 99.9, adjusted));
   o["max"] = Num(s.Max(m, adjusted));
+  // 95 % order-statistic intervals of the percentiles (bench/quantile_ci.h).
+  json::object ci;
+  for (const auto& [key, q] : {std::pair<const char*, double>{"p50", 0.5},
+                               {"p90", 0.9},
+                               {"p95", 0.95},
+                               {"p99", 0.99},
+                               {"p99.9", 0.999}}) {
+    const QuantileEstimate e = EstimateQuantile(
+        s.Hist(m), adjusted ? s.Infinite(m) : 0, q, kReportConfidence);
+    ci[key] = json::array{Num(e.lower), Num(e.upper)};
+  }
+  o["ci95"] = std::move(ci);
   return o;
 }
 
@@ -246,24 +259,86 @@ std::string RenderJson(const BenchReport& r) {
     o["scrape"] = nullptr;
   }
   if (r.capacity) {
+    const CapacityResult& c = *r.capacity;
+    auto ci = [](const QuantileEstimate& e) {
+      return json::object{{"n", e.n},
+                          {"point_us", Num(e.point)},
+                          {"lower_us", Num(e.lower)},
+                          {"upper_us", Num(e.upper)}};
+    };
     json::array curve;
-    for (const CapacityPoint& p : r.capacity->curve) {
-      curve.push_back(json::object{{"offered_rps", p.offered_rps},
+    for (const CapacityPoint& p : c.curve) {
+      json::array checks;
+      for (const PercentileCheck& k : p.checks) {
+        checks.push_back(json::object{{"threshold", k.threshold},
+                                      {"estimate", ci(k.estimate)},
+                                      {"needed_samples", k.needed_samples},
+                                      {"verdict", StepVerdictName(k.verdict)}});
+      }
+      curve.push_back(json::object{{"search", p.repeat},
+                                   {"remeasure", p.remeasure},
+                                   {"offered_rps", p.offered_rps},
+                                   {"step_s", p.step_s},
+                                   {"requests", p.requests},
+                                   {"sent", p.sent},
+                                   {"completed", p.completed},
+                                   {"sent_rps", p.sent_rps},
                                    {"completed_rps", p.completed_rps},
-                                   {"ttft_p50_us", Num(p.ttft_p50_us)},
-                                   {"ttft_p99_us", Num(p.ttft_p99_us)},
-                                   {"e2e_p50_us", Num(p.e2e_p50_us)},
-                                   {"e2e_p99_us", Num(p.e2e_p99_us)},
+                                   {"tail_s", p.tail_s},
+                                   {"drain_s", p.drain_s},
+                                   {"drained", p.drained},
+                                   {"backlog_growth", p.backlog_growth},
+                                   {"kept_up", p.kept_up},
+                                   {"ttft_p50_us", Num(p.ttft_p50.point)},
+                                   {"ttft_p99_us", Num(p.ttft_p99.point)},
+                                   {"e2e_p50_us", Num(p.e2e_p50.point)},
+                                   {"e2e_p99_us", Num(p.e2e_p99.point)},
+                                   {"ttft_p50_ci", ci(p.ttft_p50)},
+                                   {"ttft_p99_ci", ci(p.ttft_p99)},
+                                   {"e2e_p50_ci", ci(p.e2e_p50)},
+                                   {"e2e_p99_ci", ci(p.e2e_p99)},
                                    {"error_rate", p.error_rate},
                                    {"dispatch_p99_us", Num(p.dispatch_p99_us)},
                                    {"valid", p.valid},
-                                   {"pass", p.pass}});
+                                   {"pass", p.pass()},
+                                   {"verdict", StepVerdictName(p.verdict)},
+                                   {"reason", p.reason},
+                                   {"checks", std::move(checks)}});
     }
-    o["capacity"] = json::object{{"ceiling_rps", r.capacity->ceiling_rps},
-                                 {"capacity_rps", r.capacity->capacity_rps},
-                                 {"expected_rps", r.capacity->expected_rps},
-                                 {"headroom", r.capacity->headroom},
-                                 {"curve", std::move(curve)}};
+    json::array searches;
+    for (const CapacitySearch& s : c.searches) {
+      searches.push_back(json::object{{"ceiling_rps", s.ceiling_rps},
+                                      {"probe_requests", s.probe_requests},
+                                      {"low_rps", s.low_rps},
+                                      {"high_rps", s.high_rps},
+                                      {"confirmed", s.confirmed}});
+    }
+    json::object planning;
+    if (c.expected_rps > 0) {
+      planning = json::object{{"expected_rps", c.expected_rps},
+                              {"peak_rps", c.peak_rps},
+                              {"peak_sustained", c.peak_sustained},
+                              {"replicas", c.replicas},
+                              {"replicas_optimistic", c.replicas_optimistic},
+                              {"headroom", c.headroom}};
+    }
+    o["capacity"] = json::object{
+        {"ceiling_rps", c.ceiling_rps},
+        {"capacity_rps", c.capacity_rps},
+        {"capacity_high_rps", c.capacity_high_rps},
+        {"range", FormatCapacityRange(c)},
+        {"confidence", c.confidence},
+        {"confirmed", c.confirmed},
+        {"resolution", c.resolution},
+        {"min_samples", c.min_samples},
+        {"spread", c.spread},
+        {"searches", std::move(searches)},
+        {"notes", Arr(c.notes)},
+        {"expected_rps", c.expected_rps},
+        {"headroom", c.headroom},
+        {"planning", c.expected_rps > 0 ? json::value(std::move(planning))
+                                        : json::value(nullptr)},
+        {"curve", std::move(curve)}};
   } else {
     o["capacity"] = nullptr;
   }

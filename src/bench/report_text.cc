@@ -164,30 +164,7 @@ std::string RenderText(const BenchReport& r) {
         p.expected_rps, p.target_rps, p.completed_rps, p.tolerance * 100,
         p.pass ? "✓" : "✗");
   }
-  if (r.capacity) {
-    const CapacityResult& c = *r.capacity;
-    out += fmt::format(
-        "\ncapacity search: ceiling {:.2f}/s (closed loop) · capacity {:.2f}/s",
-        c.ceiling_rps, c.capacity_rps);
-    if (c.expected_rps > 0)
-      out += fmt::format(" · headroom {:.2f}× expected", c.headroom);
-    out += "\n";
-    out +=
-        fmt::format("  {:>10}{:>12}{:>11}{:>11}{:>11}{:>11}{:>9}{:>11}  {}\n",
-                    "offered/s", "completed/s", "ttft p50", "ttft p99",
-                    "e2e p50", "e2e p99", "errors", "dispatch", "verdict");
-    for (const CapacityPoint& p : c.curve) {
-      out += fmt::format(
-          "  {:>10.2f}{:>12.2f}{:>11}{:>11}{:>11}{:>11}{:>8.2f}%{:>11}  {}\n",
-          p.offered_rps, p.completed_rps, FormatUs(p.ttft_p50_us),
-          FormatUs(p.ttft_p99_us), FormatUs(p.e2e_p50_us),
-          FormatUs(p.e2e_p99_us), p.error_rate * 100,
-          FormatUs(p.dispatch_p99_us),
-          !p.valid ? "invalid"
-          : p.pass ? "pass"
-                   : "fail");
-    }
-  }
+  if (r.capacity) out += RenderCapacityText(*r.capacity);
   if (!r.thresholds.empty()) {
     out += "\nthresholds:\n";
     for (const ThresholdResult& t : r.thresholds) {
@@ -199,6 +176,8 @@ std::string RenderText(const BenchReport& r) {
         out += fmt::format("  (success-only {})",
                            FormatThresholdValue(t.threshold, *t.success_only));
       }
+      if (const std::string ci = ThresholdInterval(r, t.threshold); !ci.empty())
+        out += "  " + ci;
       if (!t.note.empty()) out += "  [" + t.note + "]";
       out += "\n";
     }

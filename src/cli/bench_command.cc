@@ -135,6 +135,29 @@ void SetupBench(CLI::App& sub, int* exit_code) {
   sub.add_option("--probe-users", o->probe_users,
                  "Concurrency of the saturation probe")
       ->capture_default_str();
+  sub.add_option("--min-samples", o->min_samples,
+                 "--find-max-rate: requests a step needs for any percentile "
+                 "verdict (a pass may need more: p99 at 95% needs 368)")
+      ->capture_default_str();
+  sub.add_option("--confidence", o->confidence,
+                 "--find-max-rate: confidence of the percentile intervals and "
+                 "of the capacity range")
+      ->capture_default_str();
+  sub.add_option("--resolution", o->resolution,
+                 "--find-max-rate: stop bisecting when the bracket is this "
+                 "narrow, relative to the rate")
+      ->capture_default_str();
+  sub.add_option("--max-step", o->max_step,
+                 "--find-max-rate: longest measurement window of one step "
+                 "(default 5x --duration, at least 10s)");
+  sub.add_option("--repeat", o->repeat,
+                 "--find-max-rate: run the whole search this many times and "
+                 "report the spread")
+      ->capture_default_str();
+  sub.add_option("--drain-timeout", o->drain_timeout,
+                 "--find-max-rate with --scrape: longest wait before a step "
+                 "for the server's waiting/running gauges to be idle")
+      ->capture_default_str();
   // Cold start.
   sub.add_option("--cold-start", o->cold_start,
                  "Launch this server command first and measure time to ready");

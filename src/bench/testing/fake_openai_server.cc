@@ -280,6 +280,18 @@ uint64_t FakeOpenAiServer::requests() const {
   return truths_.size();
 }
 
+std::string FakeOpenAiServer::SlotGauges() const {
+  if (options_.slots <= 0) return "";
+  const int64_t now = http::NowNs();
+  int64_t waiting = 0, running = 0;
+  for (const auto& [ptr, stream] : streams_)
+    (stream->t0_ns > now ? waiting : running)++;
+  return fmt::format(
+      "# TYPE fake_num_requests_waiting gauge\nfake_num_requests_waiting {}\n"
+      "# TYPE fake_num_requests_running gauge\nfake_num_requests_running {}\n",
+      waiting, running);
+}
+
 void FakeOpenAiServer::Handle(http::ServerRequest&& request,
                               std::shared_ptr<http::ResponseWriter> writer) {
   const std::string_view path = request.Path();
@@ -300,8 +312,8 @@ void FakeOpenAiServer::Handle(http::ServerRequest&& request,
               "# TYPE fake_requests_total counter\nfake_requests_total {}\n"
               "# TYPE fake_queue_depth "
               "gauge\nfake_queue_depth{{model=\"fake\"}} {}\n"
-              "fake_kv_cache_usage_ratio 0.{}\n",
-              n, n % 7, n % 10));
+              "fake_kv_cache_usage_ratio 0.{}\n{}",
+              n, n % 7, n % 10, SlotGauges()));
     } else {
       writer->Respond(404, {{"Content-Type", "application/json"}},
                       api::BuildErrorBody(FakeError(
@@ -354,6 +366,19 @@ void FakeOpenAiServer::Handle(http::ServerRequest&& request,
            parsed->model.empty() ? "fake" : parsed->model, 1700000000};
   s->include_usage = parsed->include_usage;
   s->t0_ns = request.t_received_ns;
+  if (options_.slots > 0) {
+    // First come first served on the slot that frees first.
+    if (slot_free_ns_.empty())
+      slot_free_ns_.assign(static_cast<size_t>(options_.slots), 0);
+    auto slot = std::min_element(slot_free_ns_.begin(), slot_free_ns_.end());
+    const int64_t service_ns =
+        (plan.ttft_us +
+         static_cast<int64_t>(std::max(0, plan.reasoning + plan.tokens - 1)) *
+             plan.gap_us) *
+        kUs;
+    s->t0_ns = std::max(request.t_received_ns, *slot);
+    *slot = s->t0_ns + service_ns;
+  }
   s->last_write_ns = request.t_received_ns;
   size_t prompt_chars = 0;
   for (const auto& m : parsed->messages) prompt_chars += m.content.size();

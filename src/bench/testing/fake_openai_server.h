@@ -93,6 +93,14 @@ struct FakeServerOptions {
   std::string tls_cert_file, tls_key_file;
   bool record_truth = true;
   bool reuse_port = false;  // several servers (threads) on one port
+  // > 0: a service model with this many slots. A request's whole timeline
+  // (ttft + (chunks - 1) x gap, its service time) starts when a slot is
+  // free, first come first served; until then it waits. The slots are kept
+  // on a virtual schedule (a slot frees at start + service time, however
+  // late the loop wakes), so with a fixed plan the server is an exact
+  // G/D/c queue whose capacity is slots / service time. /metrics then
+  // reports fake_num_requests_waiting and fake_num_requests_running.
+  int slots = 0;
   // Routes answered besides the completions: GET /health and /readyz (200),
   // GET /metrics (a few Prometheus series).
 };
@@ -114,6 +122,8 @@ class FakeOpenAiServer {
 
  private:
   struct Stream;
+  // Prometheus lines of the slot model (loop thread).
+  std::string SlotGauges() const;
   void Handle(http::ServerRequest&& request,
               std::shared_ptr<http::ResponseWriter> writer);
 
@@ -129,6 +139,8 @@ class FakeOpenAiServer {
   // Loop thread only.
   std::unordered_map<Stream*, std::shared_ptr<Stream>> streams_;
   std::unique_ptr<http::Timer> keepalive_;
+  // Loop thread only: when each slot is next free (options_.slots > 0).
+  std::vector<int64_t> slot_free_ns_;
 };
 
 }  // namespace redline::bench::testing

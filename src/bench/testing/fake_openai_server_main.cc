@@ -1,7 +1,8 @@
 // fake_openai_server: runs the deterministic fake OpenAI server in the
 // foreground (for manual runs and side-by-side load tool comparisons).
 //   fake_openai_server --port 8000 --plan "ttft=100ms;gap=20ms;tokens=32"
-//       [--threads 4] [--startup-delay-ms 500]
+//       [--threads 4] [--startup-delay-ms 500] [--slots 8]
+// --slots N: the slot model (FakeServerOptions::slots), one thread only.
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
@@ -22,6 +23,7 @@ void OnSignal(int) { g_stop = 1; }
 int main(int argc, char** argv) {
   uint16_t port = 8000;
   int threads = 1;
+  int slots = 0;
   std::string plan;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--port") == 0 && i + 1 < argc) {
@@ -33,17 +35,23 @@ int main(int argc, char** argv) {
           std::chrono::milliseconds(std::atoi(argv[++i])));
     } else if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
       threads = std::max(1, std::atoi(argv[++i]));
+    } else if (std::strcmp(argv[i], "--slots") == 0 && i + 1 < argc) {
+      slots = std::max(0, std::atoi(argv[++i]));
     } else if (std::strcmp(argv[i], "--plan") == 0 && i + 1 < argc) {
       plan = argv[++i];
     } else {
-      std::fprintf(stderr,
-                   "usage: fake_openai_server [--port N] [--threads N] [--plan "
-                   "'ttft=100ms;gap=20ms;tokens=32']\n");
+      std::fprintf(
+          stderr,
+          "usage: fake_openai_server [--port N] [--threads N] [--slots N] "
+          "[--plan 'ttft=100ms;gap=20ms;tokens=32']\n");
       return 2;
     }
   }
   redline::bench::testing::FakeServerOptions options;
   options.record_truth = false;
+  options.slots = slots;
+  // Slots are per server: several threads would multiply them.
+  if (slots > 0) threads = 1;
   if (!plan.empty()) {
     auto p =
         redline::bench::testing::FakePlan::Parse(plan, options.default_plan);

@@ -1,0 +1,130 @@
+#include "bench/quantile_ci.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+namespace redline::bench {
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// P(B = k) for B ~ Binomial(n, q), for k in [k0, k1].
+std::vector<double> BinomialPmf(int64_t n, double q, int64_t k0, int64_t k1) {
+  std::vector<double> pmf(static_cast<size_t>(k1 - k0 + 1));
+  const double lq = std::log(q), l1q = std::log1p(-q);
+  const double lgn = std::lgamma(static_cast<double>(n) + 1);
+  for (int64_t k = k0; k <= k1; ++k) {
+    const double kd = static_cast<double>(k);
+    const double nk = static_cast<double>(n - k);
+    pmf[static_cast<size_t>(k - k0)] = std::exp(
+        lgn - std::lgamma(kd + 1) - std::lgamma(nk + 1) + kd * lq + nk * l1q);
+  }
+  return pmf;
+}
+
+// Value of 1-based rank `rank` in a histogram with `inf` samples above.
+double HistValueAtRank(const Histogram& h, int64_t inf, int64_t rank) {
+  if (rank <= 0) return -kInf;
+  if (rank > h.count() + inf) return kInf;
+  if (rank > h.count()) return kInf;
+  int64_t seen = 0;
+  double out = static_cast<double>(h.max());
+  bool found = false;
+  h.ForEachBucket([&](int64_t value, int64_t count) {
+    if (found) return;
+    seen += count;
+    if (seen >= rank) {
+      out = static_cast<double>(std::min(value, h.max()));
+      found = true;
+    }
+  });
+  return out;
+}
+
+int64_t NearestRank(int64_t n, double q) {
+  return std::clamp<int64_t>(
+      static_cast<int64_t>(std::ceil(q * static_cast<double>(n) - 1e-9)), 1, n);
+}
+
+}  // namespace
+
+RankInterval QuantileRankInterval(int64_t n, double q, double confidence) {
+  RankInterval r{0, n + 1};
+  if (n <= 0 || q <= 0 || q >= 1) return r;
+  const double tail = (1 - confidence) / 2;
+  // Only the terms within 15 sd (+10) of the mean carry mass above 1e-25;
+  // outside that window the tails are taken as 0, which keeps the cost
+  // O(sqrt(n)) for large samples (ITL has one sample per chunk).
+  const double nd = static_cast<double>(n);
+  const double sd = std::sqrt(nd * q * (1 - q));
+  const int64_t k0 =
+      std::max<int64_t>(0, static_cast<int64_t>(nd * q - 15 * sd) - 10);
+  const int64_t k1 =
+      std::min<int64_t>(n, static_cast<int64_t>(nd * q + 15 * sd) + 10);
+  const std::vector<double> pmf = BinomialPmf(n, q, k0, k1);
+  auto at = [&](int64_t k) { return pmf[static_cast<size_t>(k - k0)]; };
+  // Lower: the largest l with P(B <= l-1) <= tail (0 below the window).
+  r.lower = std::max<int64_t>(0, k0);
+  double cdf = 0;
+  for (int64_t l = std::max<int64_t>(1, k0 + 1); l <= n; ++l) {
+    if (l - 1 >= k0 && l - 1 <= k1) cdf += at(l - 1);
+    if (cdf > tail) break;
+    r.lower = l;
+  }
+  // Upper: the smallest u with P(B >= u) <= tail (0 above the window).
+  r.upper = std::min<int64_t>(n + 1, k1 + 1);
+  double upper_tail = 0;
+  for (int64_t u = std::min(n, k1); u >= 1; --u) {
+    upper_tail += at(u);
+    if (upper_tail > tail) break;
+    r.upper = u;
+  }
+  return r;
+}
+
+int64_t SamplesForUpperBound(double q, double confidence) {
+  if (q <= 0) return 1;
+  if (q >= 1) return std::numeric_limits<int64_t>::max();
+  const double tail = (1 - confidence) / 2;
+  return static_cast<int64_t>(std::ceil(std::log(tail) / std::log(q) - 1e-9));
+}
+
+QuantileEstimate EstimateQuantile(std::span<const double> sorted, double q,
+                                  double confidence) {
+  QuantileEstimate e;
+  e.n = static_cast<int64_t>(sorted.size());
+  if (e.n == 0) {
+    e.point = e.lower = e.upper = std::nan("");
+    return e;
+  }
+  const RankInterval r = QuantileRankInterval(e.n, q, confidence);
+  auto at = [&](int64_t rank) {
+    if (rank <= 0) return -kInf;
+    if (rank > e.n) return kInf;
+    return sorted[static_cast<size_t>(rank - 1)];
+  };
+  e.point = at(NearestRank(e.n, q));
+  e.lower = at(r.lower);
+  e.upper = at(r.upper);
+  return e;
+}
+
+QuantileEstimate EstimateQuantile(const Histogram& h, int64_t extra_infinite,
+                                  double q, double confidence) {
+  QuantileEstimate e;
+  e.n = h.count() + extra_infinite;
+  if (e.n == 0) {
+    e.point = e.lower = e.upper = std::nan("");
+    return e;
+  }
+  const RankInterval r = QuantileRankInterval(e.n, q, confidence);
+  e.point = HistValueAtRank(h, extra_infinite, NearestRank(e.n, q));
+  e.lower = HistValueAtRank(h, extra_infinite, r.lower);
+  e.upper = HistValueAtRank(h, extra_infinite, r.upper);
+  return e;
+}
+
+}  // namespace redline::bench
