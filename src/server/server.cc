@@ -111,6 +111,22 @@ InferenceServer::~InferenceServer() {
 Result<uint16_t> InferenceServer::Start() {
   Impl& s = *impl_;
   RL_RETURN_IF_ERROR(CheckModelFiles(s.config));
+  {
+    telemetry::TracerOptions t;
+    t.resource.service_name = "redline-serve";
+    for (const std::string& w : telemetry::ApplyOtelEnvironment(&t))
+      RL_LOG(kWarning, "serve: {}", w);
+    if (!s.config.otlp_endpoint.empty())
+      t.otlp_endpoint = s.config.otlp_endpoint;
+    t.trace_file = s.config.trace_file;
+    if (s.config.trace_sample >= 0) t.sample_ratio = s.config.trace_sample;
+    t.keep_slower_than_ms = s.config.trace_slow_ms;
+    if (telemetry::TracingEnabled(t)) {
+      auto tracer = telemetry::Tracer::Create(std::move(t));
+      if (!tracer.ok()) return tracer.status();
+      s.tracer = std::move(tracer).value();
+    }
+  }
   http::ServerOptions opts;
   // "localhost" as people type it; the listener takes addresses.
   opts.host = s.config.host == "localhost" ? "127.0.0.1" : s.config.host;

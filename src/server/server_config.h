@@ -137,6 +137,18 @@ struct ServerConfig {
   int64_t template_memory_budget_mb = 64;
   SamplingDefaults sampling;
 
+  // --- Tracing (docs/OBSERVABILITY.md) ---
+  // OTLP/HTTP JSON traces URL (".../v1/traces"); empty: the standard
+  // OTEL_EXPORTER_OTLP_TRACES_ENDPOINT / OTEL_EXPORTER_OTLP_ENDPOINT.
+  std::string otlp_endpoint;
+  // Chrome/Perfetto trace-event JSON written as requests finish.
+  std::string trace_file;
+  // Head sampling of new traces in [0, 1]; -1: OTEL_TRACES_SAMPLER_ARG or 1.
+  double trace_sample = -1;
+  // Traces of requests at least this slow (and failed ones) are kept
+  // whatever the sampling; -1: off.
+  double trace_slow_ms = -1;
+
   // --- Metrics ---
   // Prefix of Redline's own metric names. The default "redline_" passes
   // `promtool check metrics`, whose lint reserves ':' for recording rules;
@@ -283,6 +295,20 @@ void VisitServerFlags(ServerConfig& c, Visitor&& v) {
     FlagKind::kOption);
   v(c.sampling.seed, "--seed",
     "Sampling seed for requests that send none (-1: random per request)",
+    FlagKind::kOption);
+  v(c.otlp_endpoint, "--otlp-endpoint",
+    "Export request traces over OTLP/HTTP JSON to this URL (.../v1/traces; "
+    "default: OTEL_EXPORTER_OTLP_ENDPOINT + /v1/traces when set)",
+    FlagKind::kOption);
+  v(c.trace_file, "--trace-file",
+    "Write request traces as Chrome/Perfetto trace-event JSON to this file",
+    FlagKind::kOption);
+  v(c.trace_sample, "--trace-sample",
+    "Share of new traces kept, 0..1 (default: OTEL_TRACES_SAMPLER_ARG, else "
+    "1); failed and --trace-slow-ms requests are always kept",
+    FlagKind::kOption);
+  v(c.trace_slow_ms, "--trace-slow-ms",
+    "Always keep the traces of requests at least this slow (-1: off)",
     FlagKind::kOption);
   v(c.metrics_prefix, "--metrics-prefix",
     "Prefix of metric names: \"redline_\" (default; passes promtool) or "

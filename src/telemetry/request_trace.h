@@ -62,6 +62,8 @@ class RequestTrace {
                      std::vector<Attribute> attributes = {},
                      SpanKind kind = SpanKind::kInternal, bool error = false,
                      std::string status_message = "");
+  // Renames the root span (e.g. "chat smollm2" once the model is known).
+  void SetName(std::string name) { spans_[0].name = std::move(name); }
   // Attributes of the root span.
   void SetAttribute(std::string key, AttributeValue value);
   // The `traceparent` to send downstream from span `from` (e.g. an upstream
