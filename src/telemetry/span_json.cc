@@ -111,20 +111,33 @@ std::string EncodeTraceEvents(std::span<const SpanRecord> spans, int64_t lane) {
     out += JsonQuote(s.name);
     fmt::format_to(std::back_inserter(out),
                    ",\"cat\":\"redline\",\"ph\":\"X\",\"ts\":{:.3f},"
-                   "\"dur\":{:.3f},\"pid\":1,\"tid\":{},\"args\":{{"
-                   "\"trace_id\":\"{}\",\"span_id\":\"{}\"",
+                   "\"dur\":{:.3f},\"pid\":1,\"tid\":{},\"args\":{{",
                    static_cast<double>(s.start_unix_ns) / 1e3,
                    static_cast<double>(s.end_unix_ns - s.start_unix_ns) / 1e3,
-                   lane, s.trace_id.Hex(), s.span_id.Hex());
-    if (s.parent_span_id.valid())
-      fmt::format_to(std::back_inserter(out), ",\"parent_span_id\":\"{}\"",
+                   lane);
+    bool first = true;
+    auto sep = [&] {
+      if (!first) out += ',';
+      first = false;
+    };
+    if (s.trace_id.valid()) {
+      sep();
+      fmt::format_to(std::back_inserter(out),
+                     "\"trace_id\":\"{}\",\"span_id\":\"{}\"", s.trace_id.Hex(),
+                     s.span_id.Hex());
+    }
+    if (s.parent_span_id.valid()) {
+      sep();
+      fmt::format_to(std::back_inserter(out), "\"parent_span_id\":\"{}\"",
                      s.parent_span_id.Hex());
+    }
     if (s.error) {
-      out += ",\"error\":";
+      sep();
+      out += "\"error\":";
       out += JsonQuote(s.status_message);
     }
     for (const Attribute& a : s.attributes) {
-      out += ',';
+      sep();
       out += JsonQuote(a.key);
       out += ':';
       AppendEventArg(&out, a.value);
