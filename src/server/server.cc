@@ -24,6 +24,7 @@
 #include "server/http_encoders.h"
 #include "server/server_internal.h"
 #include "telemetry/process_metrics.h"
+#include "telemetry/system_metrics.h"
 
 namespace redline::server {
 namespace json = boost::json;
@@ -74,6 +75,7 @@ InferenceServer::Impl::Impl(ServerConfig c)
       ping_interval_ns(
           static_cast<int64_t>(config.sse_ping_interval_s * kNsPerSecond)) {
   telemetry::RegisterProcessMetrics(registry);
+  telemetry::RegisterSystemMetrics(registry, config.metrics_prefix);
   registry.AddCollector([this] { RefreshMetrics(); });
   for (size_t i = 0; i < config.models.size(); ++i) {
     models.push_back(
