@@ -10,6 +10,8 @@
 #include <tuple>
 
 #include "base/thread_pool.h"
+#include "engine/engine.h"
+#include "engine/engine_test_model.h"
 #include "engine/generator.h"
 #include "engine/prompt_lookup.h"
 #include "kernels/isa.h"
@@ -169,6 +171,89 @@ TEST(SpeculativeTest, TrainedModelEchoesAreAcceptedAndEqual) {
   EXPECT_EQ(fast->tokens, base->tokens);
   EXPECT_GT(fast->speculative.accepted_tokens, 0);
   EXPECT_GT(fast->speculative.tokens_per_pass(), 1.0);
+}
+
+}  // namespace
+}  // namespace redline::engine
+
+namespace redline::engine {
+namespace {
+
+// Speculation inside continuous batching: drafts verified next to other
+// sequences' decode tokens and prompt chunks (small batches force the
+// budget to cut drafts), with some requests opting out; every stream equals
+// plain sequential generation, and the prefix cache afterwards holds only
+// accepted tokens (a repeated request reuses them and still matches).
+TEST(SpeculativeEngineTest, BatchedSpeculationEqualsPlainDecoding) {
+  const model::Model& m = testing::TinyTestModel();
+  ThreadPool pool(2);
+  auto prompt = [](int i) {
+    std::vector<int32_t> p;
+    for (int r = 0; r < 3; ++r)
+      for (int t : {40 + i, 41, 42 + i, 43}) p.push_back(t);
+    return p;
+  };
+  auto params = [](int i) {
+    model::SamplingParams p;
+    p.max_tokens = 40;
+    p.ignore_eos = true;
+    if (i % 3 == 2) {
+      p.temperature = 0.8f;
+      p.seed = 77 + i;
+    } else {
+      p.temperature = 0;
+    }
+    return p;
+  };
+  std::vector<std::vector<int32_t>> expected;
+  {
+    Generator gen(m, pool, 256);
+    for (int i = 0; i < 6; ++i) {
+      auto r = gen.Generate(prompt(i), params(i),
+                            [](std::string_view, int32_t) { return true; });
+      ASSERT_TRUE(r.ok());
+      expected.push_back(r->tokens);
+    }
+  }
+  for (int64_t batch : {int64_t{6}, int64_t{64}}) {
+    EngineOptions o;
+    o.n_ctx = 256;
+    o.parallel = 3;
+    o.max_batch_tokens = batch;
+    o.speculative.enabled = true;
+    Engine engine(m, pool, o);
+    for (int round = 0; round < 2; ++round) {
+      std::vector<std::shared_ptr<RequestStream>> streams;
+      for (int i = 0; i < 6; ++i) {
+        EngineRequest r;
+        r.prompt = prompt(i);
+        r.sampling = params(i);
+        r.speculative = i != 1;  // one opts out
+        auto s = engine.Submit(std::move(r));
+        ASSERT_TRUE(s.ok());
+        streams.push_back(*s);
+      }
+      for (int i = 0; i < 6; ++i) {
+        std::vector<int32_t> tokens;
+        RequestEvent e;
+        bool done = false;
+        while ((*streams[i]).Pop(&e, std::chrono::seconds(30))) {
+          if (e.type == RequestEvent::Type::kToken) {
+            tokens.push_back(e.token);
+            continue;
+          }
+          done = e.type == RequestEvent::Type::kDone;
+          break;
+        }
+        EXPECT_TRUE(done);
+        EXPECT_EQ(tokens, expected[i])
+            << "request " << i << " batch " << batch << " round " << round;
+      }
+    }
+    EXPECT_GT(engine.Stats().spec_accepted_tokens, 0u) << batch;
+    EXPECT_LE(engine.Stats().spec_accepted_tokens,
+              engine.Stats().spec_draft_tokens);
+  }
 }
 
 }  // namespace

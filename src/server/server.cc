@@ -330,6 +330,9 @@ void InferenceServer::Impl::RefreshMetrics() {
         static_cast<double>(st.prefix_cache_queries_tokens));
     mm.prefix_cache_hits->SetTotal(
         static_cast<double>(st.prefix_cache_hits_tokens));
+    mm.spec_draft_tokens->SetTotal(static_cast<double>(st.spec_draft_tokens));
+    mm.spec_accepted_tokens->SetTotal(
+        static_cast<double>(st.spec_accepted_tokens));
     const engine::EngineOptions& o = e->options();
     mm.cache_config_info
         ->Labels({sm.spec.name, "1", std::to_string(st.kv_capacity_tokens),

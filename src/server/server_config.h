@@ -112,6 +112,11 @@ struct ServerConfig {
   // bench-model` for yours.
   int64_t max_queued_tokens = 32768;
   bool no_prefix_cache = false;
+  // Prompt-lookup speculative decoding for every request that does not send
+  // "speculative": false (docs/SERVER.md); at most draft_max tokens
+  // verified per sequence per step.
+  bool speculative = false;
+  int draft_max = 8;
   // Admission by expected wait: a request whose estimated time to a slot
   // (recent service time x its queue position / slots) exceeds this is
   // refused with 429 at once, so admitted requests keep their latency under
@@ -295,6 +300,13 @@ void VisitServerFlags(ServerConfig& c, Visitor&& v) {
     FlagKind::kOption);
   v(c.sampling.seed, "--seed",
     "Sampling seed for requests that send none (-1: random per request)",
+    FlagKind::kOption);
+  v(c.speculative, "--speculative,--lookup",
+    "Prompt-lookup speculative decoding (same output; faster when answers "
+    "repeat their input); requests opt out with \"speculative\": false",
+    FlagKind::kOption);
+  v(c.draft_max, "--draft-max",
+    "Most draft tokens verified per sequence per step with --speculative",
     FlagKind::kOption);
   v(c.otlp_endpoint, "--otlp-endpoint",
     "Export request traces over OTLP/HTTP JSON to this URL (.../v1/traces; "
