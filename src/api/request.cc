@@ -108,6 +108,7 @@ Status ReadCommon(Reader& r, CompletionRequest* out, std::string* param) {
   out->n = static_cast<int>(n.value_or(1));
   RL_RETURN_IF_ERROR(r.Int("min_tokens", &sp.min_tokens, 0, INT32_MAX));
   RL_RETURN_IF_ERROR(r.Bool("ignore_eos", &sp.ignore_eos));
+  RL_RETURN_IF_ERROR(r.Bool("speculative", &sp.speculative));
   RL_RETURN_IF_ERROR(r.String("user", &out->user));
   if (const json::value* rf = r.Find("response_format")) {
     if (!rf->is_object())
@@ -319,6 +320,7 @@ void PutSampling(ApiKind kind, const SamplingParams& s, json::object& o) {
   if (s.seed) o["seed"] = *s.seed;
   if (s.min_tokens) o["min_tokens"] = *s.min_tokens;
   if (s.ignore_eos) o["ignore_eos"] = *s.ignore_eos;
+  if (s.speculative) o["speculative"] = *s.speculative;
   if (!s.stop.empty()) {
     json::array a;
     for (const auto& x : s.stop) a.emplace_back(x);

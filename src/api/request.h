@@ -70,6 +70,9 @@ struct SamplingParams {
   std::optional<int64_t> seed;
   std::optional<int64_t> min_tokens;  // vLLM / llama.cpp extension
   std::optional<bool> ignore_eos;     // vLLM / llama.cpp extension
+  // Redline extension: false opts this request out of speculative decoding
+  // (when the server has it on); the output is the same either way.
+  std::optional<bool> speculative;
   std::vector<std::string> stop;
   // Token id -> bias, in the order sent.
   std::vector<std::pair<int32_t, double>> logit_bias;

@@ -133,11 +133,52 @@ Usage ReadUsage(const json::object& u) {
   return usage;
 }
 
+json::object TimingsObject(const ServerTimings& t) {
+  json::object o;
+  o["queue_ms"] = t.queue_ms;
+  o["prefill_ms"] = t.prefill_ms;
+  o["ttft_ms"] = t.ttft_ms;
+  o["decode_ms"] = t.decode_ms;
+  o["e2e_ms"] = t.e2e_ms;
+  return o;
+}
+
+std::optional<double> GetNumber(const json::object& o, std::string_view key) {
+  const json::value* v = o.if_contains(key);
+  if (v == nullptr || !v->is_number()) return std::nullopt;
+  return v->to_number<double>();
+}
+
+// Redline's names, or llama.cpp's server (prompt_ms is its prefill,
+// predicted_ms its decode).
+std::optional<ServerTimings> ReadTimings(const json::object& parent) {
+  const json::value* v = parent.if_contains("timings");
+  if (v == nullptr || !v->is_object()) return std::nullopt;
+  const json::object& o = v->get_object();
+  ServerTimings t;
+  bool any = false;
+  auto read = [&](std::string_view key, double* out) {
+    if (auto x = GetNumber(o, key)) {
+      *out = *x;
+      any = true;
+    }
+  };
+  read("prompt_ms", &t.prefill_ms);
+  read("predicted_ms", &t.decode_ms);
+  read("queue_ms", &t.queue_ms);
+  read("prefill_ms", &t.prefill_ms);
+  read("ttft_ms", &t.ttft_ms);
+  read("decode_ms", &t.decode_ms);
+  read("e2e_ms", &t.e2e_ms);
+  if (!any) return std::nullopt;
+  return t;
+}
+
 }  // namespace
 
 std::string BuildChunk(ApiKind kind, const ResponseIdentity& id,
                        const std::vector<ChunkChoice>& choices,
-                       const Usage* usage) {
+                       const Usage* usage, const ServerTimings* timings) {
   json::object o = Header(kind, id, /*chunk=*/true);
   json::array arr;
   for (const ChunkChoice& c : choices) {
@@ -166,6 +207,7 @@ std::string BuildChunk(ApiKind kind, const ResponseIdentity& id,
   }
   o["choices"] = std::move(arr);
   if (usage != nullptr) o["usage"] = UsageObject(*usage);
+  if (timings != nullptr) o["timings"] = TimingsObject(*timings);
   return json::serialize(o);
 }
 
@@ -192,15 +234,7 @@ std::string BuildResponse(ApiKind kind, const ResponseIdentity& id,
   }
   o["choices"] = std::move(arr);
   o["usage"] = UsageObject(usage);
-  if (timings != nullptr) {
-    json::object t;
-    t["queue_ms"] = timings->queue_ms;
-    t["prefill_ms"] = timings->prefill_ms;
-    t["ttft_ms"] = timings->ttft_ms;
-    t["decode_ms"] = timings->decode_ms;
-    t["e2e_ms"] = timings->e2e_ms;
-    o["timings"] = std::move(t);
-  }
+  if (timings != nullptr) o["timings"] = TimingsObject(*timings);
   return json::serialize(o);
 }
 
@@ -216,6 +250,7 @@ void StreamChunk::Clear() {
   finish_reason.clear();
   num_choices = 0;
   usage.reset();
+  timings.reset();
   error.reset();
 }
 
@@ -235,9 +270,10 @@ Status ParseStreamChunk(std::string_view text, StreamChunk* out) {
   if (const json::value* u = o.if_contains("usage"); u && u->is_object()) {
     out->usage = ReadUsage(u->get_object());
   }
+  out->timings = ReadTimings(o);
   const json::value* choices = o.if_contains("choices");
   if (choices == nullptr || !choices->is_array()) {
-    if (out->error || out->usage) return Status::Ok();
+    if (out->error || out->usage || out->timings) return Status::Ok();
     return Status::DataLoss("chunk has no 'choices' array");
   }
   for (const json::value& c : choices->get_array()) {
@@ -278,6 +314,7 @@ Result<CompletionResponse> ParseResponse(std::string_view text) {
     r.error = internal::ErrorFromJson(*e);
   if (const json::value* u = o.if_contains("usage"); u && u->is_object())
     r.usage = ReadUsage(u->get_object());
+  r.timings = ReadTimings(o);
   const json::value* choices = o.if_contains("choices");
   if (choices == nullptr || !choices->is_array()) {
     if (r.error) return r;

@@ -51,7 +51,8 @@ struct ChunkChoice {
 // alone on a final chunk with choices: [] (stream_options.include_usage).
 std::string BuildChunk(ApiKind kind, const ResponseIdentity& id,
                        const std::vector<ChunkChoice>& choices,
-                       const Usage* usage = nullptr);
+                       const Usage* usage = nullptr,
+                       const ServerTimings* timings = nullptr);
 
 // One choice of a complete (non-streamed) response.
 struct FinalChoice {
@@ -81,6 +82,8 @@ struct StreamChunk {
   std::string finish_reason;
   int num_choices = 0;
   std::optional<Usage> usage;  // present and non-null
+  // Redline's "timings" (or llama.cpp's prompt_ms/predicted_ms), when sent.
+  std::optional<ServerTimings> timings;
   std::optional<ApiError> error;
 
   void Clear();
@@ -97,6 +100,7 @@ struct CompletionResponse {
   std::string finish_reason;
   int num_choices = 0;
   std::optional<Usage> usage;
+  std::optional<ServerTimings> timings;
   std::optional<ApiError> error;
   // choices[0]'s token logprobs (chat: logprobs.content[].logprob;
   // completions: logprobs.token_logprobs), empty when not sent.

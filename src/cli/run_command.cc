@@ -43,6 +43,7 @@ struct RunFlags {
   std::string system;
   std::string messages_file;
   std::string chat_template;
+  engine::SpeculativeOptions speculative;
 };
 
 // Messages for a chat prompt: --messages FILE (a JSON list of messages or an
@@ -208,11 +209,14 @@ int RunRun(RunFlags f) {
     return 2;
   }
   engine::Generator& gen = **created;
-  auto r = gen.Generate(prompt, f.sampling, [](std::string_view text, int32_t) {
-    std::fwrite(text.data(), 1, text.size(), stdout);
-    std::fflush(stdout);
-    return true;
-  });
+  auto r = gen.Generate(
+      prompt, f.sampling,
+      [](std::string_view text, int32_t) {
+        std::fwrite(text.data(), 1, text.size(), stdout);
+        std::fflush(stdout);
+        return true;
+      },
+      f.speculative);
   if (!r.ok()) {
     fmt::print(stderr, "\nrun: {}\n", r.status().ToString());
     return r.status().code() == StatusCode::kInternal ? 1 : 2;
@@ -236,6 +240,14 @@ int RunRun(RunFlags f) {
              pool.num_threads(), model::FinishReasonName(r->finish), load_ms,
              r->prompt_tokens, r->prefill_tok_per_s(), r->prefill_ms,
              r->ttft_ms, r->decode_tok_per_s(), r->tokens.size(), r->decode_ms);
+  if (f.speculative.enabled) {
+    const engine::SpeculativeStats& s = r->speculative;
+    fmt::print(stderr,
+               "speculative       {:9.2f} tokens per pass ({} drafted, {} "
+               "accepted, {:.0f} % acceptance)\n",
+               s.tokens_per_pass(), s.drafted_tokens, s.accepted_tokens,
+               100 * s.acceptance_rate());
+  }
   return 0;
 }
 
@@ -299,6 +311,14 @@ void Setup(CLI::App& sub, int* exit_code) {
                "Keep generating after end-of-generation tokens");
   sub.add_flag("--no-bos", f->no_bos,
                "Do not add the BOS token to a text prompt");
+  sub.add_flag("--speculative,--lookup", f->speculative.enabled,
+               "Prompt-lookup speculative decoding: verify drafts taken from "
+               "n-gram matches in the prompt and output (same output, faster "
+               "when the text repeats its input)");
+  sub.add_option("--draft-max", f->speculative.max_draft_tokens,
+                 "Most draft tokens verified per pass (with --speculative)")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
   sub.add_flag("--mlock", f->mlock, "Pin the weights in RAM");
   sub.add_flag("-q,--quiet", f->quiet, "No progress output while loading");
   sub.add_flag("--no-repack", f->no_repack,

@@ -292,6 +292,7 @@ void Engine::Admit(Pending p, int index) {
   slot.prompt_tokens = n_prompt;
   slot.request = std::move(p.request);
   slot.stream = std::move(p.stream);
+  slot.draft_control = DraftController(options_.speculative.max_draft_tokens);
   std::lock_guard<std::mutex> lock(mu_);
   --queued_requests_;
   queued_prompt_tokens_ -= n_prompt;
@@ -375,9 +376,22 @@ void Engine::RunBatch(const BatchPlan& plan) {
   for (const auto& [index, n] : plan.prefill_chunks) {
     if (!scheduler_.prefilling(index)) slots_[index]->seq->MarkPrefillDone(t1);
   }
+  // Each slot's draft tokens, in draft order, for verification.
+  std::vector<std::vector<int32_t>>& drafts = step_drafts_;
+  drafts.assign(slots_.size(), {});
+  for (const PlannedToken& t : plan.tokens)
+    if (t.draft_index >= 0) drafts[t.slot].push_back(t.token);
+  std::vector<int>& accepted = step_accepted_;
+  accepted.assign(slots_.size(), 0);
+  std::vector<bool> matching(slots_.size(), true);
   for (size_t row = 0; row < rows; ++row) {
     const int index = plan.logit_slots[row];
+    const int di = plan.logit_draft_index[row];
     Slot& slot = *slots_[index];
+    // A draft row counts only while every earlier draft token of its slot
+    // was what the sequence sampled (then its logits are those plain
+    // decoding would compute); the rest of the draft is discarded.
+    if (!slot.active() || (di >= 0 && !matching[index])) continue;
     StepResult r =
         slot.seq->Accept(std::span<float>(logits_.data() + row * vocab, vocab));
     RequestEvent e;
@@ -385,13 +399,59 @@ void Engine::RunBatch(const BatchPlan& plan) {
     e.token = r.token;
     e.text = std::move(r.text);
     e.logprobs = std::move(r.logprobs);
+    const std::vector<int32_t>& d = drafts[index];
+    const size_t next = static_cast<size_t>(di + 1);
+    if (next < d.size() && r.token == d[next] &&
+        r.finish == model::FinishReason::kNone) {
+      ++accepted[index];
+    } else {
+      matching[index] = false;
+    }
     if (r.finish == model::FinishReason::kNone)
       scheduler_.SetPending(index, r.token);
     slot.stream->Push(std::move(e));
     if (r.finish != model::FinishReason::kNone) FinishSlot(index, Status::Ok());
   }
+  int64_t accepted_total = 0;
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    Slot& slot = *slots_[i];
+    const int index = static_cast<int>(i);
+    if (!drafts[i].empty() && slot.active()) {
+      scheduler_.AcceptDrafts(
+          index, std::span(drafts[i]).first(static_cast<size_t>(accepted[i])));
+      slot.draft_control.Record(static_cast<int>(drafts[i].size()),
+                                accepted[i]);
+    }
+    accepted_total += accepted[i];
+    if (slot.active() && !scheduler_.prefilling(index)) PlanDraft(index);
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.spec_draft_tokens += static_cast<uint64_t>(plan.draft_tokens);
+    stats_.spec_accepted_tokens += static_cast<uint64_t>(accepted_total);
+  }
   PublishStats(/*ran=*/true, std::chrono::duration<double>(t1 - t0).count(),
                plan.prefill_tokens, plan.decode_tokens);
+}
+
+void Engine::PlanDraft(int index) {
+  Slot& slot = *slots_[index];
+  if (!options_.speculative.enabled || !slot.request.speculative) return;
+  const Sequence& seq = *slot.seq;
+  // The pending token sits at position cached; drafts follow it and must
+  // fit the context, and drafting past max_tokens verifies tokens that are
+  // never emitted.
+  const int64_t pos = static_cast<int64_t>(scheduler_.cached(index).size());
+  const int64_t room =
+      std::min<int64_t>(options_.n_ctx - 1 - pos,
+                        seq.params().max_tokens - seq.generated_tokens() - 1);
+  const int k = static_cast<int>(std::min<int64_t>(
+      slot.draft_control.NextLength(), std::max<int64_t>(0, room)));
+  if (k <= 0) return;
+  std::vector<int32_t> draft =
+      DraftFromHistory(seq.history(), k, options_.speculative.ngram_max,
+                       options_.speculative.ngram_min);
+  if (!draft.empty()) scheduler_.SetDraft(index, std::move(draft));
 }
 
 void Engine::PublishStats(bool ran, double step_s, int64_t prefill_tokens,

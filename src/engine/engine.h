@@ -41,6 +41,7 @@
 #include "base/result.h"
 #include "base/thread_pool.h"
 #include "engine/admission.h"
+#include "engine/prompt_lookup.h"
 #include "engine/request.h"
 #include "engine/scheduler.h"
 #include "engine/sequence.h"
@@ -67,6 +68,10 @@ struct EngineOptions {
   // KV cache element type of every slot (f16: half the memory, llama.cpp's
   // default arithmetic; f32: exact).
   model::KvType kv_type = model::KvType::kF16;
+  // Prompt-lookup speculative decoding for requests that do not opt out
+  // (EngineRequest::speculative): drafts verified together with the other
+  // sequences' decode tokens in the same step (prompt_lookup.h).
+  SpeculativeOptions speculative;
 };
 
 struct EngineStats {
@@ -83,6 +88,9 @@ struct EngineStats {
   uint64_t prefix_cache_queries_tokens = 0;  // prompt tokens looked up
   uint64_t prefix_cache_hits_tokens = 0;     // of those, served from cache
   uint64_t steps = 0;
+  // Speculative decoding: draft tokens verified, and of those kept.
+  uint64_t spec_draft_tokens = 0;
+  uint64_t spec_accepted_tokens = 0;
   // Exponentially averaged throughput of recent steps (tokens/s).
   double prefill_tok_per_s = 0;
   double decode_tok_per_s = 0;
@@ -158,6 +166,7 @@ class Engine {
     int64_t prompt_tokens = 0;
     int64_t cached_tokens = 0;  // prompt tokens reused from the prefix cache
     std::optional<Sequence> seq;
+    DraftController draft_control{1};  // reset at admission
     bool active() const { return stream != nullptr; }
   };
   struct Pending {
@@ -173,6 +182,8 @@ class Engine {
   void RunBatch(const BatchPlan& plan);
   // Ends the request in `slot` with kDone (error OK) or kError.
   void FinishSlot(int slot, Status error);
+  // Gives decoding slot `index` its next speculative draft, if any.
+  void PlanDraft(int index);
   // Ends a request that never got a slot with kError.
   void FailPending(Pending& pending, Status why, Clock::time_point now);
   void PublishStats(bool ran, double step_s, int64_t prefill_tokens,
@@ -200,6 +211,9 @@ class Engine {
   std::vector<std::unique_ptr<Slot>> slots_;
   std::vector<model::BatchToken> batch_;  // [n_tokens], reused every step
   std::vector<float> logits_;  // [rows with logits in a step, vocab], reused
+  // Per-slot draft tokens verified in a step and how many were kept; reused.
+  std::vector<std::vector<int32_t>> step_drafts_;
+  std::vector<int> step_accepted_;
   std::deque<Pending> waiting_;
   std::thread thread_;
 };

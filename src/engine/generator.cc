@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "engine/kv_memory.h"
+#include "engine/prompt_lookup.h"
 #include "engine/sequence.h"
 
 namespace redline::engine {
@@ -74,9 +75,24 @@ Status Generator::Forward(std::span<const int32_t> tokens, int64_t start_pos,
   return Status::Ok();
 }
 
+Status Generator::ForwardAll(std::span<const int32_t> tokens, int64_t start_pos,
+                             std::span<float> logits) {
+  std::vector<model::BatchToken> batch(tokens.size());
+  for (size_t i = 0; i < tokens.size(); ++i)
+    batch[i] = {tokens[i], start_pos + static_cast<int64_t>(i), &cache_, true};
+  try {
+    RL_RETURN_IF_ERROR(transformer_.Forward(batch, logits));
+  } catch (const std::bad_alloc&) {
+    return Status::ResourceExhausted("out of memory in the forward pass");
+  }
+  cache_.set_n_used(start_pos + static_cast<int64_t>(tokens.size()));
+  return Status::Ok();
+}
+
 Result<GenerationResult> Generator::Generate(
     std::span<const int32_t> prompt, const model::SamplingParams& params,
-    const std::function<bool(std::string_view, int32_t)>& on_text) {
+    const std::function<bool(std::string_view, int32_t)>& on_text,
+    const SpeculativeOptions& spec) {
   RL_ASSIGN_OR_RETURN(const model::SamplingParams resolved,
                       ResolveRequest(model_.config(), n_ctx(), prompt, params));
   const auto start = Clock::now();
@@ -87,21 +103,66 @@ Result<GenerationResult> Generator::Generate(
   RL_RETURN_IF_ERROR(Forward(prompt, 0, logits));
   seq.MarkPrefillDone(Clock::now());
   r.prefill_ms = MsBetween(start, seq.prefill_done_at());
-  for (;;) {
-    StepResult step = seq.Accept(logits);
+  // Accepts the logits of one position; false when generation ended.
+  auto accept = [&](std::span<float> row) {
+    StepResult step = seq.Accept(row);
     if (r.tokens.empty()) r.ttft_ms = MsBetween(start, seq.first_token_at());
     r.tokens.push_back(step.token);
     if (!step.text.empty()) {
       r.text += step.text;
       if (!on_text(step.text, step.token)) {
         r.cancelled = true;
-        break;
+        return false;
       }
     }
-    if (step.finish != model::FinishReason::kNone) break;
+    return step.finish == model::FinishReason::kNone;
+  };
+  const int64_t vocab = model_.config().vocab_size;
+  DraftController control(spec.max_draft_tokens);
+  std::vector<float> rows;  // [k + 1, vocab] of a verification pass
+  std::vector<int32_t> verify;
+  bool going = accept(logits);
+  while (going) {
     const int64_t pos = static_cast<int64_t>(seq.history().size()) - 1;
-    RL_RETURN_IF_ERROR(
-        Forward(std::span(&seq.history().back(), 1), pos, logits));
+    std::vector<int32_t> draft;
+    if (spec.enabled) {
+      // Room left: positions pos.. must fit the context, and drafting past
+      // max_tokens would only verify tokens that are never emitted.
+      const int64_t room =
+          std::min<int64_t>(n_ctx() - 1 - pos, seq.params().max_tokens -
+                                                   seq.generated_tokens() - 1);
+      const int k = static_cast<int>(
+          std::min<int64_t>(control.NextLength(), std::max<int64_t>(0, room)));
+      if (k > 0)
+        draft =
+            DraftFromHistory(seq.history(), k, spec.ngram_max, spec.ngram_min);
+    }
+    ++r.speculative.target_passes;
+    if (draft.empty()) {
+      RL_RETURN_IF_ERROR(
+          Forward(std::span(&seq.history().back(), 1), pos, logits));
+      ++r.speculative.tokens_emitted;
+      going = accept(logits);
+      continue;
+    }
+    verify.assign(1, seq.history().back());
+    verify.insert(verify.end(), draft.begin(), draft.end());
+    rows.resize(verify.size() * static_cast<size_t>(vocab));
+    RL_RETURN_IF_ERROR(ForwardAll(verify, pos, rows));
+    int accepted = 0;
+    for (size_t i = 0; i < verify.size() && going; ++i) {
+      going = accept(std::span(rows).subspan(i * vocab, vocab));
+      ++r.speculative.tokens_emitted;
+      if (i == draft.size() || seq.history().back() != draft[i]) break;
+      ++accepted;
+    }
+    // The cache holds valid entries up to the last token that went through
+    // the model and was kept; later drafted positions are overwritten
+    // before anything attends to them.
+    cache_.set_n_used(static_cast<int64_t>(seq.history().size()) - 1);
+    r.speculative.drafted_tokens += static_cast<int64_t>(draft.size());
+    r.speculative.accepted_tokens += accepted;
+    control.Record(static_cast<int>(draft.size()), accepted);
   }
   r.finish = r.cancelled ? model::FinishReason::kStop : seq.finish_reason();
   r.decode_ms = MsBetween(seq.first_token_at(), Clock::now());

@@ -21,6 +21,7 @@
 
 #include "base/result.h"
 #include "base/thread_pool.h"
+#include "engine/prompt_lookup.h"
 #include "model/arch/kv_cache.h"
 #include "model/arch/model.h"
 #include "model/arch/transformer.h"
@@ -36,9 +37,10 @@ struct GenerationResult {
   model::FinishReason finish = model::FinishReason::kNone;
   bool cancelled = false;
   int64_t prompt_tokens = 0;
-  double prefill_ms = 0;  // prompt forward pass
-  double ttft_ms = 0;     // start of Generate to first sampled token
-  double decode_ms = 0;   // first sampled token to the end
+  double prefill_ms = 0;         // prompt forward pass
+  double ttft_ms = 0;            // start of Generate to first sampled token
+  double decode_ms = 0;          // first sampled token to the end
+  SpeculativeStats speculative;  // zeros unless speculation was on
   // Decode steps after the first token / decode_ms.
   double decode_tok_per_s() const;
   double prefill_tok_per_s() const;
@@ -72,15 +74,26 @@ class Generator {
   // bad ids), OutOfRange ("the prompt is too long: ..." or "max_tokens (K) is
   // too large: ..." — never truncated silently), ResourceExhausted (out of
   // memory in the forward pass).
+  //
+  // With `speculative.enabled`, decode steps verify prompt-lookup drafts
+  // (engine/prompt_lookup.h) in one forward pass of up to k + 1 tokens; each
+  // position's token is still sampled from that position's logits by the
+  // same Sequence, and a draft is followed only while it matches, so the
+  // tokens are those plain decoding samples (greedy and seeded alike, up to
+  // the rounding differences of a batched pass, which the tests bound).
   Result<GenerationResult> Generate(
       std::span<const int32_t> prompt, const model::SamplingParams& params,
-      const std::function<bool(std::string_view, int32_t)>& on_text);
+      const std::function<bool(std::string_view, int32_t)>& on_text,
+      const SpeculativeOptions& speculative = {});
 
  private:
   // Runs `tokens` at positions start_pos.. through the model into the cache;
   // logits: [vocab_size] of the last token.
   Status Forward(std::span<const int32_t> tokens, int64_t start_pos,
                  std::span<float> logits);
+  // As Forward, with logits for every token: [tokens, vocab_size].
+  Status ForwardAll(std::span<const int32_t> tokens, int64_t start_pos,
+                    std::span<float> logits);
 
   const model::Model& model_;
   model::Transformer transformer_;

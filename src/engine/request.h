@@ -39,6 +39,9 @@ struct EngineRequest {
   // does not feed the admission estimate (admission.h), which a few
   // tokens of warm-up would make look far too short.
   bool warmup = false;
+  // False: never speculate for this request (the "speculative": false
+  // opt-out), even when the engine does.
+  bool speculative = true;
 };
 
 // Timings of a finished request, in milliseconds from `arrival`.

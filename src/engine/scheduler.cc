@@ -63,6 +63,7 @@ int64_t Scheduler::Admit(int slot, std::vector<int32_t> prompt) {
   s.prompt = std::move(prompt);
   s.prompt_done = keep;
   s.pending = -1;
+  s.draft.clear();
   s.last_used = ++clock_;
   s.admitted = clock_;
   return keep;
@@ -75,6 +76,7 @@ void Scheduler::Release(int slot) {
   s.prompt.shrink_to_fit();
   s.prompt_done = 0;
   s.pending = -1;
+  s.draft.clear();
   s.last_used = ++clock_;
 }
 
@@ -99,15 +101,31 @@ int64_t Scheduler::running_tokens() const {
 BatchPlan Scheduler::Plan() const {
   BatchPlan plan;
   int64_t budget = options_.max_batch_tokens;
-  // 1. One token per decoding sequence (budget >= num_slots: always fits).
+  // 1. One token per decoding sequence (budget >= num_slots: always fits),
+  //    then its draft while the budget lasts.
+  int decoding = 0;
+  for (int i = 0; i < num_slots(); ++i) {
+    const Slot& s = slots_[static_cast<size_t>(i)];
+    if (s.active && !prefilling(i) && s.pending >= 0) ++decoding;
+  }
+  budget -= decoding;
   for (int i = 0; i < num_slots(); ++i) {
     const Slot& s = slots_[static_cast<size_t>(i)];
     if (!s.active || prefilling(i) || s.pending < 0) continue;
-    plan.tokens.push_back(
-        {i, s.pending, static_cast<int64_t>(s.cached.size()), true});
+    const int64_t pos = static_cast<int64_t>(s.cached.size());
+    plan.tokens.push_back({i, s.pending, pos, true});
     plan.logit_slots.push_back(i);
-    --budget;
+    plan.logit_draft_index.push_back(-1);
     ++plan.decode_tokens;
+    const int64_t n = std::min<int64_t>(budget, s.draft.size());
+    for (int64_t k = 0; k < n; ++k) {
+      plan.tokens.push_back({i, s.draft[static_cast<size_t>(k)], pos + 1 + k,
+                             true, static_cast<int>(k)});
+      plan.logit_slots.push_back(i);
+      plan.logit_draft_index.push_back(static_cast<int>(k));
+    }
+    budget -= n;
+    plan.draft_tokens += n;
   }
   // 2. Prompt chunks, oldest admission first.
   std::vector<int> order;
@@ -127,7 +145,10 @@ BatchPlan Scheduler::Plan() const {
       const int64_t pos = s.prompt_done + k;
       const bool last = pos + 1 == size;
       plan.tokens.push_back({i, s.prompt[static_cast<size_t>(pos)], pos, last});
-      if (last) plan.logit_slots.push_back(i);
+      if (last) {
+        plan.logit_slots.push_back(i);
+        plan.logit_draft_index.push_back(-1);
+      }
     }
     plan.prefill_chunks.push_back({i, n});
     budget -= n;
@@ -137,7 +158,9 @@ BatchPlan Scheduler::Plan() const {
 }
 
 void Scheduler::Commit(const BatchPlan& plan) {
+  for (Slot& s : slots_) s.draft.clear();
   for (const PlannedToken& t : plan.tokens) {
+    if (t.draft_index >= 0) continue;  // cached only once accepted
     Slot& s = slots_[Index(t.slot)];
     RL_CHECK(static_cast<int64_t>(s.cached.size()) == t.pos)
         << "slot " << t.slot << " caches " << s.cached.size()
@@ -149,6 +172,18 @@ void Scheduler::Commit(const BatchPlan& plan) {
       s.pending = -1;  // the decode token has run
     }
   }
+}
+
+void Scheduler::AcceptDrafts(int slot, std::span<const int32_t> tokens) {
+  Slot& s = slots_[Index(slot)];
+  RL_CHECK(s.active && !prefilling(slot));
+  s.cached.insert(s.cached.end(), tokens.begin(), tokens.end());
+}
+
+void Scheduler::SetDraft(int slot, std::vector<int32_t> draft) {
+  Slot& s = slots_[Index(slot)];
+  RL_CHECK(s.active && !prefilling(slot) && s.pending >= 0);
+  s.draft = std::move(draft);
 }
 
 void Scheduler::SetPending(int slot, int32_t token) {

@@ -9,8 +9,9 @@
 //     Admit keeps that shared prefix (never the last prompt token, whose
 //     logits are needed), so only the rest is prefilled;
 //   - each step's batch (Plan): first one token per decoding sequence (in
-//     slot order), then prompt chunks of prefilling sequences, oldest
-//     admission first, until max_batch_tokens. Decoding streams therefore
+//     slot order) with its speculative draft tokens when it has some
+//     (budget permitting), then prompt chunks of prefilling sequences,
+//     oldest admission first, until max_batch_tokens. Decoding streams therefore
 //     advance every step however long the prompts being prefilled are, and
 //     a long prompt is prefilled over several steps; prompts finish prefill
 //     in admission order.
@@ -45,6 +46,9 @@ struct PlannedToken {
   int32_t token = 0;
   int64_t pos = 0;           // position in the slot's sequence
   bool want_logits = false;  // a decode token, or a prompt's last token
+  // A speculative draft token (SetDraft): verified by the pass, cached only
+  // when AcceptDrafts says so; its index in the slot's draft, else -1.
+  int draft_index = -1;
 };
 
 struct BatchPlan {
@@ -52,12 +56,16 @@ struct BatchPlan {
   // admission first), each chunk's positions consecutive.
   std::vector<PlannedToken> tokens;
   // [n_logit_rows]: the slot of each logits row the forward pass writes, in
-  // row (= batch) order.
+  // row (= batch) order, and the draft index of the token whose logits it
+  // is (-1: the decode token or a prompt's last token). A slot's draft rows
+  // follow its decode row.
   std::vector<int> logit_slots;
+  std::vector<int> logit_draft_index;
   // (slot, tokens) of each prompt chunk, in batch order.
   std::vector<std::pair<int, int64_t>> prefill_chunks;
   int64_t decode_tokens = 0;
   int64_t prefill_tokens = 0;
+  int64_t draft_tokens = 0;
 
   bool empty() const { return tokens.empty(); }
 };
@@ -90,10 +98,20 @@ class Scheduler {
 
   // The plan's forward pass succeeded: its tokens are now cached (decode
   // tokens appended, prompt chunks appended and counted as prefilled).
+  // Draft tokens are not: see AcceptDrafts. Clears every slot's draft.
   void Commit(const BatchPlan& plan);
+
+  // The first `n` draft tokens `slot` verified in the committed plan
+  // matched what was sampled: their K/V (written by that pass, from a
+  // correct prefix) are now cached too.
+  void AcceptDrafts(int slot, std::span<const int32_t> tokens);
 
   // The token sampled for `slot`'s next position; the next Plan() runs it.
   void SetPending(int slot, int32_t token);
+  // Tokens to verify after `slot`'s pending token in the next Plan() (at the
+  // next positions), each with logits; fewer when the batch budget is short
+  // (every decoding slot's pending token comes first). Empty: none.
+  void SetDraft(int slot, std::vector<int32_t> draft);
 
   bool active(int slot) const { return slots_[Index(slot)].active; }
   // Active and some prompt tokens still to run.
@@ -121,6 +139,7 @@ class Scheduler {
     std::vector<int32_t> prompt;  // active request's prompt
     int64_t prompt_done = 0;      // of it, tokens whose K/V are cached
     int32_t pending = -1;         // sampled, not yet run; -1 = none
+    std::vector<int32_t> draft;   // to verify after `pending`
   };
 
   size_t Index(int slot) const;

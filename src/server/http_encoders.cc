@@ -1,5 +1,6 @@
 #include "server/http_encoders.h"
 
+#include "api/server_timing.h"
 #include "http/event_loop.h"
 #include "http/sse.h"
 
@@ -46,6 +47,7 @@ void SseEncoder::OnAdmitted(const api::ResponseIdentity& id, int choices) {
 void SseEncoder::OnDelta(int index, std::string text,
                          std::vector<api::LogprobEntry> logprobs,
                          const api::Usage& so_far) {
+  FlushFinish(nullptr);
   api::ChunkChoice c;
   c.index = index;
   c.text = std::move(text);
@@ -56,16 +58,32 @@ void SseEncoder::OnDelta(int index, std::string text,
 
 void SseEncoder::OnFinish(int index, std::string_view finish_reason,
                           const api::Usage& so_far) {
+  FlushFinish(nullptr);
+  // Held until the next event: when it is the last choice's, it goes out in
+  // OnComplete carrying the timings.
   api::ChunkChoice c;
   c.index = index;
   if (o_.kind == api::ApiKind::kCompletions) c.text = std::string();
   c.finish_reason = std::string(finish_reason);
-  Send(http::SseData(api::BuildChunk(o_.kind, id_, {c},
-                                     o_.continuous_usage ? &so_far : nullptr)));
+  pending_finish_ = std::move(c);
+  pending_usage_ = so_far;
+}
+
+void SseEncoder::FlushFinish(const api::ServerTimings* timings) {
+  if (!pending_finish_) return;
+  api::ChunkChoice c = std::move(*pending_finish_);
+  pending_finish_.reset();
+  Send(http::SseData(api::BuildChunk(
+      o_.kind, id_, {c}, o_.continuous_usage ? &pending_usage_ : nullptr,
+      timings)));
 }
 
 void SseEncoder::OnComplete(const api::Usage& usage,
-                            const api::ServerTimings&) {
+                            const api::ServerTimings& timings) {
+  // The last finish chunk carries the server's time breakdown (as
+  // llama.cpp's server sends "timings"), so clients that read every chunk's
+  // choices[0] see nothing unusual.
+  FlushFinish(&timings);
   std::string out;
   if (o_.include_usage)
     out += http::SseData(api::BuildChunk(o_.kind, id_, {}, &usage));
@@ -76,6 +94,7 @@ void SseEncoder::OnComplete(const api::Usage& usage,
 }
 
 void SseEncoder::OnError(const api::ApiError& error) {
+  FlushFinish(nullptr);
   Send(http::SseData(api::BuildErrorBody(error)));
   ended_ = true;
   writer_->End();
@@ -114,7 +133,9 @@ void JsonEncoder::OnComplete(const api::Usage& usage,
                              const api::ServerTimings& timings) {
   if (answered_) return;
   answered_ = true;
-  std::vector<http::Header> h{{"Content-Type", "application/json"}};
+  std::vector<http::Header> h{
+      {"Content-Type", "application/json"},
+      {"Server-Timing", api::FormatServerTiming(timings)}};
   if (!o_.request_id.empty()) h.push_back({"X-Request-Id", o_.request_id});
   if (o_.count_status) o_.count_status(200);
   writer_->Respond(200, std::move(h),

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,10 +55,14 @@ class SseEncoder : public SessionSink {
 
  private:
   void Send(std::string data);
+  // Sends the held finish chunk, with `timings` when given.
+  void FlushFinish(const api::ServerTimings* timings);
 
   std::shared_ptr<http::ResponseWriter> writer_;
   const EncoderOptions o_;
   api::ResponseIdentity id_;
+  std::optional<api::ChunkChoice> pending_finish_;
+  api::Usage pending_usage_;
   bool ended_ = false;
   int64_t last_write_ns_ = 0;
 };

@@ -7,6 +7,8 @@
 #include "base/logging.h"
 #include "server/http_encoders.h"
 #include "server/server_internal.h"
+#include "server/tracing_sink.h"
+#include "telemetry/trace_context.h"
 
 namespace redline::server {
 namespace {
@@ -14,6 +16,44 @@ namespace {
 Endpoint EndpointOf(api::ApiKind kind) {
   return kind == api::ApiKind::kChat ? Endpoint::kChatCompletions
                                      : Endpoint::kCompletions;
+}
+
+const char* OperationOf(api::ApiKind kind) {
+  return kind == api::ApiKind::kChat ? "chat" : "text_completion";
+}
+
+// The root span of a request, joined to the caller's trace when it sent a
+// valid traceparent (a malformed one starts a new trace, never an error).
+std::shared_ptr<telemetry::RequestTrace> StartTrace(
+    const telemetry::Tracer& tracer, api::ApiKind kind,
+    const http::ServerRequest& request) {
+  auto ctx = telemetry::ParseTraceparent(request.HeaderValue("traceparent"),
+                                         request.HeaderValue("tracestate"));
+  // The request arrived before it was parsed: anchor the root at arrival.
+  const int64_t arrival_unix_ns =
+      telemetry::UnixNowNs() - (http::NowNs() - request.t_received_ns);
+  auto trace = std::make_shared<telemetry::RequestTrace>(tracer.StartTrace(
+      ctx, OperationOf(kind), telemetry::SpanKind::kServer, arrival_unix_ns));
+  trace->SetAttribute("gen_ai.operation.name", std::string(OperationOf(kind)));
+  trace->SetAttribute("http.request.method", std::string("POST"));
+  trace->SetAttribute("url.path", std::string(request.Path()));
+  return trace;
+}
+
+void AddRequestAttributes(telemetry::RequestTrace& t,
+                          const api::CompletionRequest& r,
+                          const std::string& served_name) {
+  // GenAI convention: "{operation} {model}".
+  t.SetName(std::string(OperationOf(r.kind)) + " " + served_name);
+  t.SetAttribute("gen_ai.request.model", served_name);
+  if (r.sampling.max_tokens)
+    t.SetAttribute("gen_ai.request.max_tokens", *r.sampling.max_tokens);
+  if (r.sampling.temperature)
+    t.SetAttribute("gen_ai.request.temperature", *r.sampling.temperature);
+  if (r.sampling.top_p)
+    t.SetAttribute("gen_ai.request.top_p", *r.sampling.top_p);
+  if (r.sampling.seed) t.SetAttribute("gen_ai.request.seed", *r.sampling.seed);
+  t.SetAttribute("redline.stream", r.stream);
 }
 
 }  // namespace
@@ -28,11 +68,20 @@ void InferenceServer::Impl::HandleInference(
   }
   // Parsing, rendering and tokenizing grow with the request: a worker does
   // them and posts the prepared request back to the loop.
+  std::shared_ptr<telemetry::RequestTrace> trace;
+  if (tracer) trace = StartTrace(*tracer, kind, request);
   auto req = std::make_shared<http::ServerRequest>(std::move(request));
   ++preparing;
-  const bool queued = prep->TrySubmit([this, kind, req, writer] {
+  const bool queued = prep->TrySubmit([this, kind, req, writer, trace] {
+    const int64_t t_parse = trace ? telemetry::UnixNowNs() : 0;
     std::string param;
     auto parsed = api::ParseRequest(req->body, kind, &param);
+    if (trace) {
+      trace->AddSpan("parse", trace->root_span_id(), t_parse,
+                     telemetry::UnixNowNs(),
+                     {{"redline.request.body_bytes",
+                       static_cast<int64_t>(req->body.size())}});
+    }
     api::ApiError refusal;
     ServedModel* m = nullptr;
     auto prepared = std::make_shared<PreparedRequest>();
@@ -46,28 +95,39 @@ void InferenceServer::Impl::HandleInference(
       include_usage = stream && parsed->include_usage;
       continuous_usage = stream && parsed->continuous_usage;
       logprobs = parsed->sampling.logprobs;
-      if (!InferenceSession::Prepare(*m, std::move(parsed).value(),
-                                     session_options, prepared.get(), &refusal))
-        m = nullptr;
+      if (trace) AddRequestAttributes(*trace, *parsed, m->spec.name);
+      const int64_t t_prepare = trace ? telemetry::UnixNowNs() : 0;
+      const bool ok =
+          InferenceSession::Prepare(*m, std::move(parsed).value(),
+                                    session_options, prepared.get(), &refusal);
+      if (trace) {
+        // Rendering the chat template and tokenizing (one call).
+        trace->AddSpan("chat_template+tokenize", trace->root_span_id(),
+                       t_prepare, telemetry::UnixNowNs(),
+                       {{"gen_ai.usage.input_tokens",
+                         static_cast<int64_t>(prepared->prompt.size())}});
+      }
+      if (!ok) m = nullptr;
     }
     loop.Post([this, kind, req, writer, m, prepared, refusal, stream,
-               include_usage, continuous_usage, logprobs] {
+               include_usage, continuous_usage, logprobs, trace] {
       --preparing;
       if (m == nullptr) {
         ReplyError(EndpointOf(kind), *req, *writer, refusal);
+        FinishRefusedTrace(tracer.get(), trace, refusal);
       } else {
         StartSession(kind, *req, writer, *m, std::move(*prepared), stream,
-                     include_usage, continuous_usage, logprobs);
+                     include_usage, continuous_usage, logprobs, trace);
       }
       if (draining) CheckDrain();
     });
   });
   if (!queued) {
     --preparing;
-    ReplyError(
-        ep, *req, *writer,
-        api::ApiError::Unavailable(
-            "the server is busy preparing other requests; retry later", 1));
+    const api::ApiError busy = api::ApiError::Unavailable(
+        "the server is busy preparing other requests; retry later", 1);
+    ReplyError(ep, *req, *writer, busy);
+    FinishRefusedTrace(tracer.get(), trace, busy);
   }
 }
 
@@ -75,11 +135,20 @@ void InferenceServer::Impl::StartSession(
     api::ApiKind kind, const http::ServerRequest& request,
     const std::shared_ptr<http::ResponseWriter>& writer, ServedModel& m,
     PreparedRequest prepared, bool stream, bool include_usage,
-    bool continuous_usage, bool logprobs) {
+    bool continuous_usage, bool logprobs,
+    std::shared_ptr<telemetry::RequestTrace> trace) {
   const Endpoint ep = EndpointOf(kind);
-  if (writer->peer_closed()) return;  // gone while the request was prepared
+  if (writer->peer_closed()) {  // gone while the request was prepared
+    api::ApiError gone;
+    gone.http_status = 499;  // nginx's "client closed request"
+    gone.type = "cancelled";
+    gone.message = "the client went away while the request was prepared";
+    FinishRefusedTrace(tracer.get(), trace, gone);
+    return;
+  }
   if (!serving) {
     ReplyError(ep, request, *writer, NotServingError());
+    FinishRefusedTrace(tracer.get(), trace, NotServingError());
     return;
   }
   EncoderOptions eo;
@@ -100,6 +169,10 @@ void InferenceServer::Impl::StartSession(
     json->set_with_logprobs(logprobs);
     sink = std::move(json);
   }
+  if (trace) {
+    sink = std::make_unique<TracingSink>(std::move(sink), trace, tracer.get(),
+                                         trace->start_unix_ns());
+  }
 
   const uint64_t id = next_session_id++;
   // The engine thread only sets the flag and posts; a burst of tokens costs
@@ -118,6 +191,7 @@ void InferenceServer::Impl::StartSession(
       std::move(sink), std::move(notify), &refusal);
   if (session == nullptr) {
     ReplyError(ep, request, *writer, refusal, mm);
+    FinishRefusedTrace(tracer.get(), trace, refusal);
     return;
   }
   if (session->done()) {

@@ -182,6 +182,8 @@ bool InferenceServer::Impl::LoadModel(ServedModel& m, size_t index) {
   eo.queue_budget_s = config.queue_budget_s;
   eo.prefix_cache = !config.no_prefix_cache;
   eo.kv_type = KvTypeOf(spec.kv_type);
+  eo.speculative.enabled = config.speculative;
+  eo.speculative.max_draft_tokens = config.draft_max;
   auto engine = engine::Engine::Create(*m.model, *m.pool, eo);
   if (!engine.ok()) return fail(engine.status().ToString());
   m.engine = std::move(engine).value();

@@ -24,6 +24,7 @@
 #include "server/http_encoders.h"
 #include "server/server_internal.h"
 #include "telemetry/process_metrics.h"
+#include "telemetry/system_metrics.h"
 
 namespace redline::server {
 namespace json = boost::json;
@@ -74,6 +75,7 @@ InferenceServer::Impl::Impl(ServerConfig c)
       ping_interval_ns(
           static_cast<int64_t>(config.sse_ping_interval_s * kNsPerSecond)) {
   telemetry::RegisterProcessMetrics(registry);
+  telemetry::RegisterSystemMetrics(registry, config.metrics_prefix);
   registry.AddCollector([this] { RefreshMetrics(); });
   for (size_t i = 0; i < config.models.size(); ++i) {
     models.push_back(
@@ -111,6 +113,22 @@ InferenceServer::~InferenceServer() {
 Result<uint16_t> InferenceServer::Start() {
   Impl& s = *impl_;
   RL_RETURN_IF_ERROR(CheckModelFiles(s.config));
+  {
+    telemetry::TracerOptions t;
+    t.resource.service_name = "redline-serve";
+    for (const std::string& w : telemetry::ApplyOtelEnvironment(&t))
+      RL_LOG(kWarning, "serve: {}", w);
+    if (!s.config.otlp_endpoint.empty())
+      t.otlp_endpoint = s.config.otlp_endpoint;
+    t.trace_file = s.config.trace_file;
+    if (s.config.trace_sample >= 0) t.sample_ratio = s.config.trace_sample;
+    t.keep_slower_than_ms = s.config.trace_slow_ms;
+    if (telemetry::TracingEnabled(t)) {
+      auto tracer = telemetry::Tracer::Create(std::move(t));
+      if (!tracer.ok()) return tracer.status();
+      s.tracer = std::move(tracer).value();
+    }
+  }
   http::ServerOptions opts;
   // "localhost" as people type it; the listener takes addresses.
   opts.host = s.config.host == "localhost" ? "127.0.0.1" : s.config.host;
@@ -312,6 +330,9 @@ void InferenceServer::Impl::RefreshMetrics() {
         static_cast<double>(st.prefix_cache_queries_tokens));
     mm.prefix_cache_hits->SetTotal(
         static_cast<double>(st.prefix_cache_hits_tokens));
+    mm.spec_draft_tokens->SetTotal(static_cast<double>(st.spec_draft_tokens));
+    mm.spec_accepted_tokens->SetTotal(
+        static_cast<double>(st.spec_accepted_tokens));
     const engine::EngineOptions& o = e->options();
     mm.cache_config_info
         ->Labels({sm.spec.name, "1", std::to_string(st.kv_capacity_tokens),

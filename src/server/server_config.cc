@@ -76,6 +76,10 @@ Status FinalizeConfig(ServerConfig* c) {
     return Status::InvalidArgument("--max-connections must be >= 0");
   if (!(c->queue_budget_s >= 0))
     return Status::InvalidArgument("--queue-budget must be >= 0");
+  if (c->draft_max < 1 || c->draft_max > 64)
+    return Status::InvalidArgument("--draft-max must be in [1, 64]");
+  if (c->trace_sample != -1 && !(c->trace_sample >= 0 && c->trace_sample <= 1))
+    return Status::InvalidArgument("--trace-sample must be in [0, 1]");
   if (!(c->request_timeout_s >= 0))
     return Status::InvalidArgument("--request-timeout must be >= 0");
   if (!(c->sse_ping_interval_s > 0))

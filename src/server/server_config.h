@@ -112,6 +112,11 @@ struct ServerConfig {
   // bench-model` for yours.
   int64_t max_queued_tokens = 32768;
   bool no_prefix_cache = false;
+  // Prompt-lookup speculative decoding for every request that does not send
+  // "speculative": false (docs/SERVER.md); at most draft_max tokens
+  // verified per sequence per step.
+  bool speculative = false;
+  int draft_max = 8;
   // Admission by expected wait: a request whose estimated time to a slot
   // (recent service time x its queue position / slots) exceeds this is
   // refused with 429 at once, so admitted requests keep their latency under
@@ -136,6 +141,18 @@ struct ServerConfig {
   int64_t template_time_budget_ms = 100;
   int64_t template_memory_budget_mb = 64;
   SamplingDefaults sampling;
+
+  // --- Tracing (docs/OBSERVABILITY.md) ---
+  // OTLP/HTTP JSON traces URL (".../v1/traces"); empty: the standard
+  // OTEL_EXPORTER_OTLP_TRACES_ENDPOINT / OTEL_EXPORTER_OTLP_ENDPOINT.
+  std::string otlp_endpoint;
+  // Chrome/Perfetto trace-event JSON written as requests finish.
+  std::string trace_file;
+  // Head sampling of new traces in [0, 1]; -1: OTEL_TRACES_SAMPLER_ARG or 1.
+  double trace_sample = -1;
+  // Traces of requests at least this slow (and failed ones) are kept
+  // whatever the sampling; -1: off.
+  double trace_slow_ms = -1;
 
   // --- Metrics ---
   // Prefix of Redline's own metric names. The default "redline_" passes
@@ -285,6 +302,27 @@ void VisitServerFlags(ServerConfig& c, Visitor&& v) {
     FlagKind::kOption);
   v(c.sampling.seed, "-s,--seed",
     "Sampling seed for requests that send none (-1: random per request)",
+    FlagKind::kOption);
+  v(c.speculative, "--speculative,--lookup",
+    "Prompt-lookup speculative decoding (same output; faster when answers "
+    "repeat their input); requests opt out with \"speculative\": false",
+    FlagKind::kOption);
+  v(c.draft_max, "--draft-max",
+    "Most draft tokens verified per sequence per step with --speculative",
+    FlagKind::kOption);
+  v(c.otlp_endpoint, "--otlp-endpoint",
+    "Export request traces over OTLP/HTTP JSON to this URL (.../v1/traces; "
+    "default: OTEL_EXPORTER_OTLP_ENDPOINT + /v1/traces when set)",
+    FlagKind::kOption);
+  v(c.trace_file, "--trace-file",
+    "Write request traces as Chrome/Perfetto trace-event JSON to this file",
+    FlagKind::kOption);
+  v(c.trace_sample, "--trace-sample",
+    "Share of new traces kept, 0..1 (default: OTEL_TRACES_SAMPLER_ARG, else "
+    "1); failed and --trace-slow-ms requests are always kept",
+    FlagKind::kOption);
+  v(c.trace_slow_ms, "--trace-slow-ms",
+    "Always keep the traces of requests at least this slow (-1: off)",
     FlagKind::kOption);
   v(c.metrics_prefix, "--metrics-prefix",
     "Prefix of metric names: \"redline_\" (default; passes promtool) or "

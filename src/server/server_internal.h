@@ -30,6 +30,7 @@
 #include "server/session.h"
 #include "server/startup.h"
 #include "telemetry/metrics.h"
+#include "telemetry/tracer.h"
 
 namespace redline::server {
 
@@ -118,7 +119,8 @@ struct InferenceServer::Impl {
   void StartSession(api::ApiKind kind, const http::ServerRequest& request,
                     const std::shared_ptr<http::ResponseWriter>& writer,
                     ServedModel& m, PreparedRequest prepared, bool stream,
-                    bool include_usage, bool continuous_usage, bool logprobs);
+                    bool include_usage, bool continuous_usage, bool logprobs,
+                    std::shared_ptr<telemetry::RequestTrace> trace);
   // Drains session `id` (loop) and forgets it once it is done.
   void DrainSession(uint64_t id);
 
@@ -132,6 +134,9 @@ struct InferenceServer::Impl {
   const SessionOptions session_options;
   // Parsing, rendering and tokenizing off the loop (prep_workers.h).
   std::unique_ptr<PrepWorkers> prep;
+  // Set when tracing exports anywhere (--otlp-endpoint, --trace-file or the
+  // OTEL_* variables); created in Start.
+  std::unique_ptr<telemetry::Tracer> tracer;
   const int64_t tick_interval_ns;
   const int64_t ping_interval_ns;
 

@@ -236,6 +236,15 @@ ModelMetrics::ModelMetrics(MetricFamilies& r, std::string_view prefix,
       &r.AddCounter(p + "prefix_cache_hits_total",
                     "Prompt tokens served from the prefix cache.", model_only)
            .Labels({m});
+  spec_draft_tokens =
+      &r.AddCounter(p + "spec_decode_draft_tokens_total",
+                    "Speculative draft tokens verified.", model_only)
+           .Labels({m});
+  spec_accepted_tokens =
+      &r.AddCounter(p + "spec_decode_accepted_tokens_total",
+                    "Speculative draft tokens that matched and were kept.",
+                    model_only)
+           .Labels({m});
 
   // Latency histograms.
   auto& ttft = r.AddHistogram(p + "time_to_first_token_seconds",

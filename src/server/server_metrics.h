@@ -88,6 +88,8 @@ class ModelMetrics {
   telemetry::Counter* generation_tokens;
   telemetry::Counter* prefix_cache_queries;  // mirrored from the engine
   telemetry::Counter* prefix_cache_hits;     // mirrored from the engine
+  telemetry::Counter* spec_draft_tokens;     // mirrored from the engine
+  telemetry::Counter* spec_accepted_tokens;  // mirrored from the engine
   // Histograms.
   telemetry::Histogram* itl;
   telemetry::Histogram* tpot;

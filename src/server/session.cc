@@ -127,6 +127,7 @@ bool InferenceSession::Prepare(const ServedModel& m,
   }
   out->kind = kind;
   out->n = request.n;
+  out->speculative = request.sampling.speculative.value_or(true);
   out->sampling = ResolveSampling(request, options.defaults);
   if (Status s = out->sampling.Validate(m.model->config().vocab_size);
       !s.ok()) {
@@ -192,6 +193,7 @@ std::unique_ptr<InferenceSession> InferenceSession::Start(
     if (er.sampling.seed && i > 0)
       *er.sampling.seed += static_cast<uint64_t>(i);
     er.deadline = deadline;
+    er.speculative = request.speculative;
     er.arrival = arrival;
     requests.push_back(std::move(er));
   }

@@ -77,6 +77,7 @@ struct PreparedRequest {
   int n = 1;
   model::SamplingParams sampling;
   std::vector<int32_t> prompt;
+  bool speculative = true;  // false: the request opted out
 };
 
 class InferenceSession {

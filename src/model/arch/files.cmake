@@ -3,6 +3,7 @@ list(APPEND MODEL_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/arch/weights.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/arch/kv_cache.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/arch/transformer.cc
+  ${CMAKE_CURRENT_SOURCE_DIR}/arch/forward_profile.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/arch/model.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/arch/repack.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/arch/synthetic.cc)

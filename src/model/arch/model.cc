@@ -1,6 +1,7 @@
 #include "model/arch/model.h"
 
 #include <algorithm>
+#include <chrono>
 #include <set>
 #include <utility>
 #include <vector>
@@ -20,10 +21,19 @@ Result<std::unique_ptr<Model>> Model::Load(const std::string& path,
     if (options.progress) options.progress(p);
   };
   report(0.0);
+  LoadTimings unused;
+  LoadTimings& lt = options.timings != nullptr ? *options.timings : unused;
+  auto t_last = std::chrono::steady_clock::now();
+  auto lap = [&t_last](double* ms) {
+    const auto now = std::chrono::steady_clock::now();
+    *ms = std::chrono::duration<double, std::milli>(now - t_last).count();
+    t_last = now;
+  };
   std::unique_ptr<Model> m(new Model());
   auto file = gguf::GgufFile::Open(path, /*require_supported_types=*/true);
   if (!file.ok()) return file.status().WithContext(path);
   m->file_ = std::make_unique<gguf::GgufFile>(std::move(file).value());
+  lap(&lt.open_validate_ms);
   report(0.1);
   auto config = ModelConfig::FromGguf(*m->file_);
   if (!config.ok()) return config.status().WithContext(path);
@@ -31,6 +41,7 @@ Result<std::unique_ptr<Model>> Model::Load(const std::string& path,
   auto weights = LoadWeights(*m->file_, &m->config_);
   if (!weights.ok()) return weights.status().WithContext(path);
   m->weights_ = std::move(weights).value();
+  lap(&lt.weights_ms);
   report(0.2);
   if (options.load_tokenizer) {
     auto tok = Tokenizer::FromGguf(*m->file_);
@@ -47,6 +58,7 @@ Result<std::unique_ptr<Model>> Model::Load(const std::string& path,
   }
   if (auto t = m->file_->GetString("tokenizer.chat_template"); t.ok())
     m->chat_template_ = *t;
+  lap(&lt.tokenizer_ms);
   report(0.3);
   MappedFile* mapping = m->file_->mapping();
   if (mapping != nullptr && options.mlock) RL_RETURN_IF_ERROR(mapping->Lock());
@@ -77,6 +89,7 @@ Result<std::unique_ptr<Model>> Model::Load(const std::string& path,
         RepackWeights(&m->weights_, pool, options.mlock, on_copied)
             .WithContext(path));
   }
+  lap(&lt.repack_ms);
   if (mapping != nullptr && (options.prefetch || options.mlock)) {
     // Touch one byte per page still in use so weights are resident before
     // the first request; report progress as we go (without repacking, this
@@ -102,6 +115,7 @@ Result<std::unique_ptr<Model>> Model::Load(const std::string& path,
                               static_cast<double>(size));
     }
   }
+  lap(&lt.page_in_ms);
   report(1.0);
   return m;
 }

@@ -22,6 +22,15 @@ namespace redline::model {
 
 class Tokenizer;
 
+// Where a load's time went (for `redline profile`), milliseconds.
+struct LoadTimings {
+  double open_validate_ms = 0;  // map the file, parse and check the header
+  double weights_ms = 0;        // config and weight views
+  double tokenizer_ms = 0;      // vocabulary and chat template
+  double repack_ms = 0;         // copies into huge pages / packed panels
+  double page_in_ms = 0;        // touching the pages still mapped
+};
+
 struct LoadOptions {
   // Pin weights in RAM (fails with a clear error if not permitted).
   bool mlock = false;
@@ -34,6 +43,8 @@ struct LoadOptions {
   int threads = 0;  // for repacking; <= 0: ThreadPool's default
   // Called with progress in [0, 1] while loading (from the loading thread).
   std::function<void(double)> progress;
+  // Filled when set (borrowed).
+  LoadTimings* timings = nullptr;
 };
 
 class Model {

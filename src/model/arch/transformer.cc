@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 
 #include "base/check.h"
@@ -136,6 +137,35 @@ void Transformer::Attention(std::span<const BatchToken> batch, int64_t layer) {
       });
 }
 
+namespace {
+
+int64_t ProfileNowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+int64_t MatrixBytes(const kernels::WeightView& w) {
+  return w.rows * kernels::RowBytes(w.type, w.cols);
+}
+
+}  // namespace
+
+void Transformer::Mark(ForwardStage stage, int64_t* t) {
+  if (profile_ == nullptr) return;
+  const int64_t now = ProfileNowNs();
+  profile_->ns[static_cast<int>(stage)] += now - *t;
+  if (profile_->events != nullptr) {
+    if (profile_->events->size() < profile_->max_events) {
+      profile_->events->push_back(
+          {stage, static_cast<int32_t>(mark_layer_), *t, now - *t});
+    } else {
+      ++profile_->events_dropped;
+    }
+  }
+  *t = now;
+}
+
 Status Transformer::ForwardChunk(std::span<const BatchToken> batch,
                                  float* logits) {
   const ModelConfig& c = config_;
@@ -145,6 +175,37 @@ Status Transformer::ForwardChunk(std::span<const BatchToken> batch,
   const int64_t q_dim = c.q_dim();
   const int64_t kv_dim = c.kv_dim();
   const int64_t n_ff = c.feed_forward_length;
+  using S = ForwardStage;
+  int64_t t_mark = profile_ != nullptr ? ProfileNowNs() : 0;
+  if (profile_ != nullptr) {
+    // The products' weight bytes and flops are known from the shapes.
+    ForwardProfile& p = *profile_;
+    auto add = [&](S s, const kernels::WeightView& wv, int64_t rows_in) {
+      p.weight_bytes[static_cast<int>(s)] += MatrixBytes(wv);
+      p.flops[static_cast<int>(s)] += 2.0 * static_cast<double>(wv.rows) *
+                                      static_cast<double>(wv.cols) *
+                                      static_cast<double>(rows_in);
+    };
+    for (const LayerWeights& l : w.layers) {
+      add(S::kQkv, l.wq, n);
+      add(S::kQkv, l.wk, n);
+      add(S::kQkv, l.wv, n);
+      add(S::kAttnOutput, l.wo, n);
+      add(S::kGateUp, l.w_gate, n);
+      add(S::kGateUp, l.w_up, n);
+      add(S::kDown, l.w_down, n);
+    }
+    int64_t rows_out = 0;
+    for (const BatchToken& bt : batch) rows_out += bt.want_logits ? 1 : 0;
+    if (rows_out > 0) add(S::kOutputHead, w.output, rows_out);
+    // Attention: q.k and p.v over each token's visible positions.
+    double att = 0;
+    for (const BatchToken& bt : batch)
+      att += 4.0 * static_cast<double>(bt.pos + 1) * q_dim;
+    p.flops[static_cast<int>(S::kAttention)] += att * c.block_count;
+    ++p.forward_calls;
+    p.tokens += n;
+  }
 
   for (int64_t t = 0; t < n; ++t)
     kernels::DequantizeRow(w.token_embd, batch[t].token,
@@ -155,18 +216,23 @@ Status Transformer::ForwardChunk(std::span<const BatchToken> batch,
     kernels::RopeCosSin(batch[t].pos, c.head_dim / 2, theta_scale_,
                         freq_factors, cos_sin_.data() + t * c.head_dim);
   }
+  mark_layer_ = -1;
+  Mark(S::kEmbedding, &t_mark);
 
   for (int64_t layer = 0; layer < c.block_count; ++layer) {
     const LayerWeights& l = w.layers[layer];
+    mark_layer_ = layer;
     for (int64_t t = 0; t < n; ++t) {
       kernels::RmsNorm(x_.data() + t * n_embd, l.attn_norm.data(), n_embd,
                        c.rms_norm_eps, xn_.data() + t * n_embd);
     }
+    Mark(S::kNorm, &t_mark);
     {
       const kernels::WeightView ws[] = {l.wq, l.wk, l.wv};
       float* ys[] = {q_.data(), k_.data(), v_.data()};
       kernels::MatMulMany(ws, xn_.data(), n, ys, matmul_scratch_, pool_);
     }
+    Mark(S::kQkv, &t_mark);
     for (int64_t t = 0; t < n; ++t) {
       float* q = q_.data() + t * q_dim;
       float* k = k_.data() + t * kv_dim;
@@ -181,24 +247,34 @@ Status Transformer::ForwardChunk(std::span<const BatchToken> batch,
       kernels::Rope(k, c.head_count_kv, c.head_dim, cos_sin, c.rope_style);
       batch[t].cache->Store(layer, batch[t].pos, k, v);
     }
+    Mark(S::kRope, &t_mark);
     Attention(batch, layer);
+    Mark(S::kAttention, &t_mark);
     // xn_ reused as the attention output projection.
     MatMul(l.wo, attn_.data(), n, xn_.data());
+    Mark(S::kAttnOutput, &t_mark);
     kernels::Add(xn_.data(), n * n_embd, x_.data());
+    Mark(S::kResidual, &t_mark);
 
     for (int64_t t = 0; t < n; ++t) {
       kernels::RmsNorm(x_.data() + t * n_embd, l.ffn_norm.data(), n_embd,
                        c.rms_norm_eps, xn_.data() + t * n_embd);
     }
+    Mark(S::kNorm, &t_mark);
     {
       const kernels::WeightView ws[] = {l.w_gate, l.w_up};
       float* ys[] = {gate_.data(), up_.data()};
       kernels::MatMulMany(ws, xn_.data(), n, ys, matmul_scratch_, pool_);
     }
+    Mark(S::kGateUp, &t_mark);
     kernels::SiluMul(gate_.data(), up_.data(), n * n_ff, gate_.data());
+    Mark(S::kActivation, &t_mark);
     MatMul(l.w_down, gate_.data(), n, xn_.data());
+    Mark(S::kDown, &t_mark);
     kernels::Add(xn_.data(), n * n_embd, x_.data());
+    Mark(S::kResidual, &t_mark);
   }
+  mark_layer_ = -1;
 
   // Final norm and output projection for the rows that want logits only
   // (usually the last prompt token), packed into xn_.
@@ -209,7 +285,9 @@ Status Transformer::ForwardChunk(std::span<const BatchToken> batch,
                      c.rms_norm_eps, xn_.data() + rows * n_embd);
     ++rows;
   }
+  Mark(S::kNorm, &t_mark);
   if (rows > 0) MatMul(w.output, xn_.data(), rows, logits);
+  Mark(S::kOutputHead, &t_mark);
   return Status::Ok();
 }
 

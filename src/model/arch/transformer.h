@@ -23,6 +23,7 @@
 
 #include "base/status.h"
 #include "base/thread_pool.h"
+#include "model/arch/forward_profile.h"
 #include "model/arch/kv_cache.h"
 #include "model/arch/model_config.h"
 #include "model/arch/weights.h"
@@ -63,11 +64,18 @@ class Transformer {
   // A KV cache shaped for this model.
   KvCache NewCache(int64_t n_ctx, KvType type = KvType::kF32) const;
 
+  // Accumulates stage times into `profile` during Forward (null: off).
+  // Borrowed; must outlive its use.
+  void set_profile(ForwardProfile* profile) { profile_ = profile; }
+
  private:
   Status ForwardChunk(std::span<const BatchToken> batch, float* logits);
   void MatMul(const kernels::WeightView& w, const float* x, int64_t n,
               float* y);
   void Attention(std::span<const BatchToken> batch, int64_t layer);
+  // Profile bookkeeping: closes the stage that started at *t (when
+  // profiling) and starts the next one.
+  void Mark(ForwardStage stage, int64_t* t);
 
   const ModelConfig& config_;
   const ModelWeights& weights_;
@@ -83,6 +91,8 @@ class Transformer {
   int64_t scores_stride_ = 0;
   std::vector<std::byte> matmul_scratch_;
   std::vector<int64_t> logit_rows_;
+  ForwardProfile* profile_ = nullptr;
+  int64_t mark_layer_ = -1;  // the layer Mark attributes events to
 };
 
 }  // namespace redline::model

@@ -1,0 +1,68 @@
+#include "api/server_timing.h"
+
+#include <gtest/gtest.h>
+
+#include "api/response.h"
+
+namespace redline::api {
+namespace {
+
+TEST(ServerTimingTest, FormatsAndParsesBack) {
+  ServerTimings t{1.25, 30.5, 32.0, 400.125, 432.0};
+  const std::string v = FormatServerTiming(t);
+  EXPECT_EQ(v,
+            "queue;dur=1.250, prefill;dur=30.500, decode;dur=400.125, "
+            "ttft;dur=32.000, e2e;dur=432.000");
+  auto e = ParseServerTiming(AppendServerTiming(v, "gateway", 0.5));
+  EXPECT_DOUBLE_EQ(TimingOf(e, "queue"), 1.25);
+  EXPECT_DOUBLE_EQ(TimingOf(e, "decode"), 400.125);
+  EXPECT_DOUBLE_EQ(TimingOf(e, "gateway"), 0.5);
+  EXPECT_EQ(TimingOf(e, "absent"), -1);
+}
+
+TEST(ServerTimingTest, ToleratesWhatOtherServersSend) {
+  auto e = ParseServerTiming(
+      " cache;desc=\"Cache Read\";dur=23.2 ,db;dur=53, app;dur=x, ;dur=4,"
+      "miss, total;dur=-3, dup;dur=1;dur=2");
+  EXPECT_DOUBLE_EQ(TimingOf(e, "cache"), 23.2);
+  EXPECT_DOUBLE_EQ(TimingOf(e, "db"), 53);
+  EXPECT_EQ(TimingOf(e, "app"), -1);        // bad number: no dur
+  EXPECT_EQ(TimingOf(e, "miss"), -1);       // no dur at all
+  EXPECT_EQ(TimingOf(e, "total"), -1);      // negative
+  EXPECT_DOUBLE_EQ(TimingOf(e, "dup"), 1);  // first dur wins
+  std::string many;
+  for (int i = 0; i < 500; ++i) many += "m;dur=1,";
+  EXPECT_EQ(ParseServerTiming(many).size(), 64u);
+}
+
+TEST(ServerTimingTest, ChunksAndBodiesCarryTimings) {
+  ResponseIdentity id{"chatcmpl-1", "m", 1};
+  ServerTimings t{1, 2, 3, 4, 7};
+  ChunkChoice c;
+  c.index = 0;
+  c.finish_reason = std::string("stop");
+  StreamChunk chunk;
+  ASSERT_TRUE(
+      ParseStreamChunk(BuildChunk(ApiKind::kChat, id, {c}, nullptr, &t), &chunk)
+          .ok());
+  ASSERT_TRUE(chunk.timings.has_value());
+  EXPECT_DOUBLE_EQ(chunk.timings->e2e_ms, 7);
+  EXPECT_DOUBLE_EQ(chunk.timings->decode_ms, 4);
+  // llama.cpp's names.
+  ASSERT_TRUE(
+      ParseStreamChunk(
+          R"({"choices":[],"timings":{"prompt_ms":5.5,"predicted_ms":9}})",
+          &chunk)
+          .ok());
+  ASSERT_TRUE(chunk.timings.has_value());
+  EXPECT_DOUBLE_EQ(chunk.timings->prefill_ms, 5.5);
+  EXPECT_DOUBLE_EQ(chunk.timings->decode_ms, 9);
+  auto r = ParseResponse(
+      BuildResponse(ApiKind::kChat, id, {FinalChoice{}}, Usage{}, &t));
+  ASSERT_TRUE(r.ok());
+  ASSERT_TRUE(r->timings.has_value());
+  EXPECT_DOUBLE_EQ(r->timings->queue_ms, 1);
+}
+
+}  // namespace
+}  // namespace redline::api

@@ -1,0 +1,83 @@
+// Prompt-lookup (n-gram) drafting for speculative decoding: the draft for
+// the next tokens is what followed the latest earlier occurrence of the
+// sequence's last n tokens (n from ngram_max down to ngram_min), in the
+// prompt or the output so far. No second model; large wins where the
+// output repeats its input (summaries, quotes, code edits, RAG answers).
+//
+// DraftController adapts the draft length to the running acceptance rate:
+// drafts that keep being rejected cost a wider verification pass for
+// nothing, so the length halves after a rejected draft (down to 0: plain
+// decoding, with a probe draft every kProbeInterval steps) and grows back
+// after fully accepted ones.
+//
+// Verification (the caller's part) is exact for any sampling: the target's
+// token at each drafted position is sampled from its own logits as plain
+// decoding would, and drafting continues only while it equals the draft, so
+// the output is the one plain decoding produces (engine/generator.h).
+//
+// Thread-safety: thread-compatible. Cost: Draft scans at most
+// kMaxLookback tokens of history per n (a few microseconds).
+#ifndef REDLINE_ENGINE_PROMPT_LOOKUP_H_
+#define REDLINE_ENGINE_PROMPT_LOOKUP_H_
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace redline::engine {
+
+struct SpeculativeOptions {
+  bool enabled = false;
+  int max_draft_tokens = 8;  // k, the most tokens verified per pass
+  int ngram_max = 3;
+  int ngram_min = 1;
+};
+
+// How speculation went for one sequence.
+struct SpeculativeStats {
+  int64_t drafted_tokens = 0;   // proposed
+  int64_t accepted_tokens = 0;  // proposed and kept
+  int64_t target_passes = 0;    // decode forward passes of the target
+  int64_t tokens_emitted = 0;   // tokens produced by those passes
+  double acceptance_rate() const {
+    return drafted_tokens > 0
+               ? static_cast<double>(accepted_tokens) / drafted_tokens
+               : 0;
+  }
+  double tokens_per_pass() const {
+    return target_passes > 0
+               ? static_cast<double>(tokens_emitted) / target_passes
+               : 0;
+  }
+};
+
+inline constexpr int64_t kMaxLookback = 8192;
+
+// `max_tokens` tokens that followed the latest earlier match of the
+// history's last n tokens (longest n first), continued periodically past
+// the end of the history; empty when nothing matches.
+std::vector<int32_t> DraftFromHistory(std::span<const int32_t> history,
+                                      int max_tokens, int ngram_max,
+                                      int ngram_min);
+
+class DraftController {
+ public:
+  static constexpr int kProbeInterval = 16;
+
+  explicit DraftController(int max_draft_tokens)
+      : max_(max_draft_tokens), k_(max_draft_tokens) {}
+
+  // The draft length to use now (0: decode plainly this step).
+  int NextLength();
+  // After a verified draft of `drafted` tokens of which `accepted` matched.
+  void Record(int drafted, int accepted);
+
+ private:
+  int max_;
+  int k_;
+  int idle_steps_ = 0;
+};
+
+}  // namespace redline::engine
+
+#endif  // REDLINE_ENGINE_PROMPT_LOOKUP_H_

@@ -1,0 +1,66 @@
+// TracingSink: a SessionSink decorator that adds a request's engine-side
+// spans (queue wait, prefill, decode) and its GenAI semantic-convention
+// attributes to the request's trace, forwards every event unchanged to the
+// transport's sink, and hands the trace to the Tracer when the session ends
+// (completed, failed, or destroyed after admission without either: the
+// client went away).
+//
+// Span times come from the engine's RequestTimings, which are measured from
+// the request's arrival; `arrival_unix_ns` anchors them on the wall clock.
+//
+// Threading and ownership: as the wrapped sink (the session's thread); owns
+// the inner sink, shares the trace with the request's other stages, borrows
+// the Tracer (it must outlive the session).
+#ifndef REDLINE_SERVER_TRACING_SINK_H_
+#define REDLINE_SERVER_TRACING_SINK_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "server/session.h"
+#include "telemetry/request_trace.h"
+#include "telemetry/tracer.h"
+
+namespace redline::server {
+
+class TracingSink : public SessionSink {
+ public:
+  TracingSink(std::unique_ptr<SessionSink> inner,
+              std::shared_ptr<telemetry::RequestTrace> trace,
+              telemetry::Tracer* tracer, int64_t arrival_unix_ns);
+  ~TracingSink() override;
+
+  void OnAdmitted(const api::ResponseIdentity& id, int choices) override;
+  void OnDelta(int index, std::string text,
+               std::vector<api::LogprobEntry> logprobs,
+               const api::Usage& so_far) override;
+  void OnFinish(int index, std::string_view finish_reason,
+                const api::Usage& so_far) override;
+  void OnComplete(const api::Usage& usage,
+                  const api::ServerTimings& timings) override;
+  void OnError(const api::ApiError& error) override;
+  void OnTick(int64_t now_ns) override { inner_->OnTick(now_ns); }
+
+ private:
+  void End(bool error, std::string message);
+
+  std::unique_ptr<SessionSink> inner_;
+  std::shared_ptr<telemetry::RequestTrace> trace_;
+  telemetry::Tracer* tracer_;
+  const int64_t arrival_unix_ns_;
+  std::string finish_reasons_;
+  bool admitted_ = false;
+  bool ended_ = false;
+};
+
+// Ends `trace` as an error answered before a session started (a refusal:
+// 4xx/5xx with `error`) and hands it to `tracer`.
+void FinishRefusedTrace(telemetry::Tracer* tracer,
+                        std::shared_ptr<telemetry::RequestTrace> trace,
+                        const api::ApiError& error);
+
+}  // namespace redline::server
+
+#endif  // REDLINE_SERVER_TRACING_SINK_H_
