@@ -27,7 +27,7 @@ struct EvalFlags {
   int64_t ctx = 128;
   int64_t chunks = 0;
   int threads = 0;
-  bool json = false;
+  std::string format = "md";
 };
 
 double MiB(uint64_t b) { return static_cast<double>(b) / 1048576.0; }
@@ -50,8 +50,8 @@ int RunTable(const EvalFlags& f, bool tty) {
     fmt::print(stderr, "eval: {}\n", table.status().ToString());
     return 1;
   }
-  fmt::print(
-      "{}", f.json ? quant::ReportJson(*table) : quant::ReportMarkdown(*table));
+  fmt::print("{}", f.format == "json" ? quant::ReportJson(*table)
+                                      : quant::ReportMarkdown(*table));
   return 0;
 }
 
@@ -105,7 +105,7 @@ int RunEval(const EvalFlags& f) {
   std::error_code ec;
   const uint64_t bytes = std::filesystem::file_size(f.models[0], ec);
   const std::string type = quant::ModelTypeName(**m);
-  if (f.json) {
+  if (f.format == "json") {
     std::string out = fmt::format(
         "{{\"model\": {}, \"type\": {}, \"size_bytes\": {}, \"n_ctx\": {}, "
         "\"chunks\": {}, \"text_tokens\": {}, \"scored_tokens\": {}, "
@@ -152,11 +152,15 @@ void Setup(CLI::App& sub, int* exit_code) {
   sub.add_option("--text", f->text, "Text file to score")->required();
   sub.add_option("--ref", f->ref,
                  "Reference model: KL divergence, top-1 agreement, ΔPPL");
-  sub.add_option("-c,--ctx", f->ctx, "Tokens per chunk")->capture_default_str();
+  sub.add_option("-c,--ctx-size,--max-model-len,--ctx", f->ctx,
+                 "Tokens per chunk")
+      ->capture_default_str();
   sub.add_option("--chunks", f->chunks, "Evaluate at most N chunks (0: all)");
   sub.add_option("-t,--threads", f->threads,
                  "Threads (default: physical cores)");
-  sub.add_flag("--json", f->json, "Print JSON");
+  sub.add_option("--format", f->format, "Output: md (tables) or json")
+      ->check(CLI::IsMember({"md", "json"}))
+      ->capture_default_str();
   sub.callback([f, exit_code] { *exit_code = RunEval(*f); });
 }
 

@@ -114,7 +114,8 @@ void Setup(CLI::App& sub, int* exit_code) {
                  "Tokens to decode")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20))
       ->capture_default_str();
-  sub.add_option("-b,--batch", f->batch_tokens, "Tokens per forward step")
+  sub.add_option("-b,--batch-size,--batch", f->batch_tokens,
+                 "Tokens per forward step")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 16))
       ->capture_default_str();
   sub.add_option("--kv-type", f->kv_type, "KV cache element type: f16 or f32")

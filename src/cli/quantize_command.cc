@@ -23,7 +23,7 @@ struct QuantizeFlags {
   bool report = false;
   std::string report_text;
   int report_ctx = 128;
-  bool json = false;
+  std::string format = "md";
 };
 
 double MiB(uint64_t bytes) { return static_cast<double>(bytes) / 1048576.0; }
@@ -109,8 +109,8 @@ int RunQuantize(const QuantizeFlags& f) {
     fmt::print(stderr, "quantize: report: {}\n", table.status().ToString());
     return 1;
   }
-  fmt::print(
-      "{}", f.json ? quant::ReportJson(*table) : quant::ReportMarkdown(*table));
+  fmt::print("{}", f.format == "json" ? quant::ReportJson(*table)
+                                      : quant::ReportMarkdown(*table));
   return 0;
 }
 
@@ -132,9 +132,13 @@ void Setup(CLI::App& sub, int* exit_code) {
                "Afterwards, compare input and output (size, speed, "
                "perplexity, KL divergence) on --text");
   sub.add_option("--text", f->report_text, "Text file scored by --report");
-  sub.add_option("--ctx", f->report_ctx, "Context per chunk for --report")
+  sub.add_option("-c,--ctx-size,--max-model-len,--ctx", f->report_ctx,
+                 "Context per chunk for --report")
       ->capture_default_str();
-  sub.add_flag("--json", f->json, "Print the --report table as JSON");
+  sub.add_option("--format", f->format,
+                 "Output of the --report table: md or json")
+      ->check(CLI::IsMember({"md", "json"}))
+      ->capture_default_str();
   sub.callback([f, exit_code] { *exit_code = RunQuantize(*f); });
 }
 

@@ -25,7 +25,7 @@ std::span<const SharedFlag> SharedFlags() {
        "The model: a GGUF file where one is loaded; the served model's name "
        "where a server is called (bench, gateway)",
        {"run", "serve", "bench-model", "tokenize", "chat-template", "bench",
-        "gateway"},
+        "gateway", "eval", "profile"},
        {"gateway"}},
       {"--prompt", {"-p"}, "Prompt text", {"run", "bench"}, {}},
       {"--file",
@@ -36,8 +36,8 @@ std::span<const SharedFlag> SharedFlags() {
       {"--max-tokens",
        {"-n", "--n-predict"},
        "Tokens to generate at most: per generation (run), per request "
-       "(bench), per decode test (bench-model)",
-       {"run", "bench-model", "bench"},
+       "(bench), per decode test (bench-model, profile)",
+       {"run", "bench-model", "bench", "profile"},
        {}},
       {"--output",
        {"-o"},
@@ -47,13 +47,14 @@ std::span<const SharedFlag> SharedFlags() {
       {"--threads",
        {"-t"},
        "Compute threads (default: physical cores)",
-       {"run", "serve", "bench-model", "make-model"},
+       {"run", "serve", "bench-model", "make-model", "quantize", "eval",
+        "profile"},
        {}},
       {"--ctx",
        {"-c", "--ctx-size", "--max-model-len"},
        "Context length in tokens per sequence, prompt + output (KV cache "
-       "size)",
-       {"run", "serve"},
+       "size; for eval and quantize --report, the tokens per scored chunk)",
+       {"run", "serve", "eval", "quantize"},
        {}},
       {"--parallel",
        {"-np"},
@@ -63,7 +64,7 @@ std::span<const SharedFlag> SharedFlags() {
       {"--batch",
        {"-b", "--batch-size"},
        "Tokens per forward step (prefill chunk)",
-       {"run", "serve"},
+       {"run", "serve", "profile"},
        {}},
       {"--temp",
        {"--temperature"},
@@ -107,12 +108,12 @@ std::span<const SharedFlag> SharedFlags() {
       {"--kv-type",
        {},
        "KV cache element type: f16 or f32",
-       {"run", "serve", "bench-model"},
+       {"run", "serve", "bench-model", "profile"},
        {}},
       {"--no-repack",
        {},
        "Read weights from the file's pages (no repacked copy)",
-       {"run", "serve", "bench-model"},
+       {"run", "serve", "bench-model", "profile"},
        {}},
       {"--mlock", {}, "Pin the weights in RAM", {"run", "serve"}, {}},
       {"--host", {}, "Address to listen on", {"serve", "gateway"}, {}},
@@ -139,7 +140,7 @@ std::span<const SharedFlag> SharedFlags() {
       {"--json",
        {},
        "Also write the JSON result to this file",
-       {"bench", "bench-model"},
+       {"bench", "bench-model", "profile"},
        {}},
       {"--quiet",
        {"-q"},
@@ -206,10 +207,11 @@ std::vector<std::string> NormalizeArgs(std::vector<std::string> args,
     // llama.cpp spellings CLI11 cannot declare (short names are one letter).
     if (a == "-sys") a = "--system";
     if (a == "-np") a = "--parallel";
-    if (command == "bench-model" && a == "-p") {
-      notes->push_back(
-          "note: bench-model reads -p as --prefill (llama-bench's prompt "
-          "length); write --prefill, -p means --prompt elsewhere");
+    if ((command == "bench-model" || command == "profile") && a == "-p") {
+      notes->push_back(fmt::format(
+          "note: {} reads -p as --prefill (llama-bench's prompt length); "
+          "write --prefill, -p means --prompt elsewhere",
+          command));
       a = "--prefill";
     }
     out.push_back(std::move(a));
