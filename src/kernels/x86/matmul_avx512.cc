@@ -14,6 +14,7 @@
 // lane; it depends on the activations only, so each token computes that
 // correction once per unit and every row's dot product starts from it: the
 // integer result is exact, as in the reference.
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -661,6 +662,17 @@ void MatMulRowsQ4_0(const MatMulArgs& args, int64_t row_begin,
   MatMulRows<DType::kQ4_0>(args, row_begin, row_end);
 }
 
+namespace {
+
+// The other block types (x86/unpacked_matmul.inc), on 256-bit vpdpbusd.
+inline __m256i DotU8S8(__m256i u, __m256i s) {
+  return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s);
+}
+
+#include "kernels/x86/unpacked_matmul.inc"
+
+}  // namespace
+
 void FillMatMulTable(KernelTable* table) {
   table->quantize_q8 = &QuantizeQ8;
   table->matmul[static_cast<int>(DType::kF32)] = &MatMulRows<DType::kF32>;
@@ -670,6 +682,7 @@ void FillMatMulTable(KernelTable* table) {
   table->matmul[static_cast<int>(DType::kQ4_0)] = &MatMulRows<DType::kQ4_0>;
   table->matmul_packed[static_cast<int>(DType::kQ8_0)] = &MatMulPackedRowsQ8_0;
   table->matmul_packed[static_cast<int>(DType::kQ4_0)] = &MatMulPackedRowsQ4_0;
+  FillUnpackedTable(table);
 }
 
 }  // namespace redline::kernels::avx512
