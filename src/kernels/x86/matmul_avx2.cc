@@ -248,6 +248,8 @@ inline __m256i DotU8S8(__m256i u, __m256i s) {
   return MaddPairsToI32(_mm256_maddubs_epi16(u, s));
 }
 
+constexpr int kDotU8Max = 127;
+
 #include "kernels/x86/unpacked_matmul.inc"
 
 // ---------------------------------------------------------------------------

@@ -669,6 +669,8 @@ inline __m256i DotU8S8(__m256i u, __m256i s) {
   return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s);
 }
 
+constexpr int kDotU8Max = 255;
+
 #include "kernels/x86/unpacked_matmul.inc"
 
 }  // namespace
