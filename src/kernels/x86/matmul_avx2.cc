@@ -250,6 +250,8 @@ inline __m256i DotU8S8(__m256i u, __m256i s) {
 
 constexpr int kDotU8Max = 127;
 
+constexpr int kUnpackedPrefillRows = 2;
+
 #include "kernels/x86/unpacked_matmul.inc"
 
 // ---------------------------------------------------------------------------

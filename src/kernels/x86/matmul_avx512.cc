@@ -671,6 +671,8 @@ inline __m256i DotU8S8(__m256i u, __m256i s) {
 
 constexpr int kDotU8Max = 255;
 
+constexpr int kUnpackedPrefillRows = 4;
+
 #include "kernels/x86/unpacked_matmul.inc"
 
 }  // namespace
