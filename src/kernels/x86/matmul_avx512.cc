@@ -675,6 +675,145 @@ constexpr int kUnpackedPrefillRows = 4;
 
 #include "kernels/x86/unpacked_matmul.inc"
 
+// Q4_K and Q5_K (0 <= q <= 31, one scale and offset per 32 elements) with
+// two 32-element blocks per zmm: the unpacked super-block as above, then per
+// pair of activation blocks one vpdpbusd per row and token whose lanes 0-7
+// belong to the first block and 8-15 to the second, each half scaled by its
+// block's weight scale and activation scale. Offsets as in UnpackedTile.
+template <DType kType, int R, int T>
+void KQuantTile512(const MatMulArgs& a, int64_t r0, int64_t t0) {
+  static_assert(kType == DType::kQ4_K || kType == DType::kQ5_K);
+  using Traits = UnpackedTraits<kType>;
+  const int64_t n_super = a.cols / kQkSuper;
+  const uint8_t* w[R];
+  for (int r = 0; r < R; ++r) w[r] = a.w + (r0 + r) * a.row_bytes;
+  const int8_t* xq[T];
+  const float* xd[T];
+  const int32_t* xs[T];
+  for (int t = 0; t < T; ++t) {
+    xq[t] = a.xq.qs + (t0 + t) * a.xq.qs_stride;
+    xd[t] = a.xq.d + (t0 + t) * a.xq.d_stride;
+    xs[t] = a.xq.s + (t0 + t) * a.xq.d_stride;
+  }
+  __m512 acc[R][T];
+  __m256 off_acc[R][T];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) {
+      acc[r][t] = _mm512_setzero_ps();
+      off_acc[r][t] = _mm256_setzero_ps();
+    }
+  }
+  alignas(64) int8_t q[R][kQkSuper];
+  alignas(32) float scale[R][16];
+  alignas(32) float offset[R][16];
+  // Lanes 0-7 take element 0 of a pair of floats, lanes 8-15 element 1.
+  const __m512i pair_index =
+      _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+  auto pair = [&](const float* p) {
+    return _mm512_permutexvar_ps(
+        pair_index, _mm512_castps128_ps512(_mm_castpd_ps(
+                        _mm_load_sd(reinterpret_cast<const double*>(p)))));
+  };
+  for (int64_t i = 0; i < n_super; ++i) {
+    // Row streams are read once: fetch a few super-blocks ahead (the
+    // unpacking in between keeps the hardware prefetcher from running far
+    // enough ahead on its own).
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      _mm_prefetch(
+          reinterpret_cast<const char*>(w[r] + (i + 4) * Traits::kBytes),
+          _MM_HINT_T0);
+      _mm_prefetch(
+          reinterpret_cast<const char*>(w[r] + (i + 4) * Traits::kBytes + 64),
+          _MM_HINT_T0);
+      _mm_prefetch(
+          reinterpret_cast<const char*>(w[r] + (i + 4) * Traits::kBytes + 128),
+          _MM_HINT_T0);
+    }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+      UnpackBlock<kType>(w[r] + i * Traits::kBytes, q[r], scale[r], offset[r]);
+    __m256 off8[R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) off8[r] = _mm256_load_ps(offset[r]);
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) {
+      const __m256 dxs =
+          _mm256_mul_ps(_mm256_loadu_ps(xd[t] + i * 8),
+                        _mm256_cvtepi32_ps(_mm256_loadu_si256(
+                            reinterpret_cast<const __m256i*>(xs[t] + i * 8))));
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r)
+        off_acc[r][t] = _mm256_fmadd_ps(off8[r], dxs, off_acc[r][t]);
+    }
+    for (int p = 0; p < 4; ++p) {
+      const int64_t b = i * 8 + 2 * p;
+      __m512i wq[R];
+      __m512 wsc[R];
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        wq[r] = _mm512_load_si512(static_cast<const void*>(q[r] + 64 * p));
+        wsc[r] = pair(&scale[r][2 * p]);
+      }
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) {
+        const __m512i xv =
+            _mm512_load_si512(static_cast<const void*>(xq[t] + b * 32));
+        const __m512 dx = pair(xd[t] + b);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+          const __m512i dot =
+              _mm512_dpbusd_epi32(_mm512_setzero_si512(), wq[r], xv);
+          acc[r][t] = _mm512_fmadd_ps(
+              _mm512_mul_ps(_mm512_cvtepi32_ps(dot), wsc[r]), dx, acc[r][t]);
+        }
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) {
+      a.y[(t0 + t) * a.y_stride + r0 + r] =
+          _mm512_reduce_add_ps(acc[r][t]) + UHSum(off_acc[r][t]);
+    }
+  }
+}
+
+template <DType kType, int R>
+void KQuantTileTokens512(const MatMulArgs& a, int64_t r0, int64_t t0,
+                         int64_t n_tokens) {
+  switch (n_tokens) {
+    case 1:
+      KQuantTile512<kType, R, 1>(a, r0, t0);
+      break;
+    case 2:
+      KQuantTile512<kType, R, 2>(a, r0, t0);
+      break;
+    case 3:
+      KQuantTile512<kType, R, 3>(a, r0, t0);
+      break;
+    default:
+      KQuantTile512<kType, R, 4>(a, r0, t0);
+      break;
+  }
+}
+
+template <DType kType>
+void KQuantRows512(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
+  int64_t r = row_begin;
+  for (; r + 4 <= row_end; r += 4) {
+    for (int64_t t = 0; t < a.n_tokens; t += 4)
+      KQuantTileTokens512<kType, 4>(a, r, t, Min(4, a.n_tokens - t));
+  }
+  for (; r < row_end; ++r) {
+    for (int64_t t = 0; t < a.n_tokens; t += 4)
+      KQuantTileTokens512<kType, 1>(a, r, t, Min(4, a.n_tokens - t));
+  }
+}
+
 }  // namespace
 
 void FillMatMulTable(KernelTable* table) {
@@ -687,6 +826,8 @@ void FillMatMulTable(KernelTable* table) {
   table->matmul_packed[static_cast<int>(DType::kQ8_0)] = &MatMulPackedRowsQ8_0;
   table->matmul_packed[static_cast<int>(DType::kQ4_0)] = &MatMulPackedRowsQ4_0;
   FillUnpackedTable(table);
+  table->matmul[static_cast<int>(DType::kQ4_K)] = &KQuantRows512<DType::kQ4_K>;
+  table->matmul[static_cast<int>(DType::kQ5_K)] = &KQuantRows512<DType::kQ5_K>;
 }
 
 }  // namespace redline::kernels::avx512
