@@ -675,14 +675,19 @@ constexpr int kUnpackedPrefillRows = 4;
 
 #include "kernels/x86/unpacked_matmul.inc"
 
-// Q4_K and Q5_K (0 <= q <= 31, one scale and offset per 32 elements) with
-// two 32-element blocks per zmm: the unpacked super-block as above, then per
-// pair of activation blocks one vpdpbusd per row and token whose lanes 0-7
-// belong to the first block and 8-15 to the second, each half scaled by its
-// block's weight scale and activation scale. Offsets as in UnpackedTile.
+// Q4_K, Q5_K (0 <= q <= 31, one scale and offset per 32 elements) and Q6_K
+// (-32 <= q <= 31, a scale per 16) with two 32-element blocks per zmm: the
+// unpacked super-block as above, then per pair of activation blocks one
+// vpdpbusd per row and token whose lanes 0-7 belong to the first block and
+// 8-15 to the second, each lane scaled by its group's weight scale and its
+// block's activation scale. Q4_K/Q5_K offsets as in UnpackedTile. Q6_K is
+// fed as q + 32 (u8) with the accumulator started at -32 * (sum of x over
+// the lane's 4 bytes), so the int32 dot is exact.
 template <DType kType, int R, int T>
 void KQuantTile512(const MatMulArgs& a, int64_t r0, int64_t t0) {
-  static_assert(kType == DType::kQ4_K || kType == DType::kQ5_K);
+  static_assert(kType == DType::kQ4_K || kType == DType::kQ5_K ||
+                kType == DType::kQ6_K);
+  constexpr bool kQ6 = kType == DType::kQ6_K;
   using Traits = UnpackedTraits<kType>;
   const int64_t n_super = a.cols / kQkSuper;
   const uint8_t* w[R];
@@ -711,6 +716,9 @@ void KQuantTile512(const MatMulArgs& a, int64_t r0, int64_t t0) {
   // Lanes 0-7 take element 0 of a pair of floats, lanes 8-15 element 1.
   const __m512i pair_index =
       _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+  // Lanes 4j..4j+3 take element j of four floats (Q6_K's groups of 16).
+  const __m512i quad_index =
+      _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
   auto pair = [&](const float* p) {
     return _mm512_permutexvar_ps(
         pair_index, _mm512_castps128_ps512(_mm_castpd_ps(
@@ -735,18 +743,20 @@ void KQuantTile512(const MatMulArgs& a, int64_t r0, int64_t t0) {
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r)
       UnpackBlock<kType>(w[r] + i * Traits::kBytes, q[r], scale[r], offset[r]);
-    __m256 off8[R];
+    if constexpr (!kQ6) {
+      __m256 off8[R];
 #pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) off8[r] = _mm256_load_ps(offset[r]);
+      for (int r = 0; r < R; ++r) off8[r] = _mm256_load_ps(offset[r]);
 #pragma GCC unroll 8
-    for (int t = 0; t < T; ++t) {
-      const __m256 dxs =
-          _mm256_mul_ps(_mm256_loadu_ps(xd[t] + i * 8),
-                        _mm256_cvtepi32_ps(_mm256_loadu_si256(
-                            reinterpret_cast<const __m256i*>(xs[t] + i * 8))));
+      for (int t = 0; t < T; ++t) {
+        const __m256 dxs = _mm256_mul_ps(
+            _mm256_loadu_ps(xd[t] + i * 8),
+            _mm256_cvtepi32_ps(_mm256_loadu_si256(
+                reinterpret_cast<const __m256i*>(xs[t] + i * 8))));
 #pragma GCC unroll 8
-      for (int r = 0; r < R; ++r)
-        off_acc[r][t] = _mm256_fmadd_ps(off8[r], dxs, off_acc[r][t]);
+        for (int r = 0; r < R; ++r)
+          off_acc[r][t] = _mm256_fmadd_ps(off8[r], dxs, off_acc[r][t]);
+      }
     }
     for (int p = 0; p < 4; ++p) {
       const int64_t b = i * 8 + 2 * p;
@@ -755,17 +765,29 @@ void KQuantTile512(const MatMulArgs& a, int64_t r0, int64_t t0) {
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
         wq[r] = _mm512_load_si512(static_cast<const void*>(q[r] + 64 * p));
-        wsc[r] = pair(&scale[r][2 * p]);
+        if constexpr (kQ6) {
+          wq[r] = _mm512_add_epi8(wq[r], _mm512_set1_epi8(32));
+          wsc[r] = _mm512_permutexvar_ps(
+              quad_index,
+              _mm512_castps128_ps512(_mm_load_ps(&scale[r][4 * p])));
+        } else {
+          wsc[r] = pair(&scale[r][2 * p]);
+        }
       }
 #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) {
         const __m512i xv =
             _mm512_load_si512(static_cast<const void*>(xq[t] + b * 32));
         const __m512 dx = pair(xd[t] + b);
+        __m512i start = _mm512_setzero_si512();
+        if constexpr (kQ6) {
+          start = _mm512_sub_epi32(
+              start, _mm512_dpbusd_epi32(_mm512_setzero_si512(),
+                                         _mm512_set1_epi8(32), xv));
+        }
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
-          const __m512i dot =
-              _mm512_dpbusd_epi32(_mm512_setzero_si512(), wq[r], xv);
+          const __m512i dot = _mm512_dpbusd_epi32(start, wq[r], xv);
           acc[r][t] = _mm512_fmadd_ps(
               _mm512_mul_ps(_mm512_cvtepi32_ps(dot), wsc[r]), dx, acc[r][t]);
         }
@@ -828,6 +850,7 @@ void FillMatMulTable(KernelTable* table) {
   FillUnpackedTable(table);
   table->matmul[static_cast<int>(DType::kQ4_K)] = &KQuantRows512<DType::kQ4_K>;
   table->matmul[static_cast<int>(DType::kQ5_K)] = &KQuantRows512<DType::kQ5_K>;
+  table->matmul[static_cast<int>(DType::kQ6_K)] = &KQuantRows512<DType::kQ6_K>;
 }
 
 }  // namespace redline::kernels::avx512
