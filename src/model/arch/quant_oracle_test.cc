@@ -13,10 +13,13 @@
 // mixtures of 32-element fallback types):
 //   - the first generated token of every prompt equals llama.cpp's;
 //   - Redline stays as close to the float reference (llama.cpp's ids on the
-//     F16 file) as llama.cpp does on the same quantised file: the summed
-//     agreeing prefix over the prompts is at least llama.cpp's minus
-//     kFloatSlackTokens. (Measured when written: at least llama.cpp's on
-//     every file.)
+//     F16 file) as llama.cpp does: summed over all files and prompts, the
+//     agreeing prefix with the reference is at least llama.cpp's (measured
+//     when written, the F16 file included: 574 tokens on AVX-512, 582 on
+//     AVX2 and scalar, against llama.cpp's 460); per file it may
+//     fall short by kFloatSlackTokens, half a prompt's worth, since one
+//     near-tie moved by a different summation order (AVX2 vs AVX-512, or a
+//     kernel change) can end a prefix early (measured: at most 8 short).
 // The random-weight kq-llama files (near-uniform logits) are loaded and
 // decoded; their agreement is printed, not asserted.
 #include <gtest/gtest.h>
@@ -106,8 +109,8 @@ std::vector<int32_t> Greedy(const Model& m, const std::string& prompt,
 }
 
 // Tokens (summed over the prompts) by which Redline's greedy agreement with
-// the F16 reference may fall short of llama.cpp's on the same file.
-constexpr int kFloatSlackTokens = 8;
+// the F16 reference may fall short of llama.cpp's on one file.
+constexpr int kFloatSlackTokens = 16;
 
 int CommonPrefix(const std::vector<int32_t>& a, const std::vector<int32_t>& b,
                  size_t limit) {
@@ -126,6 +129,7 @@ TEST(QuantOracleTest, EveryFileLoadsAndDecodesLikeLlamaCpp) {
   }
   ThreadPool pool(2);
   int checked = 0;
+  int total_ours_vs_float = 0, total_llama_vs_float = 0;
   for (const OracleEntry& e : oracle) {
     if (e.path.empty()) continue;  // partial data set
     SCOPED_TRACE(e.file);
@@ -160,10 +164,17 @@ TEST(QuantOracleTest, EveryFileLoadsAndDecodesLikeLlamaCpp) {
           << "prefixes:" << line;
       EXPECT_GE(ours_vs_float, llama_vs_float - kFloatSlackTokens)
           << "vs F16:" << float_line;
+      total_ours_vs_float += ours_vs_float;
+      total_llama_vs_float += llama_vs_float;
     }
     ++checked;
   }
   if (checked == 0) GTEST_SKIP() << "no oracle model files present";
+  std::printf(
+      "agreeing prefix with the F16 reference, all trained files: "
+      "%d (llama.cpp %d)\n",
+      total_ours_vs_float, total_llama_vs_float);
+  EXPECT_GE(total_ours_vs_float, total_llama_vs_float);
 }
 
 // Relative RMS error of each quantised tensor against the F16 original,
