@@ -675,9 +675,10 @@ constexpr int kUnpackedPrefillRows = 4;
 
 #include "kernels/x86/unpacked_matmul.inc"
 
-// Q4_K, Q5_K (0 <= q <= 31, one scale and offset per 32 elements) and Q6_K
-// (-32 <= q <= 31, a scale per 16) with two 32-element blocks per zmm: the
-// unpacked super-block as above, then per pair of activation blocks one
+// Q4_K, Q5_K (0 <= q <= 31, one scale and offset per 32 elements), Q6_K
+// (-32 <= q <= 31, a scale per 16), and Q4_1, Q5_0, Q5_1, IQ4_NL (fed as
+// unsigned values with an offset, in groups of 8 blocks) with two 32-element
+// blocks per zmm: the unpacked super-block (or group) as above, then per pair of activation blocks one
 // vpdpbusd per row and token whose lanes 0-7 belong to the first block and
 // 8-15 to the second, each lane scaled by its group's weight scale and its
 // block's activation scale. Q4_K/Q5_K offsets as in UnpackedTile. Q6_K is
@@ -685,11 +686,15 @@ constexpr int kUnpackedPrefillRows = 4;
 // the lane's 4 bytes), so the int32 dot is exact.
 template <DType kType, int R, int T>
 void KQuantTile512(const MatMulArgs& a, int64_t r0, int64_t t0) {
-  static_assert(kType == DType::kQ4_K || kType == DType::kQ5_K ||
-                kType == DType::kQ6_K);
   constexpr bool kQ6 = kType == DType::kQ6_K;
   using Traits = UnpackedTraits<kType>;
-  const int64_t n_super = a.cols / kQkSuper;
+  static_assert(kQ6 || (!Traits::kSigned && Traits::kUniform));
+  // Groups of 256 elements: a super-block, or 8 blocks of a 32-element type
+  // (the last group of a row possibly fewer).
+  const int64_t n_blocks = a.cols / kQkBlock;
+  const int64_t n_groups = (n_blocks + 7) / 8;
+  constexpr int64_t kGroupBytes =
+      Traits::kSuper ? Traits::kBytes : 8 * Traits::kBytes;
   const uint8_t* w[R];
   for (int r = 0; r < R; ++r) w[r] = a.w + (r0 + r) * a.row_bytes;
   const int8_t* xq[T];
@@ -724,25 +729,46 @@ void KQuantTile512(const MatMulArgs& a, int64_t r0, int64_t t0) {
         pair_index, _mm512_castps128_ps512(_mm_castpd_ps(
                         _mm_load_sd(reinterpret_cast<const double*>(p)))));
   };
-  for (int64_t i = 0; i < n_super; ++i) {
+  for (int64_t i = 0; i < n_groups; ++i) {
     // Row streams are read once: fetch a few super-blocks ahead (the
     // unpacking in between keeps the hardware prefetcher from running far
     // enough ahead on its own).
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
+      _mm_prefetch(reinterpret_cast<const char*>(w[r] + (i + 4) * kGroupBytes),
+                   _MM_HINT_T0);
       _mm_prefetch(
-          reinterpret_cast<const char*>(w[r] + (i + 4) * Traits::kBytes),
+          reinterpret_cast<const char*>(w[r] + (i + 4) * kGroupBytes + 64),
           _MM_HINT_T0);
       _mm_prefetch(
-          reinterpret_cast<const char*>(w[r] + (i + 4) * Traits::kBytes + 64),
-          _MM_HINT_T0);
-      _mm_prefetch(
-          reinterpret_cast<const char*>(w[r] + (i + 4) * Traits::kBytes + 128),
+          reinterpret_cast<const char*>(w[r] + (i + 4) * kGroupBytes + 128),
           _MM_HINT_T0);
     }
+    int n_pairs = 4;
+    if constexpr (Traits::kSuper) {
 #pragma GCC unroll 8
-    for (int r = 0; r < R; ++r)
-      UnpackBlock<kType>(w[r] + i * Traits::kBytes, q[r], scale[r], offset[r]);
+      for (int r = 0; r < R; ++r)
+        UnpackBlock<kType>(w[r] + i * kGroupBytes, q[r], scale[r], offset[r]);
+    } else {
+      // Blocks past the row's end (a short last group) get zero weights,
+      // scales and offsets; the activations there are zero padding
+      // (Q8Activations) and are read at most one block past the row.
+      const int nb = static_cast<int>(Min(8, n_blocks - 8 * i));
+      n_pairs = (nb + 1) / 2;
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        const uint8_t* group = w[r] + i * kGroupBytes;
+        for (int k = 0; k < nb; ++k) {
+          UStore(q[r] + 32 * k, Unpack32<kType>(group + k * Traits::kBytes,
+                                                &scale[r][k], &offset[r][k]));
+        }
+        for (int k = nb; k < 8; ++k) {
+          UStore(q[r] + 32 * k, _mm256_setzero_si256());
+          scale[r][k] = 0.0f;
+          offset[r][k] = 0.0f;
+        }
+      }
+    }
     if constexpr (!kQ6) {
       __m256 off8[R];
 #pragma GCC unroll 8
@@ -758,7 +784,7 @@ void KQuantTile512(const MatMulArgs& a, int64_t r0, int64_t t0) {
           off_acc[r][t] = _mm256_fmadd_ps(off8[r], dxs, off_acc[r][t]);
       }
     }
-    for (int p = 0; p < 4; ++p) {
+    for (int p = 0; p < n_pairs; ++p) {
       const int64_t b = i * 8 + 2 * p;
       __m512i wq[R];
       __m512 wsc[R];
@@ -851,6 +877,11 @@ void FillMatMulTable(KernelTable* table) {
   table->matmul[static_cast<int>(DType::kQ4_K)] = &KQuantRows512<DType::kQ4_K>;
   table->matmul[static_cast<int>(DType::kQ5_K)] = &KQuantRows512<DType::kQ5_K>;
   table->matmul[static_cast<int>(DType::kQ6_K)] = &KQuantRows512<DType::kQ6_K>;
+  table->matmul[static_cast<int>(DType::kQ4_1)] = &KQuantRows512<DType::kQ4_1>;
+  table->matmul[static_cast<int>(DType::kQ5_0)] = &KQuantRows512<DType::kQ5_0>;
+  table->matmul[static_cast<int>(DType::kQ5_1)] = &KQuantRows512<DType::kQ5_1>;
+  table->matmul[static_cast<int>(DType::kIQ4_NL)] =
+      &KQuantRows512<DType::kIQ4_NL>;
 }
 
 }  // namespace redline::kernels::avx512
