@@ -675,20 +675,29 @@ constexpr int kUnpackedPrefillRows = 4;
 
 #include "kernels/x86/unpacked_matmul.inc"
 
-// Q4_K, Q5_K (0 <= q <= 31, one scale and offset per 32 elements), Q6_K
-// (-32 <= q <= 31, a scale per 16), and Q4_1, Q5_0, Q5_1, IQ4_NL (fed as
-// unsigned values with an offset, in groups of 8 blocks) with two 32-element
-// blocks per zmm: the unpacked super-block (or group) as above, then per pair of activation blocks one
+// Every block type but Q8_0/Q4_0 with two 32-element blocks per zmm: Q4_K,
+// Q5_K (0 <= q <= 31, one scale and offset per 32 elements), Q2_K (scale
+// and offset per 16), Q6_K and Q3_K (signed, a scale per 16), and Q4_1,
+// Q5_0, Q5_1, IQ4_NL (unsigned values with an offset, in groups of 8
+// blocks). The unpacked super-block (or group) as above, then per pair of activation blocks one
 // vpdpbusd per row and token whose lanes 0-7 belong to the first block and
 // 8-15 to the second, each lane scaled by its group's weight scale and its
-// block's activation scale. Q4_K/Q5_K offsets as in UnpackedTile. Q6_K is
-// fed as q + 32 (u8) with the accumulator started at -32 * (sum of x over
-// the lane's 4 bytes), so the int32 dot is exact.
+// block's activation scale. Uniform offsets as in UnpackedTile; Q2_K's per
+// 16 from the activations' 4-byte sums. Q6_K and Q3_K are fed as q + bias
+// (u8) with the accumulator started at -bias * (sum of x over the lane's 4
+// bytes), so the int32 dot is exact.
 template <DType kType, int R, int T>
 void KQuantTile512(const MatMulArgs& a, int64_t r0, int64_t t0) {
-  constexpr bool kQ6 = kType == DType::kQ6_K;
   using Traits = UnpackedTraits<kType>;
-  static_assert(kQ6 || (!Traits::kSigned && Traits::kUniform));
+  // Signed q is fed as q + kBias (u8) against an accumulator started at
+  // -kBias * (sum of x over the lane's 4 bytes).
+  constexpr int kBias = kType == DType::kQ6_K   ? 32
+                        : kType == DType::kQ3_K ? 4
+                                                : 0;
+  static_assert(Traits::kSigned == (kBias != 0));
+  // Scales (and Q2_K's offsets) per 16 elements: lanes 4j..4j+3 of a pair.
+  constexpr bool kGroups16 = !Traits::kUniform;
+  constexpr bool kOffset16 = kGroups16 && Traits::kOffset;
   // Groups of 256 elements: a super-block, or 8 blocks of a 32-element type
   // (the last group of a row possibly fewer).
   const int64_t n_blocks = a.cols / kQkBlock;
@@ -769,7 +778,7 @@ void KQuantTile512(const MatMulArgs& a, int64_t r0, int64_t t0) {
         }
       }
     }
-    if constexpr (!kQ6) {
+    if constexpr (Traits::kOffset && !kGroups16) {
       __m256 off8[R];
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) off8[r] = _mm256_load_ps(offset[r]);
@@ -787,17 +796,23 @@ void KQuantTile512(const MatMulArgs& a, int64_t r0, int64_t t0) {
     for (int p = 0; p < n_pairs; ++p) {
       const int64_t b = i * 8 + 2 * p;
       __m512i wq[R];
-      __m512 wsc[R];
+      __m512 wsc[R], woff[R];
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
         wq[r] = _mm512_load_si512(static_cast<const void*>(q[r] + 64 * p));
-        if constexpr (kQ6) {
-          wq[r] = _mm512_add_epi8(wq[r], _mm512_set1_epi8(32));
+        if constexpr (kBias != 0)
+          wq[r] = _mm512_add_epi8(wq[r], _mm512_set1_epi8(kBias));
+        if constexpr (kGroups16) {
           wsc[r] = _mm512_permutexvar_ps(
               quad_index,
               _mm512_castps128_ps512(_mm_load_ps(&scale[r][4 * p])));
         } else {
           wsc[r] = pair(&scale[r][2 * p]);
+        }
+        if constexpr (kOffset16) {
+          woff[r] = _mm512_permutexvar_ps(
+              quad_index,
+              _mm512_castps128_ps512(_mm_load_ps(&offset[r][4 * p])));
         }
       }
 #pragma GCC unroll 8
@@ -806,16 +821,22 @@ void KQuantTile512(const MatMulArgs& a, int64_t r0, int64_t t0) {
             _mm512_load_si512(static_cast<const void*>(xq[t] + b * 32));
         const __m512 dx = pair(xd[t] + b);
         __m512i start = _mm512_setzero_si512();
-        if constexpr (kQ6) {
+        if constexpr (kBias != 0) {
           start = _mm512_sub_epi32(
               start, _mm512_dpbusd_epi32(_mm512_setzero_si512(),
-                                         _mm512_set1_epi8(32), xv));
+                                         _mm512_set1_epi8(kBias), xv));
+        }
+        __m512 xsum = _mm512_setzero_ps();
+        if constexpr (kOffset16) {
+          xsum = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(
+              _mm512_setzero_si512(), _mm512_set1_epi8(1), xv));
         }
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
           const __m512i dot = _mm512_dpbusd_epi32(start, wq[r], xv);
-          acc[r][t] = _mm512_fmadd_ps(
-              _mm512_mul_ps(_mm512_cvtepi32_ps(dot), wsc[r]), dx, acc[r][t]);
+          __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(dot), wsc[r]);
+          if constexpr (kOffset16) v = _mm512_fmadd_ps(xsum, woff[r], v);
+          acc[r][t] = _mm512_fmadd_ps(v, dx, acc[r][t]);
         }
       }
     }
@@ -877,6 +898,8 @@ void FillMatMulTable(KernelTable* table) {
   table->matmul[static_cast<int>(DType::kQ4_K)] = &KQuantRows512<DType::kQ4_K>;
   table->matmul[static_cast<int>(DType::kQ5_K)] = &KQuantRows512<DType::kQ5_K>;
   table->matmul[static_cast<int>(DType::kQ6_K)] = &KQuantRows512<DType::kQ6_K>;
+  table->matmul[static_cast<int>(DType::kQ3_K)] = &KQuantRows512<DType::kQ3_K>;
+  table->matmul[static_cast<int>(DType::kQ2_K)] = &KQuantRows512<DType::kQ2_K>;
   table->matmul[static_cast<int>(DType::kQ4_1)] = &KQuantRows512<DType::kQ4_1>;
   table->matmul[static_cast<int>(DType::kQ5_0)] = &KQuantRows512<DType::kQ5_0>;
   table->matmul[static_cast<int>(DType::kQ5_1)] = &KQuantRows512<DType::kQ5_1>;
