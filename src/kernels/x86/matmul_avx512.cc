@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "kernels/kernel_table.h"
 #include "kernels/x86/intrinsics.h"
@@ -686,8 +687,44 @@ constexpr int kUnpackedPrefillRows = 4;
 // 16 from the activations' 4-byte sums. Q6_K and Q3_K are fed as q + bias
 // (u8) with the accumulator started at -bias * (sum of x over the lane's 4
 // bytes), so the int32 dot is exact.
+// Unpacked groups of R rows, [R][n_groups] of 256 q, 16 scales and 16
+// offsets each (64-byte aligned), for prefill tiles that reuse them across
+// token tiles; null members: each tile unpacks for itself.
+struct UnpackedGroups {
+  const int8_t* q = nullptr;
+  const float* scale = nullptr;
+  const float* offset = nullptr;
+  int64_t n_groups = 0;
+};
+
+// Group i (256 elements) of one row into q[256], scale[16], offset[16].
+// Blocks past the row's end (a short last group of a 32-element type) get
+// zero weights, scales and offsets; the activations there are zero padding
+// (Q8Activations) and are read at most one block past the row.
+template <DType kType>
+inline void UnpackGroup(const uint8_t* row, int64_t i, int64_t n_blocks,
+                        int8_t* q, float* scale, float* offset) {
+  using Traits = UnpackedTraits<kType>;
+  if constexpr (Traits::kSuper) {
+    UnpackBlock<kType>(row + i * Traits::kBytes, q, scale, offset);
+  } else {
+    const uint8_t* group = row + i * 8 * Traits::kBytes;
+    const int nb = static_cast<int>(Min(8, n_blocks - 8 * i));
+    for (int k = 0; k < nb; ++k) {
+      UStore(q + 32 * k, Unpack32<kType>(group + k * Traits::kBytes, &scale[k],
+                                         &offset[k]));
+    }
+    for (int k = nb; k < 8; ++k) {
+      UStore(q + 32 * k, _mm256_setzero_si256());
+      scale[k] = 0.0f;
+      offset[k] = 0.0f;
+    }
+  }
+}
+
 template <DType kType, int R, int T>
-void KQuantTile512(const MatMulArgs& a, int64_t r0, int64_t t0) {
+void KQuantTile512(const MatMulArgs& a, int64_t r0, int64_t t0,
+                   const UnpackedGroups& pre = {}) {
   using Traits = UnpackedTraits<kType>;
   // Signed q is fed as q + kBias (u8) against an accumulator started at
   // -kBias * (sum of x over the lane's 4 bytes).
@@ -742,46 +779,44 @@ void KQuantTile512(const MatMulArgs& a, int64_t r0, int64_t t0) {
     // Row streams are read once: fetch a few super-blocks ahead (the
     // unpacking in between keeps the hardware prefetcher from running far
     // enough ahead on its own).
-#pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) {
-      _mm_prefetch(reinterpret_cast<const char*>(w[r] + (i + 4) * kGroupBytes),
-                   _MM_HINT_T0);
-      _mm_prefetch(
-          reinterpret_cast<const char*>(w[r] + (i + 4) * kGroupBytes + 64),
-          _MM_HINT_T0);
-      _mm_prefetch(
-          reinterpret_cast<const char*>(w[r] + (i + 4) * kGroupBytes + 128),
-          _MM_HINT_T0);
-    }
-    int n_pairs = 4;
-    if constexpr (Traits::kSuper) {
-#pragma GCC unroll 8
-      for (int r = 0; r < R; ++r)
-        UnpackBlock<kType>(w[r] + i * kGroupBytes, q[r], scale[r], offset[r]);
-    } else {
-      // Blocks past the row's end (a short last group) get zero weights,
-      // scales and offsets; the activations there are zero padding
-      // (Q8Activations) and are read at most one block past the row.
-      const int nb = static_cast<int>(Min(8, n_blocks - 8 * i));
-      n_pairs = (nb + 1) / 2;
+    if (pre.q == nullptr) {
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
-        const uint8_t* group = w[r] + i * kGroupBytes;
-        for (int k = 0; k < nb; ++k) {
-          UStore(q[r] + 32 * k, Unpack32<kType>(group + k * Traits::kBytes,
-                                                &scale[r][k], &offset[r][k]));
-        }
-        for (int k = nb; k < 8; ++k) {
-          UStore(q[r] + 32 * k, _mm256_setzero_si256());
-          scale[r][k] = 0.0f;
-          offset[r][k] = 0.0f;
-        }
+        _mm_prefetch(
+            reinterpret_cast<const char*>(w[r] + (i + 4) * kGroupBytes),
+            _MM_HINT_T0);
+        _mm_prefetch(
+            reinterpret_cast<const char*>(w[r] + (i + 4) * kGroupBytes + 64),
+            _MM_HINT_T0);
+        _mm_prefetch(
+            reinterpret_cast<const char*>(w[r] + (i + 4) * kGroupBytes + 128),
+            _MM_HINT_T0);
+      }
+    }
+    const int n_pairs =
+        Traits::kSuper ? 4
+                       : static_cast<int>((Min(8, n_blocks - 8 * i) + 1) / 2);
+    const int8_t* qg[R];
+    const float* scg[R];
+    const float* offg[R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      if (pre.q != nullptr) {
+        const int64_t g = r * pre.n_groups + i;
+        qg[r] = pre.q + g * kQkSuper;
+        scg[r] = pre.scale + g * 16;
+        offg[r] = pre.offset + g * 16;
+      } else {
+        UnpackGroup<kType>(w[r], i, n_blocks, q[r], scale[r], offset[r]);
+        qg[r] = q[r];
+        scg[r] = scale[r];
+        offg[r] = offset[r];
       }
     }
     if constexpr (Traits::kOffset && !kGroups16) {
       __m256 off8[R];
 #pragma GCC unroll 8
-      for (int r = 0; r < R; ++r) off8[r] = _mm256_load_ps(offset[r]);
+      for (int r = 0; r < R; ++r) off8[r] = _mm256_load_ps(offg[r]);
 #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) {
         const __m256 dxs = _mm256_mul_ps(
@@ -799,20 +834,18 @@ void KQuantTile512(const MatMulArgs& a, int64_t r0, int64_t t0) {
       __m512 wsc[R], woff[R];
 #pragma GCC unroll 8
       for (int r = 0; r < R; ++r) {
-        wq[r] = _mm512_load_si512(static_cast<const void*>(q[r] + 64 * p));
+        wq[r] = _mm512_load_si512(static_cast<const void*>(qg[r] + 64 * p));
         if constexpr (kBias != 0)
           wq[r] = _mm512_add_epi8(wq[r], _mm512_set1_epi8(kBias));
         if constexpr (kGroups16) {
           wsc[r] = _mm512_permutexvar_ps(
-              quad_index,
-              _mm512_castps128_ps512(_mm_load_ps(&scale[r][4 * p])));
+              quad_index, _mm512_castps128_ps512(_mm_load_ps(scg[r] + 4 * p)));
         } else {
-          wsc[r] = pair(&scale[r][2 * p]);
+          wsc[r] = pair(scg[r] + 2 * p);
         }
         if constexpr (kOffset16) {
           woff[r] = _mm512_permutexvar_ps(
-              quad_index,
-              _mm512_castps128_ps512(_mm_load_ps(&offset[r][4 * p])));
+              quad_index, _mm512_castps128_ps512(_mm_load_ps(offg[r] + 4 * p)));
         }
       }
 #pragma GCC unroll 8
@@ -853,33 +886,60 @@ void KQuantTile512(const MatMulArgs& a, int64_t r0, int64_t t0) {
 
 template <DType kType, int R>
 void KQuantTileTokens512(const MatMulArgs& a, int64_t r0, int64_t t0,
-                         int64_t n_tokens) {
+                         int64_t n_tokens, const UnpackedGroups& pre) {
   switch (n_tokens) {
     case 1:
-      KQuantTile512<kType, R, 1>(a, r0, t0);
+      KQuantTile512<kType, R, 1>(a, r0, t0, pre);
       break;
     case 2:
-      KQuantTile512<kType, R, 2>(a, r0, t0);
+      KQuantTile512<kType, R, 2>(a, r0, t0, pre);
       break;
     case 3:
-      KQuantTile512<kType, R, 3>(a, r0, t0);
+      KQuantTile512<kType, R, 3>(a, r0, t0, pre);
       break;
     default:
-      KQuantTile512<kType, R, 4>(a, r0, t0);
+      KQuantTile512<kType, R, 4>(a, r0, t0, pre);
       break;
   }
 }
 
+// Decode: each tile unpacks its rows as it streams them. Prefill (more than
+// one token tile): the rows of a tile are unpacked once into a buffer that
+// every token tile then reads.
 template <DType kType>
 void KQuantRows512(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
+  const int64_t n_blocks = a.cols / kQkBlock;
+  const int64_t n_groups = (n_blocks + 7) / 8;
+  std::vector<uint8_t> buffer;
+  UnpackedGroups pre;
+  auto unpack_rows = [&](int64_t r, int n_rows) {
+    if (a.n_tokens <= 4) return;
+    const int64_t q_bytes = n_rows * n_groups * kQkSuper;
+    const int64_t f_count = n_rows * n_groups * 16;
+    buffer.resize(static_cast<size_t>(q_bytes + 2 * f_count * 4 + 64));
+    auto base = reinterpret_cast<uintptr_t>(buffer.data());
+    auto* q = reinterpret_cast<int8_t*>((base + 63) & ~uintptr_t{63});
+    auto* scale = reinterpret_cast<float*>(q + q_bytes);
+    float* offset = scale + f_count;
+    for (int k = 0; k < n_rows; ++k) {
+      for (int64_t i = 0; i < n_groups; ++i) {
+        const int64_t g = k * n_groups + i;
+        UnpackGroup<kType>(a.w + (r + k) * a.row_bytes, i, n_blocks,
+                           q + g * kQkSuper, scale + g * 16, offset + g * 16);
+      }
+    }
+    pre = UnpackedGroups{q, scale, offset, n_groups};
+  };
   int64_t r = row_begin;
   for (; r + 4 <= row_end; r += 4) {
+    unpack_rows(r, 4);
     for (int64_t t = 0; t < a.n_tokens; t += 4)
-      KQuantTileTokens512<kType, 4>(a, r, t, Min(4, a.n_tokens - t));
+      KQuantTileTokens512<kType, 4>(a, r, t, Min(4, a.n_tokens - t), pre);
   }
   for (; r < row_end; ++r) {
+    unpack_rows(r, 1);
     for (int64_t t = 0; t < a.n_tokens; t += 4)
-      KQuantTileTokens512<kType, 1>(a, r, t, Min(4, a.n_tokens - t));
+      KQuantTileTokens512<kType, 1>(a, r, t, Min(4, a.n_tokens - t), pre);
   }
 }
 
