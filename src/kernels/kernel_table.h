@@ -79,10 +79,10 @@ struct KernelTable {
   Isa isa = Isa::kScalar;
   QuantizeQ8Fn quantize_q8 = nullptr;
   PackQ8TilesFn pack_q8_tiles = nullptr;  // null: the row kernels read xq only
-  MatMulRowsFn matmul[5] = {};            // indexed by DType
+  MatMulRowsFn matmul[kDTypeCount] = {};  // indexed by DType
   // The same products on packed weights (packed.h), indexed by DType; null
   // where the ISA has none. Called with row_begin a multiple of kPackRows.
-  MatMulRowsFn matmul_packed[5] = {};
+  MatMulRowsFn matmul_packed[kDTypeCount] = {};
   void (*rms_norm)(const float* x, const float* weight, int64_t n, float eps,
                    float* out) = nullptr;
   void (*softmax)(float* x, int64_t n) = nullptr;
@@ -100,6 +100,21 @@ struct KernelTable {
                              float* out) = nullptr;
 };
 
+// One block of a quantized type (BlockElements(type) = E elements) in the
+// form every product kernel reads: E signed 8-bit values q and, per group of
+// 16 elements g, a scale and an offset, so that the weight is
+//   w[e] = scale[e / 16] * q[e] + offset[e / 16]
+// which equals the type's dequantisation (DequantizeBlocks) up to the sign
+// of a zero. Offsets are 0 for the types without a min (HasOffset false).
+// |q| <= 127 for every type, so u8 x s8 pair sums of |q| and x never
+// saturate int16.
+using UnpackBlockFn = void (*)(const uint8_t* block, int8_t* q, float* scale,
+                               float* offset);
+
+// True for the types whose unpacked blocks carry a non-zero offset
+// (Q4_1, Q5_1, Q2_K, Q4_K, Q5_K).
+bool HasOffset(DType type);
+
 // The table the public functions use (see isa.h for how it is chosen).
 const KernelTable& ActiveKernels();
 
@@ -108,6 +123,12 @@ const KernelTable& ActiveKernels();
 namespace ref {
 void FillTable(KernelTable* table);
 void FillMatMulTable(KernelTable* table);
+// ggml's dequantize_row_* for n_blocks blocks of `type` (any quantized
+// type) at src (unaligned), into out [n_blocks * BlockElements(type)].
+void DequantizeBlocks(DType type, const uint8_t* src, int64_t n_blocks,
+                      float* out);
+// The scalar unpacker of a quantized type (never null for those).
+UnpackBlockFn Unpacker(DType type);
 }  // namespace ref
 namespace avx2 {
 void FillTable(KernelTable* table);

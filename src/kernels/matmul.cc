@@ -14,10 +14,6 @@ namespace {
 
 constexpr int64_t kScratchAlign = 64;
 
-bool IsQuantized(DType type) {
-  return type == DType::kQ8_0 || type == DType::kQ4_0;
-}
-
 int64_t RoundUp(int64_t n, int64_t m) { return (n + m - 1) / m * m; }
 
 // Below this many activation values, quantizing on one thread is cheaper
@@ -219,33 +215,17 @@ void DequantizeRow(const WeightView& w, int64_t row, float* out) {
         out[c] = w.type == DType::kF16 ? Fp16ToFp32(h) : Bf16ToFp32(h);
       }
       return;
-    case DType::kQ8_0:
-      for (int64_t b = 0; b < w.cols / kQkBlock; ++b) {
-        BlockQ8_0 block;
-        std::memcpy(&block, p + b * sizeof(BlockQ8_0), sizeof(block));
-        const float scale = Fp16ToFp32(block.d);
-        for (int j = 0; j < kQkBlock; ++j)
-          out[b * kQkBlock + j] = scale * block.qs[j];
-      }
-      return;
-    case DType::kQ4_0:
-      for (int64_t b = 0; b < w.cols / kQkBlock; ++b) {
-        BlockQ4_0 block;
-        std::memcpy(&block, p + b * sizeof(BlockQ4_0), sizeof(block));
-        const float scale = Fp16ToFp32(block.d);
-        float* o = out + b * kQkBlock;
-        for (int j = 0; j < kQkBlock / 2; ++j) {
-          o[j] = scale * static_cast<float>((block.qs[j] & 15) - 8);
-          o[j + kQkBlock / 2] =
-              scale * static_cast<float>((block.qs[j] >> 4) - 8);
-        }
-      }
+    default:
+      ref::DequantizeBlocks(w.type, p, w.cols / BlockElements(w.type), out);
       return;
   }
 }
 
 void QuantizeRow(DType type, const float* src, int64_t n, void* dst) {
   RL_DCHECK(n % BlockElements(type) == 0) << "n=" << n;
+  RL_CHECK(type == DType::kF32 || type == DType::kF16 || type == DType::kBF16 ||
+           type == DType::kQ8_0 || type == DType::kQ4_0)
+      << "QuantizeRow has no " << DTypeName(type) << " quantizer";
   auto* out = static_cast<uint8_t*>(dst);
   switch (type) {
     case DType::kF32:
@@ -301,6 +281,8 @@ void QuantizeRow(DType type, const float* src, int64_t n, void* dst) {
         }
         std::memcpy(out + b * sizeof(BlockQ4_0), &block, sizeof(block));
       }
+      return;
+    default:
       return;
   }
 }

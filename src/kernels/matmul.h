@@ -21,7 +21,9 @@ size_t MatMulScratchBytes(DType weight_type, int64_t cols, int64_t n_tokens);
 //   y: [n_tokens, w.rows] f32, row stride w.rows (overwritten)
 // n_tokens == 1 is the matrix-vector product of a decode step; larger
 // n_tokens is the matrix-matrix product of prefill. Splits rows over `pool`.
-// For Q8_0/Q4_0 weights, x is first rounded to Q8_0 blocks (as ggml does),
+// For quantized weights (every block type), x is first rounded to Q8_0
+// blocks (as ggml does for the 32-element types; the K-quants, which ggml
+// pairs with 256-element Q8_K blocks, get the same finer per-32 rounding),
 // so the result differs from the float reference by that rounding.
 void MatMul(const WeightView& w, const float* x, int64_t n_tokens, float* y,
             std::span<std::byte> scratch, ThreadPool& pool);
@@ -37,12 +39,14 @@ void MatMulMany(std::span<const WeightView> ws, const float* x,
                 int64_t n_tokens, std::span<float* const> ys,
                 std::span<std::byte> scratch, ThreadPool& pool);
 
-// out[0, w.cols) = row `row` of w as f32.
+// out[0, w.cols) = row `row` of w as f32; for block types bit-identical to
+// ggml's dequantize_row_*.
 void DequantizeRow(const WeightView& w, int64_t row, float* out);
 
 // Writes n floats as `type` into dst (RowBytes(type, n) bytes); n must be a
-// multiple of BlockElements(type). Round to nearest; Q8_0/Q4_0 choose the
-// block scale as ggml's reference quantizers do.
+// multiple of BlockElements(type). Float types, Q8_0 and Q4_0 only (the
+// other block types have no quantizer here). Round to nearest; Q8_0/Q4_0
+// choose the block scale as ggml's reference quantizers do.
 void QuantizeRow(DType type, const float* src, int64_t n, void* dst);
 
 }  // namespace redline::kernels

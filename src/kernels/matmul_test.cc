@@ -20,6 +20,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstddef>
 #include <cstring>
 #include <random>
 #include <string>
@@ -48,8 +49,81 @@ class ScopedIsa {
   Isa saved_;
 };
 
-bool IsQuantized(DType type) {
+// Types QuantizeRow can write; the other block types get random blocks.
+bool HasQuantizer(DType type) {
+  return !IsQuantized(type) || type == DType::kQ8_0 || type == DType::kQ4_0;
+}
+
+// Types with packed kernels (packed.h).
+bool Packable(DType type) {
   return type == DType::kQ8_0 || type == DType::kQ4_0;
+}
+
+// n rounded up to a whole number of the type's blocks.
+int64_t ColsFor(DType type, int64_t n) {
+  const int64_t b = BlockElements(type);
+  return (n + b - 1) / b * b;
+}
+
+// Byte offsets of the fp16 scale fields of each block type, and whether
+// the field is a signed min (Q4_1/Q5_1 m) rather than a positive scale.
+struct ScaleField {
+  size_t offset;
+  bool signed_min;
+};
+std::vector<ScaleField> ScaleFields(DType type) {
+  switch (type) {
+    case DType::kQ4_1:
+      return {{offsetof(BlockQ4_1, d), false}, {offsetof(BlockQ4_1, m), true}};
+    case DType::kQ5_0:
+      return {{offsetof(BlockQ5_0, d), false}};
+    case DType::kQ5_1:
+      return {{offsetof(BlockQ5_1, d), false}, {offsetof(BlockQ5_1, m), true}};
+    case DType::kIQ4_NL:
+      return {{offsetof(BlockIQ4_NL, d), false}};
+    case DType::kQ2_K:
+      return {{offsetof(BlockQ2_K, d), false},
+              {offsetof(BlockQ2_K, dmin), false}};
+    case DType::kQ3_K:
+      return {{offsetof(BlockQ3_K, d), false}};
+    case DType::kQ4_K:
+      return {{offsetof(BlockQ4_K, d), false},
+              {offsetof(BlockQ4_K, dmin), false}};
+    case DType::kQ5_K:
+      return {{offsetof(BlockQ5_K, d), false},
+              {offsetof(BlockQ5_K, dmin), false}};
+    case DType::kQ6_K:
+      return {{offsetof(BlockQ6_K, d), false}};
+    default:
+      return {};
+  }
+}
+
+// Random blocks of `type` (random quant bits and sub-block scales) whose
+// fp16 scales keep dequantized weights around [-1, 1]: scale fields get
+// `unit` times a factor in [0.5, 1.5) (a signed min in [-1, 1)).
+std::vector<uint8_t> RandomBlocks(DType type, int64_t n_blocks, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> bytes(static_cast<size_t>(n_blocks * BlockBytes(type)));
+  for (uint8_t& b : bytes) b = static_cast<uint8_t>(rng());
+  const bool k_quant = BlockElements(type) == kQkSuper;
+  // Largest |q| times the largest sub-block scale the type stores.
+  const float unit = type == DType::kQ6_K     ? 1.0f / (32 * 128)
+                     : type == DType::kQ3_K   ? 1.0f / (4 * 32)
+                     : type == DType::kQ2_K   ? 1.0f / (3 * 15)
+                     : k_quant                ? 1.0f / (31 * 63)
+                     : type == DType::kIQ4_NL ? 1.0f / 127
+                                              : 1.0f / 16;
+  std::uniform_real_distribution<float> factor(0.5f, 1.5f);
+  std::uniform_real_distribution<float> min(-1.0f, 1.0f);
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    for (const ScaleField& f : ScaleFields(type)) {
+      const uint16_t h =
+          Fp32ToFp16(f.signed_min ? min(rng) : unit * factor(rng));
+      std::memcpy(bytes.data() + b * BlockBytes(type) + f.offset, &h, 2);
+    }
+  }
+  return bytes;
 }
 
 std::vector<float> RandomFloats(int64_t n, uint32_t seed, float lo = -1.0f,
@@ -85,7 +159,7 @@ struct TestMatrix {
 // Fills m->packed from m->bytes (quantized types), in two calls to check
 // that panel ranges compose.
 void Pack(TestMatrix* m) {
-  if (!IsQuantized(m->type)) return;
+  if (!Packable(m->type)) return;
   m->packed.assign(static_cast<size_t>(PackedBytes(m->type, m->rows, m->cols)),
                    0xcd);
   const int64_t panels = PackedPanels(m->rows);
@@ -103,13 +177,18 @@ TestMatrix MakeMatrix(DType type, int64_t rows, int64_t cols, uint32_t seed) {
   const int64_t row_bytes = RowBytes(type, cols);
   m.bytes.resize(static_cast<size_t>(rows * row_bytes));
   m.dequantized.resize(static_cast<size_t>(rows * cols));
-  for (int64_t r = 0; r < rows; ++r) {
-    QuantizeRow(type, m.original.data() + r * cols, cols,
-                m.bytes.data() + r * row_bytes);
+  if (HasQuantizer(type)) {
+    for (int64_t r = 0; r < rows; ++r) {
+      QuantizeRow(type, m.original.data() + r * cols, cols,
+                  m.bytes.data() + r * row_bytes);
+    }
+  } else {
+    m.bytes = RandomBlocks(type, rows * cols / BlockElements(type), seed);
   }
   const WeightView view = m.View();
   for (int64_t r = 0; r < rows; ++r)
     DequantizeRow(view, r, m.dequantized.data() + r * cols);
+  if (!HasQuantizer(type)) m.original = m.dequantized;
   Pack(&m);
   return m;
 }
@@ -170,8 +249,9 @@ double OriginalTolerance(DType type) {
       return 2e-2;
     case DType::kQ4_0:
       return 0.2;
+    default:  // random blocks: not compared with an original
+      return 0.0;
   }
-  return 0.0;
 }
 
 using IsaDType = std::tuple<Isa, DType>;
@@ -179,10 +259,7 @@ using IsaDType = std::tuple<Isa, DType>;
 std::vector<IsaDType> AllIsaDTypes() {
   std::vector<IsaDType> out;
   for (Isa isa : AvailableIsas()) {
-    for (DType type :
-         {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0}) {
-      out.emplace_back(isa, type);
-    }
+    for (DType type : kAllDTypes) out.emplace_back(isa, type);
   }
   return out;
 }
@@ -206,6 +283,9 @@ struct Shape {
 // groups and odd final pairs (576 = 18 blocks, 1056 = 33). Float types also
 // get column counts that are not multiples of a vector.
 std::vector<Shape> ShapesFor(DType type) {
+  if (BlockElements(type) == kQkSuper) {
+    return {{1, 256}, {7, 512}, {33, 768}, {70, 1280}, {19, 2304}, {5, 4096}};
+  }
   std::vector<Shape> shapes = {{1, 32},   {7, 64},    {33, 96},  {70, 576},
                                {45, 896}, {19, 1056}, {5, 4096}, {17, 160}};
   if (!IsQuantized(type)) {
@@ -245,7 +325,7 @@ TEST_P(MatMulTest, MatchesReferenceAndFloatProduct) {
                                       (packed ? " packed" : " rows");
             ASSERT_NEAR(actual[i], expected[i], 1e-5 * mag + 1e-30)
                 << "vs ref, " << where;
-            if (IsQuantized(type()) && isa() >= Isa::kAvx512) {
+            if (Packable(type()) && isa() >= Isa::kAvx512) {
               ASSERT_EQ(actual[i], expected[i])
                   << "AVX-512 and AMX sum blocks in the reference's order, "
                   << where;
@@ -257,6 +337,9 @@ TEST_P(MatMulTest, MatchesReferenceAndFloatProduct) {
                     : 0.0;
             ASSERT_NEAR(actual[i], exact, act_bound + 1e-5 * mag + 1e-30)
                 << "vs float, " << where;
+            // (Random-block types have no original beyond the dequantized
+            // weights already checked.)
+            if (!HasQuantizer(type())) continue;
             const double original = Dot(m.original, x, s.cols, r, t);
             ASSERT_NEAR(actual[i], original,
                         OriginalTolerance(type()) *
@@ -272,7 +355,7 @@ TEST_P(MatMulTest, MatchesReferenceAndFloatProduct) {
 
 TEST_P(MatMulTest, ThreadCountsGiveIdenticalResults) {
   ScopedIsa scoped(isa());
-  const TestMatrix m = MakeMatrix(type(), 131, 896, 7);
+  const TestMatrix m = MakeMatrix(type(), 131, ColsFor(type(), 896), 7);
   for (int64_t n_tokens : {1, 5}) {
     const std::vector<float> x = RandomFloats(n_tokens * m.cols, 8);
     ThreadPool one(1);
@@ -290,7 +373,7 @@ TEST_P(MatMulTest, ThreadCountsGiveIdenticalResults) {
 TEST_P(MatMulTest, PrefillRowsMatchDecode) {
   ScopedIsa scoped(isa());
   ThreadPool pool(2);
-  const TestMatrix m = MakeMatrix(type(), 37, 576, 9);
+  const TestMatrix m = MakeMatrix(type(), 37, ColsFor(type(), 576), 9);
   const int64_t n_tokens = 6;
   const std::vector<float> x = RandomFloats(n_tokens * m.cols, 10);
   const std::vector<float> y = RunMatMul(m, x, n_tokens, pool);
@@ -310,7 +393,7 @@ TEST_P(MatMulTest, PrefillRowsMatchDecode) {
 TEST_P(MatMulTest, UnalignedScratch) {
   ScopedIsa scoped(isa());
   ThreadPool pool(2);
-  const TestMatrix m = MakeMatrix(type(), 9, 128, 11);
+  const TestMatrix m = MakeMatrix(type(), 9, ColsFor(type(), 128), 11);
   const std::vector<float> x = RandomFloats(3 * m.cols, 12);
   const std::vector<float> aligned = RunMatMul(m, x, 3, pool, 0);
   const std::vector<float> unaligned = RunMatMul(m, x, 3, pool, 3);
@@ -324,18 +407,33 @@ TEST_P(MatMulTest, UnalignedScratch) {
 TEST_P(MatMulTest, ZeroAndSpikyBlocks) {
   ScopedIsa scoped(isa());
   ThreadPool pool(2);
-  const int64_t rows = 6, cols = 160;
+  const int64_t rows = 6, cols = ColsFor(type(), 160);
   std::vector<float> w = RandomFloats(rows * cols, 13);
   for (int64_t c = 0; c < 32; ++c) w[c] = 0.0f;  // row 0, block 0 all zero
   for (int64_t c = 32; c < 64; ++c) w[cols + c] = c == 40 ? 1000.0f : 0.0f;
   TestMatrix m{type(), rows, cols, w, {}, {}, {}};
   m.bytes.resize(static_cast<size_t>(rows * RowBytes(type(), cols)));
   m.dequantized.resize(static_cast<size_t>(rows * cols));
-  for (int64_t r = 0; r < rows; ++r) {
-    QuantizeRow(type(), w.data() + r * cols, cols,
-                m.bytes.data() + r * RowBytes(type(), cols));
-    DequantizeRow(m.View(), r, m.dequantized.data() + r * cols);
+  if (HasQuantizer(type())) {
+    for (int64_t r = 0; r < rows; ++r) {
+      QuantizeRow(type(), w.data() + r * cols, cols,
+                  m.bytes.data() + r * RowBytes(type(), cols));
+    }
+  } else {
+    // Random blocks, with row 0's first block all zero bytes (zero scales)
+    // and row 1's first block scaled up a thousandfold.
+    m.bytes = RandomBlocks(type(), rows * cols / BlockElements(type()), 13);
+    std::memset(m.bytes.data(), 0, static_cast<size_t>(BlockBytes(type())));
+    for (const ScaleField& f : ScaleFields(type())) {
+      uint8_t* p = m.bytes.data() + RowBytes(type(), cols) + f.offset;
+      uint16_t h;
+      std::memcpy(&h, p, 2);
+      h = Fp32ToFp16(Fp16ToFp32(h) * 1000.0f);
+      std::memcpy(p, &h, 2);
+    }
   }
+  for (int64_t r = 0; r < rows; ++r)
+    DequantizeRow(m.View(), r, m.dequantized.data() + r * cols);
   Pack(&m);
   for (int64_t n_tokens : {1, 4}) {
     std::vector<float> x = RandomFloats(n_tokens * cols, 14, -100.0f, 100.0f);
@@ -492,6 +590,8 @@ TEST(QuantizeRowTest, RoundTripErrorBounds) {
           // 8 * (fp16 rounding of d).
           case DType::kQ4_0:
             tol = 1.01 * amax / 8.0;
+            break;
+          default:  // no quantizer
             break;
         }
         ASSERT_NEAR(back[i], x[i], tol) << DTypeName(type) << " i=" << i;

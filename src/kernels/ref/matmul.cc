@@ -7,6 +7,7 @@
 // kernels reproduce it exactly, others to float rounding.
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "base/float16.h"
 #include "kernels/kernel_table.h"
@@ -109,6 +110,56 @@ void MatMulQuantRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
   }
 }
 
+// The other block types through their unpacked form (kernel_table.h): per
+// 32-element activation block b and its two groups of 16 (g = 2b, 2b + 1),
+//   y += d_x,b * ((scale_g0 * dot_g0 + scale_g1 * dot_g1)
+//                 + (offset_g0 * xsum_g0 + offset_g1 * xsum_g1))
+// with exact int32 dot products and activation sums, one fma per block.
+// The SIMD kernels sum the same terms in other orders (to float rounding).
+void MatMulUnpackedRows(const MatMulArgs& a, int64_t row_begin,
+                        int64_t row_end) {
+  const UnpackBlockFn unpack = Unpacker(a.type);
+  const int64_t block_elems = BlockElements(a.type);
+  const int64_t block_bytes = BlockBytes(a.type);
+  const int64_t n_blocks = a.cols / kQkBlock;
+  const bool offsets = HasOffset(a.type);
+  std::vector<int8_t> q(static_cast<size_t>(a.cols));
+  std::vector<float> scale(static_cast<size_t>(a.cols / 16));
+  std::vector<float> offset(static_cast<size_t>(a.cols / 16));
+  for (int64_t r = row_begin; r < row_end; ++r) {
+    const uint8_t* row = a.w + r * a.row_bytes;
+    for (int64_t i = 0; i < a.cols / block_elems; ++i) {
+      unpack(row + i * block_bytes, q.data() + i * block_elems,
+             scale.data() + i * block_elems / 16,
+             offset.data() + i * block_elems / 16);
+    }
+    for (int64_t t = 0; t < a.n_tokens; ++t) {
+      const int8_t* xq = a.xq.qs + t * a.xq.qs_stride;
+      const float* xd = a.xq.d + t * a.xq.d_stride;
+      float sum = 0.0f;
+      for (int64_t b = 0; b < n_blocks; ++b) {
+        int32_t dot[2] = {0, 0};
+        int32_t xsum[2] = {0, 0};
+        for (int j = 0; j < kQkBlock; ++j) {
+          const int64_t c = b * kQkBlock + j;
+          dot[j / 16] += q[c] * xq[c];
+          xsum[j / 16] += xq[c];
+        }
+        const float* sc = scale.data() + 2 * b;
+        float block = sc[0] * static_cast<float>(dot[0]) +
+                      sc[1] * static_cast<float>(dot[1]);
+        if (offsets) {
+          const float* off = offset.data() + 2 * b;
+          block += off[0] * static_cast<float>(xsum[0]) +
+                   off[1] * static_cast<float>(xsum[1]);
+        }
+        sum = std::fma(block, xd[b], sum);
+      }
+      a.y[t * a.y_stride + r] = sum;
+    }
+  }
+}
+
 }  // namespace
 
 void FillMatMulTable(KernelTable* table) {
@@ -119,6 +170,10 @@ void FillMatMulTable(KernelTable* table) {
       &MatMulFloatRows<DType::kBF16>;
   table->matmul[static_cast<int>(DType::kQ8_0)] = &MatMulQuantRows;
   table->matmul[static_cast<int>(DType::kQ4_0)] = &MatMulQuantRows;
+  for (DType type : kAllDTypes) {
+    if (IsQuantized(type) && type != DType::kQ8_0 && type != DType::kQ4_0)
+      table->matmul[static_cast<int>(type)] = &MatMulUnpackedRows;
+  }
 }
 
 }  // namespace redline::kernels::ref

@@ -8,6 +8,7 @@
 //         below 2 * 127 * 127 < 2^15 so nothing saturates.
 //   Q4_0: the nibble q = w + 8 (u8, <= 15) times x, minus 8 * x pair sums
 //         computed once per activation block (|difference| <= 2032).
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -241,6 +242,19 @@ void FloatTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
 }
 
 // ---------------------------------------------------------------------------
+// The other block types (x86/unpacked_matmul.inc), on vpmaddubsw + vpmaddwd.
+
+inline __m256i DotU8S8(__m256i u, __m256i s) {
+  return MaddPairsToI32(_mm256_maddubs_epi16(u, s));
+}
+
+constexpr int kDotU8Max = 127;
+
+constexpr int kUnpackedPrefillRows = 2;
+
+#include "kernels/x86/unpacked_matmul.inc"
+
+// ---------------------------------------------------------------------------
 // Row-range drivers.
 
 template <DType kType, int R, int T>
@@ -303,6 +317,7 @@ void FillMatMulTable(KernelTable* table) {
   table->matmul[static_cast<int>(DType::kBF16)] = &MatMulRows<DType::kBF16>;
   table->matmul[static_cast<int>(DType::kQ8_0)] = &MatMulRows<DType::kQ8_0>;
   table->matmul[static_cast<int>(DType::kQ4_0)] = &MatMulRows<DType::kQ4_0>;
+  FillUnpackedTable(table);
 }
 
 }  // namespace redline::kernels::avx2

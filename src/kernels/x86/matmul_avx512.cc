@@ -14,9 +14,11 @@
 // lane; it depends on the activations only, so each token computes that
 // correction once per unit and every row's dot product starts from it: the
 // integer result is exact, as in the reference.
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <vector>
 
 #include "kernels/kernel_table.h"
 #include "kernels/x86/intrinsics.h"
@@ -661,6 +663,288 @@ void MatMulRowsQ4_0(const MatMulArgs& args, int64_t row_begin,
   MatMulRows<DType::kQ4_0>(args, row_begin, row_end);
 }
 
+namespace {
+
+// The other block types (x86/unpacked_matmul.inc), on 256-bit vpdpbusd.
+inline __m256i DotU8S8(__m256i u, __m256i s) {
+  return _mm256_dpbusd_epi32(_mm256_setzero_si256(), u, s);
+}
+
+constexpr int kDotU8Max = 255;
+
+constexpr int kUnpackedPrefillRows = 4;
+
+#include "kernels/x86/unpacked_matmul.inc"
+
+// Every block type but Q8_0/Q4_0 with two 32-element blocks per zmm: Q4_K,
+// Q5_K (0 <= q <= 31, one scale and offset per 32 elements), Q2_K (scale
+// and offset per 16), Q6_K and Q3_K (signed, a scale per 16), and Q4_1,
+// Q5_0, Q5_1, IQ4_NL (unsigned values with an offset, in groups of 8
+// blocks). The unpacked super-block (or group) as above, then per pair of activation blocks one
+// vpdpbusd per row and token whose lanes 0-7 belong to the first block and
+// 8-15 to the second, each lane scaled by its group's weight scale and its
+// block's activation scale. Uniform offsets as in UnpackedTile; Q2_K's per
+// 16 from the activations' 4-byte sums. Q6_K and Q3_K are fed as q + bias
+// (u8) with the accumulator started at -bias * (sum of x over the lane's 4
+// bytes), so the int32 dot is exact.
+// Unpacked groups of R rows, [R][n_groups] of 256 q, 16 scales and 16
+// offsets each (64-byte aligned), for prefill tiles that reuse them across
+// token tiles; null members: each tile unpacks for itself.
+struct UnpackedGroups {
+  const int8_t* q = nullptr;
+  const float* scale = nullptr;
+  const float* offset = nullptr;
+  int64_t n_groups = 0;
+};
+
+// Group i (256 elements) of one row into q[256], scale[16], offset[16].
+// Blocks past the row's end (a short last group of a 32-element type) get
+// zero weights, scales and offsets; the activations there are zero padding
+// (Q8Activations) and are read at most one block past the row.
+template <DType kType>
+inline void UnpackGroup(const uint8_t* row, int64_t i, int64_t n_blocks,
+                        int8_t* q, float* scale, float* offset) {
+  using Traits = UnpackedTraits<kType>;
+  if constexpr (Traits::kSuper) {
+    UnpackBlock<kType>(row + i * Traits::kBytes, q, scale, offset);
+  } else {
+    const uint8_t* group = row + i * 8 * Traits::kBytes;
+    const int nb = static_cast<int>(Min(8, n_blocks - 8 * i));
+    for (int k = 0; k < nb; ++k) {
+      UStore(q + 32 * k, Unpack32<kType>(group + k * Traits::kBytes, &scale[k],
+                                         &offset[k]));
+    }
+    for (int k = nb; k < 8; ++k) {
+      UStore(q + 32 * k, _mm256_setzero_si256());
+      scale[k] = 0.0f;
+      offset[k] = 0.0f;
+    }
+  }
+}
+
+template <DType kType, int R, int T>
+void KQuantTile512(const MatMulArgs& a, int64_t r0, int64_t t0,
+                   const UnpackedGroups& pre = {}) {
+  using Traits = UnpackedTraits<kType>;
+  // Signed q is fed as q + kBias (u8) against an accumulator started at
+  // -kBias * (sum of x over the lane's 4 bytes).
+  constexpr int kBias = kType == DType::kQ6_K   ? 32
+                        : kType == DType::kQ3_K ? 4
+                                                : 0;
+  static_assert(Traits::kSigned == (kBias != 0));
+  // Scales (and Q2_K's offsets) per 16 elements: lanes 4j..4j+3 of a pair.
+  constexpr bool kGroups16 = !Traits::kUniform;
+  constexpr bool kOffset16 = kGroups16 && Traits::kOffset;
+  // Groups of 256 elements: a super-block, or 8 blocks of a 32-element type
+  // (the last group of a row possibly fewer).
+  const int64_t n_blocks = a.cols / kQkBlock;
+  const int64_t n_groups = (n_blocks + 7) / 8;
+  constexpr int64_t kGroupBytes =
+      Traits::kSuper ? Traits::kBytes : 8 * Traits::kBytes;
+  const uint8_t* w[R];
+  for (int r = 0; r < R; ++r) w[r] = a.w + (r0 + r) * a.row_bytes;
+  const int8_t* xq[T];
+  const float* xd[T];
+  const int32_t* xs[T];
+  for (int t = 0; t < T; ++t) {
+    xq[t] = a.xq.qs + (t0 + t) * a.xq.qs_stride;
+    xd[t] = a.xq.d + (t0 + t) * a.xq.d_stride;
+    xs[t] = a.xq.s + (t0 + t) * a.xq.d_stride;
+  }
+  __m512 acc[R][T];
+  __m256 off_acc[R][T];
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) {
+      acc[r][t] = _mm512_setzero_ps();
+      off_acc[r][t] = _mm256_setzero_ps();
+    }
+  }
+  alignas(64) int8_t q[R][kQkSuper];
+  alignas(32) float scale[R][16];
+  alignas(32) float offset[R][16];
+  // Lanes 0-7 take element 0 of a pair of floats, lanes 8-15 element 1.
+  const __m512i pair_index =
+      _mm512_setr_epi32(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1);
+  // Lanes 4j..4j+3 take element j of four floats (Q6_K's groups of 16).
+  const __m512i quad_index =
+      _mm512_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3);
+  auto pair = [&](const float* p) {
+    return _mm512_permutexvar_ps(
+        pair_index, _mm512_castps128_ps512(_mm_castpd_ps(
+                        _mm_load_sd(reinterpret_cast<const double*>(p)))));
+  };
+  for (int64_t i = 0; i < n_groups; ++i) {
+    // Row streams are read once: fetch a few super-blocks ahead (the
+    // unpacking in between keeps the hardware prefetcher from running far
+    // enough ahead on its own).
+    if (pre.q == nullptr) {
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        _mm_prefetch(
+            reinterpret_cast<const char*>(w[r] + (i + 4) * kGroupBytes),
+            _MM_HINT_T0);
+        _mm_prefetch(
+            reinterpret_cast<const char*>(w[r] + (i + 4) * kGroupBytes + 64),
+            _MM_HINT_T0);
+        _mm_prefetch(
+            reinterpret_cast<const char*>(w[r] + (i + 4) * kGroupBytes + 128),
+            _MM_HINT_T0);
+      }
+    }
+    const int n_pairs =
+        Traits::kSuper ? 4
+                       : static_cast<int>((Min(8, n_blocks - 8 * i) + 1) / 2);
+    const int8_t* qg[R];
+    const float* scg[R];
+    const float* offg[R];
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r) {
+      if (pre.q != nullptr) {
+        const int64_t g = r * pre.n_groups + i;
+        qg[r] = pre.q + g * kQkSuper;
+        scg[r] = pre.scale + g * 16;
+        offg[r] = pre.offset + g * 16;
+      } else {
+        UnpackGroup<kType>(w[r], i, n_blocks, q[r], scale[r], offset[r]);
+        qg[r] = q[r];
+        scg[r] = scale[r];
+        offg[r] = offset[r];
+      }
+    }
+    if constexpr (Traits::kOffset && !kGroups16) {
+      __m256 off8[R];
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) off8[r] = _mm256_load_ps(offg[r]);
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) {
+        const __m256 dxs = _mm256_mul_ps(
+            _mm256_loadu_ps(xd[t] + i * 8),
+            _mm256_cvtepi32_ps(_mm256_loadu_si256(
+                reinterpret_cast<const __m256i*>(xs[t] + i * 8))));
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r)
+          off_acc[r][t] = _mm256_fmadd_ps(off8[r], dxs, off_acc[r][t]);
+      }
+    }
+    for (int p = 0; p < n_pairs; ++p) {
+      const int64_t b = i * 8 + 2 * p;
+      __m512i wq[R];
+      __m512 wsc[R], woff[R];
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) {
+        wq[r] = _mm512_load_si512(static_cast<const void*>(qg[r] + 64 * p));
+        if constexpr (kBias != 0)
+          wq[r] = _mm512_add_epi8(wq[r], _mm512_set1_epi8(kBias));
+        if constexpr (kGroups16) {
+          wsc[r] = _mm512_permutexvar_ps(
+              quad_index, _mm512_castps128_ps512(_mm_load_ps(scg[r] + 4 * p)));
+        } else {
+          wsc[r] = pair(scg[r] + 2 * p);
+        }
+        if constexpr (kOffset16) {
+          woff[r] = _mm512_permutexvar_ps(
+              quad_index, _mm512_castps128_ps512(_mm_load_ps(offg[r] + 4 * p)));
+        }
+      }
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) {
+        const __m512i xv =
+            _mm512_load_si512(static_cast<const void*>(xq[t] + b * 32));
+        const __m512 dx = pair(xd[t] + b);
+        __m512i start = _mm512_setzero_si512();
+        if constexpr (kBias != 0) {
+          start = _mm512_sub_epi32(
+              start, _mm512_dpbusd_epi32(_mm512_setzero_si512(),
+                                         _mm512_set1_epi8(kBias), xv));
+        }
+        __m512 xsum = _mm512_setzero_ps();
+        if constexpr (kOffset16) {
+          xsum = _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(
+              _mm512_setzero_si512(), _mm512_set1_epi8(1), xv));
+        }
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+          const __m512i dot = _mm512_dpbusd_epi32(start, wq[r], xv);
+          __m512 v = _mm512_mul_ps(_mm512_cvtepi32_ps(dot), wsc[r]);
+          if constexpr (kOffset16) v = _mm512_fmadd_ps(xsum, woff[r], v);
+          acc[r][t] = _mm512_fmadd_ps(v, dx, acc[r][t]);
+        }
+      }
+    }
+  }
+#pragma GCC unroll 8
+  for (int r = 0; r < R; ++r) {
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) {
+      a.y[(t0 + t) * a.y_stride + r0 + r] =
+          _mm512_reduce_add_ps(acc[r][t]) + UHSum(off_acc[r][t]);
+    }
+  }
+}
+
+template <DType kType, int R>
+void KQuantTileTokens512(const MatMulArgs& a, int64_t r0, int64_t t0,
+                         int64_t n_tokens, const UnpackedGroups& pre) {
+  switch (n_tokens) {
+    case 1:
+      KQuantTile512<kType, R, 1>(a, r0, t0, pre);
+      break;
+    case 2:
+      KQuantTile512<kType, R, 2>(a, r0, t0, pre);
+      break;
+    case 3:
+      KQuantTile512<kType, R, 3>(a, r0, t0, pre);
+      break;
+    default:
+      KQuantTile512<kType, R, 4>(a, r0, t0, pre);
+      break;
+  }
+}
+
+// Decode: each tile unpacks its rows as it streams them. Prefill (more than
+// one token tile): the rows of a tile are unpacked once into a buffer that
+// every token tile then reads.
+template <DType kType>
+void KQuantRows512(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
+  const int64_t n_blocks = a.cols / kQkBlock;
+  const int64_t n_groups = (n_blocks + 7) / 8;
+  std::vector<uint8_t> buffer;
+  UnpackedGroups pre;
+  auto unpack_rows = [&](int64_t r, int n_rows) {
+    if (a.n_tokens <= 4) return;
+    const int64_t q_bytes = n_rows * n_groups * kQkSuper;
+    const int64_t f_count = n_rows * n_groups * 16;
+    buffer.resize(static_cast<size_t>(q_bytes + 2 * f_count * 4 + 64));
+    auto base = reinterpret_cast<uintptr_t>(buffer.data());
+    auto* q = reinterpret_cast<int8_t*>((base + 63) & ~uintptr_t{63});
+    auto* scale = reinterpret_cast<float*>(q + q_bytes);
+    float* offset = scale + f_count;
+    for (int k = 0; k < n_rows; ++k) {
+      for (int64_t i = 0; i < n_groups; ++i) {
+        const int64_t g = k * n_groups + i;
+        UnpackGroup<kType>(a.w + (r + k) * a.row_bytes, i, n_blocks,
+                           q + g * kQkSuper, scale + g * 16, offset + g * 16);
+      }
+    }
+    pre = UnpackedGroups{q, scale, offset, n_groups};
+  };
+  int64_t r = row_begin;
+  for (; r + 4 <= row_end; r += 4) {
+    unpack_rows(r, 4);
+    for (int64_t t = 0; t < a.n_tokens; t += 4)
+      KQuantTileTokens512<kType, 4>(a, r, t, Min(4, a.n_tokens - t), pre);
+  }
+  for (; r < row_end; ++r) {
+    unpack_rows(r, 1);
+    for (int64_t t = 0; t < a.n_tokens; t += 4)
+      KQuantTileTokens512<kType, 1>(a, r, t, Min(4, a.n_tokens - t), pre);
+  }
+}
+
+}  // namespace
+
 void FillMatMulTable(KernelTable* table) {
   table->quantize_q8 = &QuantizeQ8;
   table->matmul[static_cast<int>(DType::kF32)] = &MatMulRows<DType::kF32>;
@@ -670,6 +954,17 @@ void FillMatMulTable(KernelTable* table) {
   table->matmul[static_cast<int>(DType::kQ4_0)] = &MatMulRows<DType::kQ4_0>;
   table->matmul_packed[static_cast<int>(DType::kQ8_0)] = &MatMulPackedRowsQ8_0;
   table->matmul_packed[static_cast<int>(DType::kQ4_0)] = &MatMulPackedRowsQ4_0;
+  FillUnpackedTable(table);
+  table->matmul[static_cast<int>(DType::kQ4_K)] = &KQuantRows512<DType::kQ4_K>;
+  table->matmul[static_cast<int>(DType::kQ5_K)] = &KQuantRows512<DType::kQ5_K>;
+  table->matmul[static_cast<int>(DType::kQ6_K)] = &KQuantRows512<DType::kQ6_K>;
+  table->matmul[static_cast<int>(DType::kQ3_K)] = &KQuantRows512<DType::kQ3_K>;
+  table->matmul[static_cast<int>(DType::kQ2_K)] = &KQuantRows512<DType::kQ2_K>;
+  table->matmul[static_cast<int>(DType::kQ4_1)] = &KQuantRows512<DType::kQ4_1>;
+  table->matmul[static_cast<int>(DType::kQ5_0)] = &KQuantRows512<DType::kQ5_0>;
+  table->matmul[static_cast<int>(DType::kQ5_1)] = &KQuantRows512<DType::kQ5_1>;
+  table->matmul[static_cast<int>(DType::kIQ4_NL)] =
+      &KQuantRows512<DType::kIQ4_NL>;
 }
 
 }  // namespace redline::kernels::avx512

@@ -71,6 +71,24 @@ TensorType ToTensorType(kernels::DType t) {
       return TensorType::kQ8_0;
     case kernels::DType::kQ4_0:
       return TensorType::kQ4_0;
+    case kernels::DType::kQ4_1:
+      return TensorType::kQ4_1;
+    case kernels::DType::kQ5_0:
+      return TensorType::kQ5_0;
+    case kernels::DType::kQ5_1:
+      return TensorType::kQ5_1;
+    case kernels::DType::kIQ4_NL:
+      return TensorType::kIQ4_NL;
+    case kernels::DType::kQ2_K:
+      return TensorType::kQ2_K;
+    case kernels::DType::kQ3_K:
+      return TensorType::kQ3_K;
+    case kernels::DType::kQ4_K:
+      return TensorType::kQ4_K;
+    case kernels::DType::kQ5_K:
+      return TensorType::kQ5_K;
+    case kernels::DType::kQ6_K:
+      return TensorType::kQ6_K;
   }
   return TensorType::kF32;
 }
@@ -88,8 +106,9 @@ uint32_t FileType(kernels::DType t) {
       return 7;
     case kernels::DType::kBF16:
       return 32;
+    default:  // ParseDType offers only the types above
+      return 0;
   }
-  return 0;
 }
 
 // Pieces "a".."z", "▁a", then syllable words, unique and deterministic.

@@ -120,7 +120,7 @@ class ReferenceModel {
   std::vector<float> MatVec(const kernels::WeightView& w,
                             const std::vector<float>& x_in,
                             const std::vector<float>& b) {
-    const bool quantized = w.type == DType::kQ8_0 || w.type == DType::kQ4_0;
+    const bool quantized = kernels::IsQuantized(w.type);
     const std::vector<float> x =
         round_activations_ && quantized ? RoundToQ8(x_in) : x_in;
     std::vector<float> y(w.rows);
@@ -230,10 +230,9 @@ double Tolerance(DType t) {
       return 2e-3;
     case DType::kQ8_0:
       return 0.5;
-    case DType::kQ4_0:
+    default:  // block types
       return 0.5;
   }
-  return 0;
 }
 // Against the pure float reference, Q8_0/Q4_0 also carry the error of
 // rounding every product's input to 8 bits (~1/254 of each block's max):

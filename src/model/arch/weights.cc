@@ -22,6 +22,24 @@ Result<kernels::DType> ToDType(const gguf::TensorInfo& t) {
       return kernels::DType::kQ8_0;
     case TensorType::kQ4_0:
       return kernels::DType::kQ4_0;
+    case TensorType::kQ4_1:
+      return kernels::DType::kQ4_1;
+    case TensorType::kQ5_0:
+      return kernels::DType::kQ5_0;
+    case TensorType::kQ5_1:
+      return kernels::DType::kQ5_1;
+    case TensorType::kIQ4_NL:
+      return kernels::DType::kIQ4_NL;
+    case TensorType::kQ2_K:
+      return kernels::DType::kQ2_K;
+    case TensorType::kQ3_K:
+      return kernels::DType::kQ3_K;
+    case TensorType::kQ4_K:
+      return kernels::DType::kQ4_K;
+    case TensorType::kQ5_K:
+      return kernels::DType::kQ5_K;
+    case TensorType::kQ6_K:
+      return kernels::DType::kQ6_K;
     default:
       return Status::Unimplemented(
           fmt::format("tensor {} has type {}, not supported yet", t.name,

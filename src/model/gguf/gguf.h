@@ -123,8 +123,9 @@ enum class ValueType : uint32_t {
 std::string_view ValueTypeName(ValueType type);
 
 // clang-format off
-// ggml tensor types (numbering as in ggml.h). Only F32, F16, BF16, Q8_0 and
-// Q4_0 can be loaded; the others are named in errors.
+// ggml tensor types (numbering as in ggml.h). F32, F16, BF16, Q8_0, Q4_0,
+// Q4_1, Q5_0, Q5_1, IQ4_NL and Q2_K ... Q6_K can be loaded; the others are
+// named in errors.
 enum class TensorType : uint32_t {
   kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ4_1 = 3, kQ5_0 = 6, kQ5_1 = 7, kQ8_0 = 8,
   kQ8_1 = 9, kQ2_K = 10, kQ3_K = 11, kQ4_K = 12, kQ5_K = 13, kQ6_K = 14,
@@ -248,7 +249,7 @@ class GgufFile {
   // Maps and validates `path`. Every count, length, offset and shape is
   // checked against the file size before use; errors say what is wrong and
   // where:
-  //   "tensor blk.0.ffn_down.weight has type Q4_K, not supported yet"
+  //   "tensor blk.0.ffn_down.weight has type IQ2_XS, not supported yet"
   //   "metadata key 5 ('tokenizer.ggml.tokens'): array of 1152921504606846976
   //    elements exceeds the file (at byte ...)"
   //   "tensor info 2 ('output.weight'): file truncated: offset at byte N needs

@@ -44,11 +44,19 @@ TEST(GgufTypesTest, Names) {
 }
 
 TEST(GgufTypesTest, SupportedTypesAndBlockSizes) {
-  for (TensorType t : {TensorType::kF32, TensorType::kF16, TensorType::kBF16,
-                       TensorType::kQ8_0, TensorType::kQ4_0}) {
+  for (TensorType t :
+       {TensorType::kF32, TensorType::kF16, TensorType::kBF16,
+        TensorType::kQ8_0, TensorType::kQ4_0, TensorType::kQ4_1,
+        TensorType::kQ5_0, TensorType::kQ5_1, TensorType::kIQ4_NL,
+        TensorType::kQ2_K, TensorType::kQ3_K, TensorType::kQ4_K,
+        TensorType::kQ5_K, TensorType::kQ6_K}) {
     EXPECT_TRUE(IsSupportedTensorType(t)) << TensorTypeName(t);
   }
-  EXPECT_FALSE(IsSupportedTensorType(TensorType::kQ4_K));
+  for (TensorType t :
+       {TensorType::kQ8_1, TensorType::kQ8_K, TensorType::kIQ2_XS,
+        TensorType::kIQ4_XS, TensorType::kMXFP4}) {
+    EXPECT_FALSE(IsSupportedTensorType(t)) << TensorTypeName(t);
+  }
   EXPECT_FALSE(IsSupportedTensorType(static_cast<TensorType>(4)));
   const std::map<TensorType, std::pair<int64_t, int64_t>> expected = {
       {TensorType::kF32, {1, 4}},      {TensorType::kF16, {1, 2}},
@@ -307,7 +315,7 @@ TEST(GgufRoundTripTest, UnsupportedTypesLoadWhenNotRequired) {
   ASSERT_FALSE(strict.ok());
   EXPECT_EQ(strict.status().code(), StatusCode::kUnimplemented);
   EXPECT_EQ(strict.status().message(),
-            "tensor blk.3.w has type Q4_1, not supported yet");
+            "tensor blk.7.w has type Q8_1, not supported yet");
 }
 
 class GgufAlignmentTest : public ::testing::TestWithParam<uint64_t> {};
