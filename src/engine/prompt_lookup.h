@@ -30,7 +30,7 @@ struct SpeculativeOptions {
   bool enabled = false;
   int max_draft_tokens = 8;  // k, the most tokens verified per pass
   int ngram_max = 3;
-  int ngram_min = 1;
+  int ngram_min = 2;
 };
 
 // How speculation went for one sequence.
