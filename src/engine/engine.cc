@@ -293,6 +293,8 @@ void Engine::Admit(Pending p, int index) {
   slot.request = std::move(p.request);
   slot.stream = std::move(p.stream);
   slot.draft_control = DraftController(options_.speculative.max_draft_tokens);
+  slot.steps = RequestTimings{};
+  slot.steps.slot = index;
   std::lock_guard<std::mutex> lock(mu_);
   --queued_requests_;
   queued_prompt_tokens_ -= n_prompt;
@@ -316,6 +318,7 @@ void Engine::FinishSlot(int index, Status error) {
   e.prompt_tokens = slot.prompt_tokens;
   e.completion_tokens = seq.generated_tokens();
   e.cached_tokens = slot.cached_tokens;
+  e.timings = std::move(slot.steps);
   const auto arrival = slot.request.arrival;
   e.timings.queue_ms = MsBetween(arrival, seq.started_at());
   if (seq.prefill_done_at() != Clock::time_point{})
@@ -373,6 +376,7 @@ void Engine::RunBatch(const BatchPlan& plan) {
     return;
   }
   scheduler_.Commit(plan);
+  RecordStep(plan, t0, t1);
   for (const auto& [index, n] : plan.prefill_chunks) {
     if (!scheduler_.prefilling(index)) slots_[index]->seq->MarkPrefillDone(t1);
   }
@@ -432,6 +436,40 @@ void Engine::RunBatch(const BatchPlan& plan) {
   }
   PublishStats(/*ran=*/true, std::chrono::duration<double>(t1 - t0).count(),
                plan.prefill_tokens, plan.decode_tokens);
+}
+
+void Engine::RecordStep(const BatchPlan& plan, Clock::time_point t0,
+                        Clock::time_point t1) {
+  const int32_t batch_tokens = static_cast<int32_t>(plan.tokens.size());
+  std::vector<bool>& seen = step_seen_;
+  seen.assign(slots_.size(), false);
+  int32_t sequences = 0;
+  for (const PlannedToken& t : plan.tokens) {
+    if (seen[t.slot]) continue;
+    seen[t.slot] = true;
+    ++sequences;
+  }
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    if (!seen[i] || !slots_[i]->active()) continue;
+    RequestTimings& r = slots_[i]->steps;
+    ++r.steps;
+    r.batch_tokens_sum += batch_tokens;
+    r.batch_tokens_max = std::max(r.batch_tokens_max, batch_tokens);
+    r.batch_sequences_max = std::max(r.batch_sequences_max, sequences);
+  }
+  for (const auto& [index, n] : plan.prefill_chunks) {
+    Slot& slot = *slots_[index];
+    if (!slot.active()) continue;
+    std::vector<PrefillChunkTiming>& chunks = slot.steps.prefill_chunks;
+    const double start = MsBetween(slot.request.arrival, t0);
+    const double end = MsBetween(slot.request.arrival, t1);
+    if (chunks.size() < kMaxPrefillChunkTimings) {
+      chunks.push_back({start, end, static_cast<int32_t>(n), batch_tokens});
+    } else {
+      chunks.back().end_ms = end;
+      chunks.back().tokens += static_cast<int32_t>(n);
+    }
+  }
 }
 
 void Engine::PlanDraft(int index) {

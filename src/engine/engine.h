@@ -167,6 +167,7 @@ class Engine {
     int64_t cached_tokens = 0;  // prompt tokens reused from the prefix cache
     std::optional<Sequence> seq;
     DraftController draft_control{1};  // reset at admission
+    RequestTimings steps;  // slot, prefill chunks, batch sizes so far
     bool active() const { return stream != nullptr; }
   };
   struct Pending {
@@ -184,6 +185,10 @@ class Engine {
   void FinishSlot(int slot, Status error);
   // Gives decoding slot `index` its next speculative draft, if any.
   void PlanDraft(int index);
+  // Adds the pass [t0, t1] to its slots' step records (batch sizes, prefill
+  // chunks) for their traces.
+  void RecordStep(const BatchPlan& plan, Clock::time_point t0,
+                  Clock::time_point t1);
   // Ends a request that never got a slot with kError.
   void FailPending(Pending& pending, Status why, Clock::time_point now);
   void PublishStats(bool ran, double step_s, int64_t prefill_tokens,
@@ -214,6 +219,7 @@ class Engine {
   // Per-slot draft tokens verified in a step and how many were kept; reused.
   std::vector<std::vector<int32_t>> step_drafts_;
   std::vector<int> step_accepted_;
+  std::vector<bool> step_seen_;  // RecordStep: slots in the pass
   std::deque<Pending> waiting_;
   std::thread thread_;
 };

@@ -44,13 +44,32 @@ struct EngineRequest {
   bool speculative = true;
 };
 
-// Timings of a finished request, in milliseconds from `arrival`.
+// One forward pass that processed part of a request's prompt.
+struct PrefillChunkTiming {
+  double start_ms = 0;  // from arrival
+  double end_ms = 0;
+  int32_t tokens = 0;        // prompt tokens of this request in the pass
+  int32_t batch_tokens = 0;  // every token in the pass (all sequences)
+};
+
+// At most this many prefill chunks are kept per request; later ones are
+// merged into the last (a prompt of 64 chunks is 32k tokens at 512).
+inline constexpr size_t kMaxPrefillChunkTimings = 64;
+
+// Timings of a finished request, in milliseconds from `arrival`, and what
+// its trace shows of its time in the engine.
 struct RequestTimings {
   double queue_ms = 0;    // arrival -> admitted into a slot
   double prefill_ms = 0;  // admitted -> prompt fully processed
   double ttft_ms = 0;     // arrival -> first token sampled
   double decode_ms = 0;   // first token -> last token
   double e2e_ms = 0;      // arrival -> finished
+  int slot = -1;          // the engine slot it ran in
+  std::vector<PrefillChunkTiming> prefill_chunks;
+  int64_t steps = 0;             // forward passes it took part in
+  int64_t batch_tokens_sum = 0;  // over those passes, every token
+  int32_t batch_tokens_max = 0;  // the largest of those passes
+  int32_t batch_sequences_max = 0;
 };
 
 struct RequestEvent {

@@ -9,6 +9,7 @@
 #include "api/error.h"
 #include "base/logging.h"
 #include "gateway/gateway_internal.h"
+#include "telemetry/tracer_metrics.h"
 
 namespace redline::gateway {
 namespace {
@@ -78,6 +79,22 @@ Gateway::~Gateway() {
 Result<uint16_t> Gateway::Start() {
   Impl& g = *impl_;
   RL_RETURN_IF_ERROR(g.InitCacheAndRouting());
+  {
+    telemetry::TracerOptions t;
+    t.resource.service_name = "redline-gateway";
+    for (const std::string& w : telemetry::ApplyOtelEnvironment(&t))
+      RL_LOG(kWarning, "gateway: {}", w);
+    if (!g.config.otlp_endpoint.empty())
+      t.otlp_endpoint = g.config.otlp_endpoint;
+    if (!g.config.trace_file.empty()) t.trace_file = g.config.trace_file;
+    if (g.config.trace_sample >= 0) t.sample_ratio = g.config.trace_sample;
+    t.keep_slower_than_ms = g.config.trace_slow_ms;
+    if (telemetry::TracingEnabled(t)) {
+      RL_ASSIGN_OR_RETURN(g.tracer, telemetry::Tracer::Create(std::move(t)));
+      telemetry::AddTracerMetrics(g.metrics.registry(), g.config.metrics_prefix,
+                                  g.tracer.get());
+    }
+  }
   if (g.cache && !g.config.cache.warm_file.empty()) {
     g.warming = true;
     g.warm_since_ns = http::NowNs();

@@ -12,6 +12,7 @@
 
 #include "api/access.h"
 #include "api/response.h"
+#include "api/server_timing.h"
 #include "base/logging.h"
 #include "gateway/gateway_internal.h"
 #include "gateway/routing_key.h"
@@ -159,6 +160,15 @@ void Gateway::Impl::Dispatch(api::ApiKind kind, http::ServerRequest& request,
   auto job = std::make_shared<Job>();
   job->kind = kind;
   job->client = w;
+  if (tracer)
+    job->trace = std::make_shared<GatewayTrace>(*tracer, request, kind);
+  // Refusals below end the trace with the error the client got.
+  auto refuse = [&](const api::ApiError& e) {
+    if (job->trace)
+      job->trace->MarkEnd(http::NowNs(), e.http_status,
+                          e.http_status >= 500 ? e.message : "");
+    ReplyError(request, *w, e);
+  };
   const bool routing = router && router->Routes(parsed.model);
   const bool extras = cache != nullptr || routing;
   bool body_changed = false;
@@ -177,22 +187,28 @@ void Gateway::Impl::Dispatch(api::ApiKind kind, http::ServerRequest& request,
       if (idx < 0) {
         std::vector<std::string> names;
         for (const auto& c : router->config().classes) names.push_back(c.name);
-        ReplyError(
-            request, *w,
-            api::ApiError::BadRequest(
-                fmt::format("x-redline-route: '{}' is not a route "
-                            "class ({})",
-                            forced.substr(0, 64), fmt::join(names, ", ")),
-                "", "invalid_route"));
+        refuse(api::ApiError::BadRequest(
+            fmt::format("x-redline-route: '{}' is not a route "
+                        "class ({})",
+                        forced.substr(0, 64), fmt::join(names, ", ")),
+            "", "invalid_route"));
         return;
       }
       job->route_forced = true;
     } else {
       idx = router->Decide(parsed).class_index;
     }
-    route_decision->Observe(static_cast<double>(http::NowNs() - t0) / 1e9);
+    const int64_t t1 = http::NowNs();
+    route_decision->Observe(static_cast<double>(t1 - t0) / 1e9);
     job->route_index = idx;
     job->route_name = router->config().classes[idx].name;
+    if (job->trace) {
+      job->trace->AddSpan(
+          "route", t0, t1,
+          {{"redline.route.class", job->route_name},
+           {"redline.route.forced", job->route_forced},
+           {"redline.route.model", router->config().classes[idx].model}});
+    }
     route_requests->Labels({job->route_name}).Increment();
     model = router->config().classes[idx].model;
     job->body["model"] = model;
@@ -201,10 +217,14 @@ void Gateway::Impl::Dispatch(api::ApiKind kind, http::ServerRequest& request,
   api::ApiError not_found;
   std::optional<ModelTarget> target = FindModel(model, &not_found);
   if (!target) {
-    ReplyError(request, *w, not_found);
+    refuse(not_found);
     return;
   }
   job->target = *target;
+  if (job->trace) {
+    job->trace->SetRequest(parsed, model);
+    job->trace->SetAttribute("redline.pool", target->pool->name());
+  }
   if (cache != nullptr) {
     // The key names the model as the client meant it: an alias resolves to
     // its model; a routed name ("auto") stays, with the route class.
@@ -214,8 +234,7 @@ void Gateway::Impl::Dispatch(api::ApiKind kind, http::ServerRequest& request,
     auto d =
         cache->Decide(parsed, key_model, job->route_name, job->body, &request);
     if (!d.ok()) {
-      ReplyError(request, *w,
-                 api::ApiError::BadRequest(d.status().message(), "cache"));
+      refuse(api::ApiError::BadRequest(d.status().message(), "cache"));
       return;
     }
     job->cache_on = true;
@@ -233,6 +252,7 @@ void Gateway::Impl::Dispatch(api::ApiKind kind, http::ServerRequest& request,
       body_changed ? json::serialize(job->body) : std::move(request.body);
   job->plan = MakePlan(*job, *target, std::move(body));
   if (job->cache_on && job->cache.lookup) {
+    job->t_lookup_ns = http::NowNs();
     cache->Lookup(job->cache,
                   [this, job](std::shared_ptr<const CacheEntry> e,
                               std::string tier, std::string verdict) {
@@ -253,6 +273,7 @@ ForwardPlan Gateway::Impl::MakePlan(const Job& job, const ModelTarget& target,
   plan.headers = job.forward_headers;
   plan.request_id = job.plan.request_id;
   plan.t_received_ns = job.plan.t_received_ns;
+  plan.trace = job.trace;
   if (target.route != nullptr && !target.route->upstream_model.empty()) {
     boost::system::error_code ec;
     json::value v = json::parse(body, ec);
@@ -271,6 +292,13 @@ void Gateway::Impl::AfterLookup(const std::shared_ptr<Job>& job,
                                 const std::string& tier,
                                 const std::string& verdict) {
   if (stopped) return;
+  if (job->trace) {
+    job->trace->AddSpan("cache lookup", job->t_lookup_ns, http::NowNs(),
+                        {{"redline.cache.outcome",
+                          std::string(entry != nullptr ? "hit" : verdict)},
+                         {"redline.cache.tier", tier},
+                         {"redline.cache.class", job->cache.cls}});
+  }
   if (entry != nullptr) {
     ServeHit(job, std::move(entry), tier);
     return;
@@ -297,11 +325,19 @@ void Gateway::Impl::ServeHit(const std::shared_ptr<Job>& job,
   if (job->route_index >= 0) h.push_back({"x-redline-route", job->route_name});
   if (!job->plan.request_id.empty())
     h.push_back({"X-Request-Id", job->plan.request_id});
+  const int64_t now = http::NowNs();
+  h.push_back({"Server-Timing",
+               api::AppendServerTiming(
+                   "", "gateway",
+                   static_cast<double>(now - job->plan.t_received_ns) / 1e6)});
+  if (job->trace) {
+    job->trace->SetAttribute("redline.cache.outcome", std::string("hit"));
+    job->trace->MarkEnd(now, entry->status, "");
+  }
   metrics.CountResponse(job->target.pool->name(), entry->status);
   if (job->route_index >= 0)
     route_e2e->Labels({job->route_name})
-        .Observe(static_cast<double>(http::NowNs() - job->plan.t_received_ns) /
-                 1e9);
+        .Observe(static_cast<double>(now - job->plan.t_received_ns) / 1e9);
   cache->Replay(std::move(entry), job->client, std::move(h),
                 job->cache.pace_original);
 }

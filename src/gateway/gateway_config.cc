@@ -70,6 +70,8 @@ Status FinalizeGatewayConfig(GatewayConfig* c) {
   if (c->metrics_prefix != "redline_" && c->metrics_prefix != "redline:")
     return Status::InvalidArgument(
         "--metrics-prefix must be \"redline_\" or \"redline:\"");
+  if (c->trace_sample != -1 && !(c->trace_sample >= 0 && c->trace_sample <= 1))
+    return Status::InvalidArgument("--trace-sample must be in [0, 1]");
 
   if (!c->cache.redis_url.empty() || !c->cache.warm_file.empty())
     c->cache.enabled = true;

@@ -112,6 +112,13 @@ struct GatewayConfig {
   std::string default_pool;
   std::string metrics_prefix = "redline_";
 
+  // Tracing (docs/OBSERVABILITY.md), as redline serve's flags; the
+  // OTEL_* environment variables apply when these are unset.
+  std::string otlp_endpoint;
+  std::string trace_file;
+  double trace_sample = -1;  // -1: OTEL_TRACES_SAMPLER_ARG, else 1
+  double trace_slow_ms = -1;
+
   // Response cache and light/full routing (the `cache:` and `routing:`
   // sections of the YAML file; the flags below set their common keys).
   CacheConfig cache;
@@ -170,6 +177,20 @@ void VisitGatewayFlags(GatewayConfig& c, Visitor&& v) {
     GatewayFlagKind::kOption);
   v(c.metrics_prefix, "--metrics-prefix",
     "Prefix of metric names: \"redline_\" (default) or \"redline:\"",
+    GatewayFlagKind::kOption);
+  v(c.otlp_endpoint, "--otlp-endpoint",
+    "Export request traces over OTLP/HTTP JSON to this URL (.../v1/traces; "
+    "default: OTEL_EXPORTER_OTLP_ENDPOINT + /v1/traces when set)",
+    GatewayFlagKind::kOption);
+  v(c.trace_file, "--trace-file",
+    "Write request traces as Chrome/Perfetto trace-event JSON to this file",
+    GatewayFlagKind::kOption);
+  v(c.trace_sample, "--trace-sample",
+    "Share of new traces kept, 0..1 (default: OTEL_TRACES_SAMPLER_ARG, else "
+    "1); failed and --trace-slow-ms requests are always kept",
+    GatewayFlagKind::kOption);
+  v(c.trace_slow_ms, "--trace-slow-ms",
+    "Always keep the traces of requests at least this slow (-1: off)",
     GatewayFlagKind::kOption);
   v(c.cache.enabled, "--cache",
     "Answer repeated deterministic requests from the response cache (TTL "

@@ -23,12 +23,14 @@
 #include "gateway/cache_layer.h"
 #include "gateway/gateway.h"
 #include "gateway/gateway_metrics.h"
+#include "gateway/gateway_trace.h"
 #include "gateway/pool.h"
 #include "gateway/prober.h"
 #include "gateway/proxy_request.h"
 #include "gateway/router.h"
 #include "http/event_loop.h"
 #include "http/server.h"
+#include "telemetry/tracer.h"
 
 namespace redline::gateway {
 
@@ -101,6 +103,8 @@ struct Gateway::Impl {
     std::string route_name;
     boost::json::object body;  // as forwarded, before the model rewrite
     std::vector<http::Header> forward_headers;
+    std::shared_ptr<GatewayTrace> trace;  // null when tracing is off
+    int64_t t_lookup_ns = 0;              // the cache lookup's start
   };
   void Dispatch(api::ApiKind kind, http::ServerRequest& request,
                 const std::shared_ptr<http::ResponseWriter>& writer,
@@ -139,6 +143,9 @@ struct Gateway::Impl {
   void RequestDone(uint64_t id);
 
   GatewayConfig config;
+  // Declared before everything that may hold a GatewayTrace, so it is
+  // destroyed after them; null when tracing is off.
+  std::unique_ptr<telemetry::Tracer> tracer;
   http::EventLoop loop;
   GatewayMetrics metrics;
   std::vector<std::unique_ptr<Pool>> pools;

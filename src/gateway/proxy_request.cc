@@ -6,6 +6,7 @@
 #include <charconv>
 
 #include "api/response.h"
+#include "api/server_timing.h"
 #include "base/logging.h"
 #include "gateway/sse_splitter.h"
 #include "http/sse.h"
@@ -84,6 +85,12 @@ class ProxyRequest::Attempt final : public CallSink {
   bool call_live = false;  // the transport may still call us
   bool live = false;       // counted in the upstream's in-flight
   int64_t t_send_ns = 0;
+  int64_t t_end_ns = 0;  // when it stopped (for its span)
+  int index = 0;         // 0: the first try
+  telemetry::SpanId span_id;
+  std::string failure;        // why it failed, for its span
+  bool cancelled = false;     // another attempt won
+  std::string server_timing;  // the upstream's Server-Timing header
 
   enum class Mode { kWaiting, kSse, kBuffered };
   Mode mode = Mode::kWaiting;
@@ -161,6 +168,7 @@ void ProxyRequest::Launch(Upstream& u, bool hedge) {
   const int64_t now = http::NowNs();
   attempts_.push_back(std::make_unique<Attempt>(this, &u, hedge, loop_));
   Attempt& a = *attempts_.back();
+  a.index = static_cast<int>(attempts_.size()) - 1;
   tried_.push_back(&u);
   pool_.BeginAttempt(u, plan_.route.token_estimate);
   a.live = true;
@@ -168,7 +176,12 @@ void ProxyRequest::Launch(Upstream& u, bool hedge) {
   http::ClientRequest cr;
   cr.method = "POST";
   cr.target = u.root + "/v1/" + std::string(api::ApiPath(plan_.kind));
-  cr.headers = plan_.headers;
+  if (plan_.trace) {
+    a.span_id = plan_.trace->NewSpanId();
+    cr.headers = plan_.trace->WithTraceparent(plan_.headers, a.span_id);
+  } else {
+    cr.headers = plan_.headers;
+  }
   if (!u.spec.api_key.empty())
     cr.headers.push_back({"Authorization", "Bearer " + u.spec.api_key});
   cr.body = plan_.body;
@@ -179,8 +192,10 @@ void ProxyRequest::Launch(Upstream& u, bool hedge) {
                                    [this, &a] { OnFirstByteTimeout(a); });
   }
   a.t_send_ns = http::NowNs();
-  if (overhead_pre_ns_ < 0)
+  if (overhead_pre_ns_ < 0 && a.index == 0) {
     overhead_pre_ns_ = a.t_send_ns - plan_.t_received_ns;
+    gateway_pre_ns_ = overhead_pre_ns_;
+  }
   a.call_live = true;
   a.call = u.transport->Start(std::move(cr), &a);
 }
@@ -191,6 +206,12 @@ void ProxyRequest::OnHeaders(Attempt& a, const http::ResponseHead& head,
   a.status = head.status;
   a.content_type = head.content_type;
   a.retry_after_s = RetryAfterSeconds(head);
+  for (const http::Header& h : head.headers) {
+    if (EqualsIgnoreCase(h.name, "server-timing") && h.value.size() <= 1024) {
+      a.server_timing = h.value;
+      break;
+    }
+  }
   const bool ok = head.status >= 200 && head.status < 300;
   if (ok && plan_.stream &&
       head.content_type.starts_with("text/event-stream")) {
@@ -304,6 +325,7 @@ void ProxyRequest::Commit(Attempt& a, int64_t t_event_ns) {
   headers.push_back({"Cache-Control", "no-cache"});
   headers.push_back({"X-Accel-Buffering", "no"});
   metrics_.CountResponse(pool_.name(), a.status);
+  final_status_ = a.status;
   writer_->BeginStream(a.status, std::move(headers));
   if (!a.held.empty()) {
     writer_->Write(std::move(a.held));
@@ -400,6 +422,7 @@ void ProxyRequest::OnHedgeTimer() {
 
 void ProxyRequest::Stop(Attempt& a) {
   a.first_byte_timer.Cancel();
+  if (a.t_end_ns == 0) a.t_end_ns = http::NowNs();
   if (a.call_live) {
     a.call_live = false;
     a.up->transport->Cancel(a.call);
@@ -413,6 +436,7 @@ void ProxyRequest::Stop(Attempt& a) {
 void ProxyRequest::Failed(Attempt& a, Failure f, std::string detail) {
   const int64_t now = http::NowNs();
   pool_.RecordFailure(*a.up, f, now);
+  a.failure = detail;
   last_failure_ = f;
   last_detail_ = std::move(detail);
   last_upstream_ = a.up->spec.name;
@@ -453,6 +477,8 @@ void ProxyRequest::StreamBroken(Attempt& a, Failure f,
                 "upstream '{}' failed mid-stream ({}: {}); the output so far "
                 "is incomplete",
                 a.up->spec.name, FailureName(f), detail));
+  a.failure = e.message;
+  final_error_ = e.message;
   // The partial event (if any) is dropped: the client's parser sees whole
   // events, then the error, then the end.
   a.splitter.TakeRest();
@@ -468,6 +494,7 @@ void ProxyRequest::RespondBuffered(Attempt& a) {
   if (a.retry_after_s >= 0 && (a.status == 429 || a.status == 503))
     headers.push_back({"Retry-After", std::to_string(a.retry_after_s)});
   metrics_.CountResponse(pool_.name(), a.status);
+  final_status_ = a.status;
   writer_->Respond(a.status, std::move(headers), std::move(a.body));
 }
 
@@ -482,6 +509,9 @@ void ProxyRequest::RespondFinalError() {
     if (last_retry_after_s_ >= 0)
       headers.push_back({"Retry-After", std::to_string(last_retry_after_s_)});
     metrics_.CountResponse(pool_.name(), last_status_);
+    final_status_ = last_status_;
+    final_error_ =
+        fmt::format("upstream '{}' answered {}", last_upstream_, last_status_);
     writer_->Respond(last_status_, std::move(headers), std::move(last_body_));
     Finish();
     return;
@@ -504,6 +534,8 @@ void ProxyRequest::RespondError(const api::ApiError& e) {
   if (e.retry_after_s > 0)
     headers.push_back({"Retry-After", std::to_string(e.retry_after_s)});
   metrics_.CountResponse(pool_.name(), e.http_status);
+  final_status_ = e.http_status;
+  if (e.http_status >= 500) final_error_ = e.message;
   writer_->Respond(e.http_status, std::move(headers), api::BuildErrorBody(e));
   Finish();
 }
@@ -513,7 +545,11 @@ void ProxyRequest::ClientGone() {
   pool_.metrics().cancelled->Increment();
   // Not an answer anyone saw; nginx's 499 keeps the counts adding up.
   if (!committed_) metrics_.CountResponse(pool_.name(), 499);
-  for (auto& a : attempts_) Stop(*a);
+  final_error_ = "cancelled: the client went away";
+  for (auto& a : attempts_) {
+    if (a->live) a->cancelled = true;
+    Stop(*a);
+  }
   Finish();
 }
 
@@ -521,6 +557,7 @@ void ProxyRequest::Abort(const std::string& why) {
   if (done_) return;
   for (auto& a : attempts_) Stop(*a);
   if (committed_) {
+    final_error_ = why;
     writer_->Write(
         http::SseData(api::BuildErrorBody(api::ApiError::Unavailable(why))));
     writer_->End();
@@ -531,8 +568,11 @@ void ProxyRequest::Abort(const std::string& why) {
 }
 
 void ProxyRequest::CancelOthers(const Attempt& winner) {
-  for (auto& a : attempts_)
-    if (a.get() != &winner) Stop(*a);
+  for (auto& a : attempts_) {
+    if (a.get() == &winner) continue;
+    if (a->live) a->cancelled = true;
+    Stop(*a);
+  }
 }
 
 int ProxyRequest::LiveAttempts() const {
@@ -550,6 +590,12 @@ std::vector<http::Header> ProxyRequest::ResponseHeaders(
                                      : a->content_type});
     h.push_back({"X-Gateway-Upstream", a->up->spec.name});
   }
+  // The gateway's share (arrival -> first attempt sent) after what the
+  // upstream measured, so a client can split its E2E.
+  h.push_back(
+      {"Server-Timing",
+       api::AppendServerTiming(a != nullptr ? a->server_timing : "", "gateway",
+                               static_cast<double>(gateway_pre_ns_) / 1e6)});
   if (!plan_.request_id.empty())
     h.push_back({"X-Request-Id", plan_.request_id});
   return h;
@@ -563,9 +609,38 @@ void ProxyRequest::RecordOverhead(int64_t t_event_ns) {
   overhead_pre_ns_ = -1;  // once per request
 }
 
+void ProxyRequest::RecordTrace() {
+  GatewayTrace& t = *plan_.trace;
+  for (const auto& a : attempts_) {
+    std::vector<telemetry::Attribute> attrs{
+        {"redline.upstream", a->up->spec.name},
+        {"server.address", a->up->root},
+        {"http.request.method", std::string("POST")},
+        {"redline.attempt.index", static_cast<int64_t>(a->index)},
+        {"redline.attempt.kind", std::string(a->hedge       ? "hedge"
+                                             : a->index > 0 ? "retry"
+                                                            : "first")},
+        {"redline.attempt.outcome", std::string(!a->failure.empty() ? "failed"
+                                                : a->cancelled ? "cancelled"
+                                                               : "answered")}};
+    if (a->status > 0)
+      attrs.push_back(
+          {"http.response.status_code", static_cast<int64_t>(a->status)});
+    if (!a->failure.empty()) attrs.push_back({"error.type", a->failure});
+    t.AddAttemptSpan(a->span_id, "upstream " + a->up->spec.name, a->t_send_ns,
+                     a->t_end_ns > 0 ? a->t_end_ns : http::NowNs(),
+                     std::move(attrs), !a->failure.empty(), a->failure);
+  }
+  t.SetAttribute("redline.pool", pool_.name());
+  t.SetAttribute("redline.retries", static_cast<int64_t>(retries_));
+  if (hedged_) t.SetAttribute("redline.hedged", true);
+  t.MarkEnd(http::NowNs(), final_status_, final_error_);
+}
+
 void ProxyRequest::Finish() {
   if (done_) return;
   done_ = true;
+  if (plan_.trace) RecordTrace();
   if (hedge_timer_) hedge_timer_->Cancel();
   for (auto& a : attempts_) a->first_byte_timer.Cancel();
   on_done_(id_);

@@ -36,6 +36,7 @@
 #include "api/types.h"
 #include "gateway/failure.h"
 #include "gateway/gateway_metrics.h"
+#include "gateway/gateway_trace.h"
 #include "gateway/pool.h"
 #include "gateway/routing_key.h"
 #include "http/client.h"
@@ -53,6 +54,9 @@ struct ForwardPlan {
   std::vector<http::Header> headers;  // forwarded end-to-end headers
   std::string request_id;             // echoed as X-Request-Id
   int64_t t_received_ns = 0;
+  // The request's trace (null when tracing is off); every attempt adds its
+  // client span and sends its own traceparent.
+  std::shared_ptr<GatewayTrace> trace;
 };
 
 class ProxyRequest {
@@ -102,6 +106,8 @@ class ProxyRequest {
   int LiveAttempts() const;
   std::vector<http::Header> ResponseHeaders(const Attempt* a) const;
   void RecordOverhead(int64_t t_event_ns);
+  // The attempts' client spans and the root's end, once, at Finish.
+  void RecordTrace();
   void Finish();
 
   const uint64_t id_;
@@ -120,6 +126,11 @@ class ProxyRequest {
   bool committed_ = false;
   bool done_ = false;
   int64_t overhead_pre_ns_ = -1;
+  // Arrival -> first attempt sent: the gateway's share in Server-Timing.
+  int64_t gateway_pre_ns_ = 0;
+  // What the client got (0: nothing, it went away) and, for a failure, why.
+  int final_status_ = 0;
+  std::string final_error_;
   // The last failed attempt: its class, detail and (for HTTP answers) the
   // answer, which is what the client gets when nothing is left to try.
   std::optional<Failure> last_failure_;

@@ -25,6 +25,7 @@
 #include "server/server_internal.h"
 #include "telemetry/process_metrics.h"
 #include "telemetry/system_metrics.h"
+#include "telemetry/tracer_metrics.h"
 
 namespace redline::server {
 namespace json = boost::json;
@@ -127,6 +128,8 @@ Result<uint16_t> InferenceServer::Start() {
       auto tracer = telemetry::Tracer::Create(std::move(t));
       if (!tracer.ok()) return tracer.status();
       s.tracer = std::move(tracer).value();
+      telemetry::AddTracerMetrics(s.registry, s.config.metrics_prefix,
+                                  s.tracer.get());
     }
   }
   http::ServerOptions opts;

@@ -361,6 +361,10 @@ void InferenceSession::Finish() {
   const api::ServerTimings timings{t.queue_ms, t.prefill_ms, t.ttft_ms,
                                    t.decode_ms, t.e2e_ms};
   RecordSuccess(http::NowNs());
+  std::vector<engine::RequestTimings> per_choice;
+  per_choice.reserve(choices_.size());
+  for (const Choice& c : choices_) per_choice.push_back(c.timings);
+  sink_->OnEngineTimings(per_choice);
   sink_->OnComplete(usage, timings);
 }
 

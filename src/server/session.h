@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -56,6 +57,10 @@ class SessionSink {
   virtual void OnError(const api::ApiError& error) = 0;
   // Called on the transport's periodic tick (keep-alive pings).
   virtual void OnTick(int64_t /*now_ns*/) {}
+  // Just before OnComplete: what each choice went through in the engine
+  // (slot, prefill chunks, batch sizes), for tracing. [choices]
+  virtual void OnEngineTimings(
+      std::span<const engine::RequestTimings> /*per_choice*/) {}
 };
 
 struct SessionOptions {

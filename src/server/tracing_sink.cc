@@ -46,22 +46,62 @@ void TracingSink::OnFinish(int index, std::string_view finish_reason,
   inner_->OnFinish(index, finish_reason, so_far);
 }
 
+void TracingSink::OnEngineTimings(
+    std::span<const engine::RequestTimings> per_choice) {
+  slots_.clear();
+  for (const engine::RequestTimings& t : per_choice) slots_.push_back(t.slot);
+  if (!per_choice.empty()) engine_timings_ = per_choice[0];
+  inner_->OnEngineTimings(per_choice);
+}
+
 void TracingSink::OnComplete(const api::Usage& usage,
                              const api::ServerTimings& t) {
   inner_->OnComplete(usage, t);
   const telemetry::SpanId root = trace_->root_span_id();
   const int64_t a = arrival_unix_ns_;
+  const engine::RequestTimings& et = engine_timings_;
   trace_->AddSpan("queue", root, a, a + Ms(t.queue_ms));
   std::vector<telemetry::Attribute> prefill_attrs{
-      {"gen_ai.usage.input_tokens", usage.prompt_tokens}};
+      {"gen_ai.usage.input_tokens", usage.prompt_tokens},
+      {"redline.prefill.chunks",
+       static_cast<int64_t>(et.prefill_chunks.size())}};
   if (usage.cached_tokens >= 0)
     prefill_attrs.push_back(
         {"redline.prefix_cache.reused_tokens", usage.cached_tokens});
-  trace_->AddSpan("prefill", root, a + Ms(t.queue_ms),
-                  a + Ms(t.queue_ms + t.prefill_ms), std::move(prefill_attrs));
+  const telemetry::SpanId prefill = trace_->AddSpan(
+      "prefill", root, a + Ms(t.queue_ms), a + Ms(t.queue_ms + t.prefill_ms),
+      std::move(prefill_attrs));
+  for (size_t i = 0; i < et.prefill_chunks.size() && prefill.valid(); ++i) {
+    const engine::PrefillChunkTiming& c = et.prefill_chunks[i];
+    trace_->AddSpan(
+        "prefill chunk", prefill, a + Ms(c.start_ms), a + Ms(c.end_ms),
+        {{"redline.prefill.chunk", static_cast<int64_t>(i)},
+         {"redline.prefill.chunk_tokens", static_cast<int64_t>(c.tokens)},
+         {"redline.batch.tokens", static_cast<int64_t>(c.batch_tokens)}});
+  }
+  std::vector<telemetry::Attribute> decode_attrs{
+      {"gen_ai.usage.output_tokens", usage.completion_tokens},
+      {"redline.steps", et.steps},
+      {"redline.batch.tokens_max", static_cast<int64_t>(et.batch_tokens_max)},
+      {"redline.batch.sequences_max",
+       static_cast<int64_t>(et.batch_sequences_max)}};
+  if (et.steps > 0)
+    decode_attrs.push_back(
+        {"redline.batch.tokens_mean", static_cast<double>(et.batch_tokens_sum) /
+                                          static_cast<double>(et.steps)});
   trace_->AddSpan("decode", root, a + Ms(t.ttft_ms),
-                  a + Ms(t.ttft_ms + t.decode_ms),
-                  {{"gen_ai.usage.output_tokens", usage.completion_tokens}});
+                  a + Ms(t.ttft_ms + t.decode_ms), std::move(decode_attrs));
+  if (!slots_.empty()) {
+    std::string slots;
+    for (int64_t s : slots_) {
+      if (!slots.empty()) slots += ',';
+      slots += std::to_string(s);
+    }
+    trace_->SetAttribute("redline.slot",
+                         slots_.size() == 1
+                             ? telemetry::AttributeValue(slots_[0])
+                             : telemetry::AttributeValue(slots));
+  }
   trace_->SetAttribute("gen_ai.usage.input_tokens", usage.prompt_tokens);
   trace_->SetAttribute("gen_ai.usage.output_tokens", usage.completion_tokens);
   if (usage.cached_tokens >= 0)

@@ -7,6 +7,9 @@
 //
 // Span times come from the engine's RequestTimings, which are measured from
 // the request's arrival; `arrival_unix_ns` anchors them on the wall clock.
+// The prefill span has one child per prefill chunk (forward pass), with the
+// chunk's tokens and the pass's batch size; the decode span carries the
+// slot and the batch sizes of the request's steps.
 //
 // Threading and ownership: as the wrapped sink (the session's thread); owns
 // the inner sink, shares the trace with the request's other stages, borrows
@@ -42,6 +45,8 @@ class TracingSink : public SessionSink {
                   const api::ServerTimings& timings) override;
   void OnError(const api::ApiError& error) override;
   void OnTick(int64_t now_ns) override { inner_->OnTick(now_ns); }
+  void OnEngineTimings(
+      std::span<const engine::RequestTimings> per_choice) override;
 
  private:
   void End(bool error, std::string message);
@@ -51,6 +56,10 @@ class TracingSink : public SessionSink {
   telemetry::Tracer* tracer_;
   const int64_t arrival_unix_ns_;
   std::string finish_reasons_;
+  // Choice 0's engine record (slot, prefill chunks, batch sizes), and the
+  // slots of every choice.
+  engine::RequestTimings engine_timings_;
+  std::vector<int64_t> slots_;
   bool admitted_ = false;
   bool ended_ = false;
 };
