@@ -9,6 +9,8 @@
 #include <map>
 #include <utility>
 
+#include "bench/metrics.h"
+#include "bench/quantile_ci.h"
 #include "bench/scrape.h"
 #include "bench/units.h"
 #include "http/client.h"
@@ -160,6 +162,72 @@ int64_t StepSamplesNeeded(const std::vector<Threshold>& thresholds,
   return n;
 }
 
+namespace {
+
+// The step's samples of `m` (us) in the order the requests were sent, as
+// its histogram holds them: one per successful request, and +inf per failed
+// one for error-adjusted metrics. Empty for ITL (per chunk, not per
+// request).
+std::vector<double> SamplesInSendOrder(const RunResult& run, Metric m) {
+  std::vector<double> out;
+  if (m == Metric::kItl) return out;
+  std::vector<const RequestRecord*> sent;
+  for (const RequestRecord& r : run.records)
+    if (r.phase == Phase::kMeasure && r.sent()) sent.push_back(&r);
+  std::sort(sent.begin(), sent.end(),
+            [](const RequestRecord* a, const RequestRecord* b) {
+              return a->t_send_ns < b->t_send_ns;
+            });
+  out.reserve(sent.size());
+  for (const RequestRecord* r : sent) {
+    const RequestLatencies lat = ComputeLatencies(*r);
+    if (m == Metric::kDispatchDelay) {
+      if (lat.dispatch_delay_us)
+        out.push_back(static_cast<double>(*lat.dispatch_delay_us));
+      continue;
+    }
+    if (!r->ok()) {
+      if (MetricIsErrorAdjusted(m))
+        out.push_back(std::numeric_limits<double>::infinity());
+      continue;
+    }
+    std::optional<int64_t> v;
+    switch (m) {
+      case Metric::kTtft:
+        v = lat.ttft_us;
+        break;
+      case Metric::kTtfo:
+        v = lat.ttfo_us;
+        break;
+      case Metric::kTtftSched:
+        v = lat.ttft_sched_us;
+        break;
+      case Metric::kE2e:
+        v = lat.e2e_us;
+        break;
+      case Metric::kE2eStream:
+        v = lat.e2e_stream_us;
+        break;
+      case Metric::kE2eSched:
+        v = lat.e2e_sched_us;
+        break;
+      case Metric::kTpot:
+        v = lat.tpot_us;
+        break;
+      case Metric::kNtpot:
+        v = lat.ntpot_us;
+        break;
+      case Metric::kItl:
+      case Metric::kDispatchDelay:
+        break;
+    }
+    if (v) out.push_back(static_cast<double>(*v));
+  }
+  return out;
+}
+
+}  // namespace
+
 CapacityPoint JudgeStep(const RunResult& run,
                         const std::vector<Threshold>& thresholds,
                         const ValidityOptions& validity, double offered,
@@ -243,6 +311,12 @@ CapacityPoint JudgeStep(const RunResult& run,
                                   MetricIsErrorAdjusted(m) ? s.Infinite(m) : 0,
                                   QuantileOf(t), conf);
     c.needed_samples = NeededFor(t, options);
+    {
+      const CorrelatedEstimate w = WidenForCorrelation(
+          c.estimate, SamplesInSendOrder(run, m), QuantileOf(t), conf);
+      c.estimate = w.estimate;
+      c.effective_samples = w.effective_n;
+    }
     const double lo = c.estimate.lower, hi = c.estimate.upper, x = t.value;
     bool pass = false, fail = false;
     switch (t.op) {
@@ -286,6 +360,16 @@ CapacityPoint JudgeStep(const RunResult& run,
       insufficient.push_back(fmt::format("{} has {} samples, needs {} to pass",
                                          t.source, c.estimate.n,
                                          c.needed_samples));
+    } else if (!std::isfinite(t.op == CompareOp::kLt || t.op == CompareOp::kLe
+                                  ? hi
+                                  : lo)) {
+      // Enough requests, but they came in runs (a queue near saturation),
+      // too few independent ones to bound the quantile: a longer step is
+      // what can tell.
+      c.verdict = StepVerdict::kInsufficient;
+      insufficient.push_back(fmt::format(
+          "{} has {} samples worth {} independent ones, needs {} to pass",
+          t.source, c.estimate.n, c.effective_samples, c.needed_samples));
     } else {
       c.verdict = StepVerdict::kInconclusive;
       inconclusive.push_back(where + " contains the limit");

@@ -188,7 +188,9 @@ TEST_F(CapacitySearchTest, RangeContainsTheKnownCapacityOfAnMdcServer) {
       const double high = cap.at("capacity_high_rps").as_double();
       ExpectIsolatedSteps(cap, o.min_samples);
       EXPECT_NE(std::string(cap.at("range").as_string()).find("at 95 %"),
-                std::string::npos);
+                std::string::npos)
+          << cap.at("range").as_string() << "\n"
+          << Steps(cap);
       const bool contains = low > 0 && low <= truth * 1.02 &&
                             (high == 0 || high >= truth_tight * 0.98);
       miss = contains ? std::string()

@@ -127,4 +127,64 @@ QuantileEstimate EstimateQuantile(const Histogram& h, int64_t extra_infinite,
   return e;
 }
 
+CorrelatedEstimate WidenForCorrelation(const QuantileEstimate& e,
+                                       std::span<const double> in_send_order,
+                                       double q, double confidence) {
+  CorrelatedEstimate out;
+  out.estimate = e;
+  const int64_t n = static_cast<int64_t>(in_send_order.size());
+  out.effective_n = n;
+  if (n < 8 || q <= 0 || q >= 1 || !std::isfinite(e.point)) return out;
+  // The indicator sequence, centred.
+  std::vector<double> x(static_cast<size_t>(n));
+  double mean = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    x[static_cast<size_t>(i)] = in_send_order[static_cast<size_t>(i)] > e.point;
+    mean += x[static_cast<size_t>(i)];
+  }
+  mean /= static_cast<double>(n);
+  double var = 0;
+  for (double& v : x) {
+    v -= mean;
+    var += v * v;
+  }
+  if (var <= 0) return out;  // every sample on one side: nothing to learn
+  auto rho = [&](int64_t k) {
+    double c = 0;
+    for (int64_t i = 0; i + k < n; ++i)
+      c += x[static_cast<size_t>(i)] * x[static_cast<size_t>(i + k)];
+    return c / var;
+  };
+  double sum = 0;
+  for (int64_t k = 1; k + 1 <= n / 4; k += 2) {
+    const double pair = rho(k) + rho(k + 1);
+    if (pair <= 0) break;
+    sum += pair;
+  }
+  out.tau = std::max(1.0, 1 + 2 * sum);
+  out.effective_n = std::max<int64_t>(
+      1, static_cast<int64_t>(static_cast<double>(n) / out.tau));
+  if (out.effective_n >= n) return out;
+  const RankInterval r = QuantileRankInterval(out.effective_n, q, confidence);
+  const double scale =
+      static_cast<double>(n) / static_cast<double>(out.effective_n);
+  std::vector<double> sorted(in_send_order.begin(), in_send_order.end());
+  std::sort(sorted.begin(), sorted.end());
+  double lower = -kInf, upper = kInf;
+  if (r.lower > 0) {
+    const auto rank = std::max<int64_t>(
+        1,
+        static_cast<int64_t>(std::floor(static_cast<double>(r.lower) * scale)));
+    lower = sorted[static_cast<size_t>(std::min(rank, n) - 1)];
+  }
+  if (r.upper <= out.effective_n) {
+    const auto rank =
+        static_cast<int64_t>(std::ceil(static_cast<double>(r.upper) * scale));
+    if (rank <= n) upper = sorted[static_cast<size_t>(rank - 1)];
+  }
+  out.estimate.lower = std::min(e.lower, lower);
+  out.estimate.upper = std::max(e.upper, upper);
+  return out;
+}
+
 }  // namespace redline::bench

@@ -58,6 +58,28 @@ QuantileEstimate EstimateQuantile(std::span<const double> sorted, double q,
 QuantileEstimate EstimateQuantile(const Histogram& h, int64_t extra_infinite,
                                   double q, double confidence);
 
+// Samples that are not independent. The latencies of a queue near
+// saturation come in runs (one slow period makes many slow requests in a
+// row), so the order-statistic interval above, which assumes independence,
+// is far too narrow there: a step just past the capacity can pass on it.
+// Here the samples, in the order the requests were sent, are reduced to the
+// indicator "above the point estimate"; its autocorrelation gives the
+// integrated autocorrelation time tau = 1 + 2 * sum(rho_k) (lags summed in
+// pairs while a pair stays positive, Geyer's initial positive sequence, up
+// to lag n / 4), and the effective sample size n_eff = n / tau. The
+// interval is then QuantileRankInterval(n_eff), its ranks scaled back to
+// the n samples, so it is as wide as n_eff independent samples would make
+// it — and an end n_eff cannot bound is missing (-inf/+inf). Never narrower
+// than `e`. Independent samples: tau near 1, `e` nearly unchanged.
+struct CorrelatedEstimate {
+  QuantileEstimate estimate;
+  double tau = 1;           // integrated autocorrelation time (>= 1)
+  int64_t effective_n = 0;  // n / tau
+};
+CorrelatedEstimate WidenForCorrelation(const QuantileEstimate& e,
+                                       std::span<const double> in_send_order,
+                                       double q, double confidence);
+
 }  // namespace redline::bench
 
 #endif  // REDLINE_BENCH_QUANTILE_CI_H_

@@ -100,6 +100,9 @@ struct PercentileCheck {
   std::string threshold;       // as written, e.g. "e2e: p(99)<3s"
   QuantileEstimate estimate;   // us, error-adjusted where the threshold is
   int64_t needed_samples = 0;  // for any verdict on it
+  // Independent samples the step's correlated ones are worth
+  // (WidenForCorrelation), which the interval is computed from.
+  int64_t effective_samples = 0;
   StepVerdict verdict = StepVerdict::kInconclusive;
 };
 

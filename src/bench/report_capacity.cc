@@ -119,9 +119,14 @@ std::string RenderCapacityText(const CapacityResult& c) {
         c.searches.size() > 1 ? fmt::format(" [search {}]", p.repeat + 1)
                               : std::string());
     for (const PercentileCheck& k : p.checks) {
-      out += fmt::format("        {:<28} {} (n={}, needs {}) {}\n", k.threshold,
-                         FormatEstimateWithInterval(k.estimate), k.estimate.n,
-                         k.needed_samples, StepVerdictName(k.verdict));
+      out += fmt::format(
+          "        {:<28} {} (n={}, needs {}{}) {}\n", k.threshold,
+          FormatEstimateWithInterval(k.estimate), k.estimate.n,
+          k.needed_samples,
+          k.effective_samples > 0 && k.effective_samples < k.estimate.n
+              ? fmt::format(", worth {} independent", k.effective_samples)
+              : "",
+          StepVerdictName(k.verdict));
     }
     if (!p.reason.empty()) out += "        → " + p.reason + "\n";
     if (!p.drained)

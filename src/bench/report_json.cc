@@ -270,10 +270,12 @@ std::string RenderJson(const BenchReport& r) {
     for (const CapacityPoint& p : c.curve) {
       json::array checks;
       for (const PercentileCheck& k : p.checks) {
-        checks.push_back(json::object{{"threshold", k.threshold},
-                                      {"estimate", ci(k.estimate)},
-                                      {"needed_samples", k.needed_samples},
-                                      {"verdict", StepVerdictName(k.verdict)}});
+        checks.push_back(
+            json::object{{"threshold", k.threshold},
+                         {"estimate", ci(k.estimate)},
+                         {"needed_samples", k.needed_samples},
+                         {"effective_samples", k.effective_samples},
+                         {"verdict", StepVerdictName(k.verdict)}});
       }
       curve.push_back(json::object{{"search", p.repeat},
                                    {"remeasure", p.remeasure},
