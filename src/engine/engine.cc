@@ -82,6 +82,7 @@ Engine::Engine(const model::Model& model, ThreadPool& pool,
                                   options_.prefix_cache}) {
   transformer_ = std::make_unique<model::Transformer>(
       model.config(), model.weights(), pool, options_.max_batch_tokens);
+  if (options_.stage_timers) transformer_->set_profile(&profile_);
   for (int i = 0; i < options_.parallel; ++i) {
     slots_.push_back(std::make_unique<Slot>(
         transformer_->NewCache(options_.n_ctx, options_.kv_type)));
@@ -499,6 +500,10 @@ void Engine::PublishStats(bool ran, double step_s, int64_t prefill_tokens,
   stats_.kv_used_tokens = scheduler_.running_tokens();
   if (!ran) return;
   ++stats_.steps;
+  stats_.busy_seconds += step_s;
+  for (int i = 0; i < model::kNumForwardStages; ++i)
+    stats_.stage_seconds[static_cast<size_t>(i)] =
+        static_cast<double>(profile_.ns[static_cast<size_t>(i)]) / 1e9;
   if (step_s > 0 && prefill_tokens > 0) {
     stats_.prefill_tok_per_s = UpdateEma(
         stats_.prefill_tok_per_s, static_cast<double>(prefill_tokens) / step_s);

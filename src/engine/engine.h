@@ -29,6 +29,7 @@
 #ifndef REDLINE_ENGINE_ENGINE_H_
 #define REDLINE_ENGINE_ENGINE_H_
 
+#include <array>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -45,6 +46,7 @@
 #include "engine/request.h"
 #include "engine/scheduler.h"
 #include "engine/sequence.h"
+#include "model/arch/forward_profile.h"
 #include "model/arch/model.h"
 #include "model/arch/transformer.h"
 
@@ -72,6 +74,11 @@ struct EngineOptions {
   // (EngineRequest::speculative): drafts verified together with the other
   // sequences' decode tokens in the same step (prompt_lookup.h).
   SpeculativeOptions speculative;
+  // Per-stage timers in every forward pass (model/arch/forward_profile.h),
+  // summed into EngineStats::stage_seconds for /metrics. Two clock reads
+  // per stage per layer: well under 1 % of a step (`redline profile`
+  // measures it).
+  bool stage_timers = true;
 };
 
 struct EngineStats {
@@ -97,6 +104,11 @@ struct EngineStats {
   // Exponentially averaged admission-to-finish time of recently finished
   // requests (seconds; 0 until one finished): the admission estimate.
   double service_s = 0;
+  // Wall time of every forward pass so far (the owner thread busy with the
+  // model; its rate is the engine's busy ratio), and its split by stage
+  // when stage timers are on (EngineOptions::stage_timers).
+  double busy_seconds = 0;
+  std::array<double, model::kNumForwardStages> stage_seconds{};
 };
 
 class Engine {
@@ -220,6 +232,8 @@ class Engine {
   std::vector<std::vector<int32_t>> step_drafts_;
   std::vector<int> step_accepted_;
   std::vector<bool> step_seen_;  // RecordStep: slots in the pass
+  // Stage timers of every forward pass (owner thread; copied into stats_).
+  model::ForwardProfile profile_;
   std::deque<Pending> waiting_;
   std::thread thread_;
 };

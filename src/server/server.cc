@@ -336,6 +336,9 @@ void InferenceServer::Impl::RefreshMetrics() {
     mm.spec_draft_tokens->SetTotal(static_cast<double>(st.spec_draft_tokens));
     mm.spec_accepted_tokens->SetTotal(
         static_cast<double>(st.spec_accepted_tokens));
+    mm.engine_busy_seconds->SetTotal(st.busy_seconds);
+    for (size_t i = 0; i < mm.engine_stage_seconds.size(); ++i)
+      mm.engine_stage_seconds[i]->SetTotal(st.stage_seconds[i]);
     const engine::EngineOptions& o = e->options();
     mm.cache_config_info
         ->Labels({sm.spec.name, "1", std::to_string(st.kv_capacity_tokens),

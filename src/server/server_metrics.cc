@@ -3,6 +3,8 @@
 #include <map>
 #include <string>
 
+#include "model/arch/forward_profile.h"
+
 namespace redline::server {
 
 std::vector<double> TtftBucketsSeconds() {
@@ -245,6 +247,22 @@ ModelMetrics::ModelMetrics(MetricFamilies& r, std::string_view prefix,
                     "Speculative draft tokens that matched and were kept.",
                     model_only)
            .Labels({m});
+  engine_busy_seconds =
+      &r.AddCounter(p + "engine_busy_seconds_total",
+                    "Wall time of the engine's forward passes; its rate is "
+                    "the fraction of time the model is busy.",
+                    model_only)
+           .Labels({m});
+  auto& stages = r.AddCounter(
+      p + "engine_stage_seconds_total",
+      "Forward-pass time by stage (matrix products by kind, attention, "
+      "norms, ...), from the engine's stage timers.",
+      {"model_name", "stage"});
+  for (int i = 0; i < model::kNumForwardStages; ++i) {
+    engine_stage_seconds.push_back(
+        &stages.Labels({m, std::string(model::ForwardStageKey(
+                               static_cast<model::ForwardStage>(i)))}));
+  }
 
   // Latency histograms.
   auto& ttft = r.AddHistogram(p + "time_to_first_token_seconds",

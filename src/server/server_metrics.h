@@ -90,6 +90,9 @@ class ModelMetrics {
   telemetry::Counter* prefix_cache_hits;     // mirrored from the engine
   telemetry::Counter* spec_draft_tokens;     // mirrored from the engine
   telemetry::Counter* spec_accepted_tokens;  // mirrored from the engine
+  telemetry::Counter* engine_busy_seconds;   // mirrored from the engine
+  // [kNumForwardStages], mirrored from the engine's stage timers.
+  std::vector<telemetry::Counter*> engine_stage_seconds;
   // Histograms.
   telemetry::Histogram* itl;
   telemetry::Histogram* tpot;

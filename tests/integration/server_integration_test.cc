@@ -213,6 +213,30 @@ TEST_F(ServerTest, ChatNonStreaming) {
                 v.at("usage").at("completion_tokens").as_int64());
 }
 
+TEST_F(ServerTest, EngineBusyAndStageTimesAreOnMetrics) {
+  Start(BaseConfig());
+  ASSERT_EQ(Post("/v1/chat/completions", ChatBody("Hello there", 8)).status,
+            200);
+  const std::string m = Metrics();
+  const double busy = MetricValue(
+      m, std::string("redline_engine_busy_seconds_total{model_name=\"") +
+             kModelName + "\"}");
+  EXPECT_GT(busy, 0) << m;
+  // The stages sum to (about) the forward time: the timers cover the pass.
+  double stages = 0;
+  for (const char* stage :
+       {"embedding", "norm", "qkv", "rope", "attention", "attn_output",
+        "residual", "gate_up", "activation", "down", "output_head"}) {
+    const double v = MetricValue(
+        m, std::string("redline_engine_stage_seconds_total{model_name=\"") +
+               kModelName + "\",stage=\"" + stage + "\"}");
+    EXPECT_GE(v, 0) << stage << "\n" << m;
+    stages += std::max(v, 0.0);
+  }
+  EXPECT_GT(stages, 0.5 * busy);
+  EXPECT_LE(stages, busy * 1.05 + 1e-4);
+}
+
 TEST_F(ServerTest, ChatStreamingFramingMatchesNonStreaming) {
   Start(BaseConfig());
   const std::string plain =

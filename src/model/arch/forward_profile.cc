@@ -32,6 +32,14 @@ std::string_view ForwardStageName(ForwardStage stage) {
   return "?";
 }
 
+std::string_view ForwardStageKey(ForwardStage stage) {
+  static constexpr std::string_view kKeys[kNumForwardStages] = {
+      "embedding", "norm",    "qkv",        "rope", "attention",  "attn_output",
+      "residual",  "gate_up", "activation", "down", "output_head"};
+  const int i = static_cast<int>(stage);
+  return i >= 0 && i < kNumForwardStages ? kKeys[i] : "?";
+}
+
 bool IsMatMulStage(ForwardStage stage) {
   switch (stage) {
     case ForwardStage::kQkv:

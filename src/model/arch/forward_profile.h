@@ -37,8 +37,11 @@ enum class ForwardStage : uint8_t {
 
 inline constexpr int kNumForwardStages = static_cast<int>(ForwardStage::kCount);
 
-// "embedding", "norm", "qkv", ...
+// As the profile table prints them: "embedding", "norm", "matmul q/k/v", ...
 std::string_view ForwardStageName(ForwardStage stage);
+// Metric label values: "embedding", "norm", "qkv", "rope", "attention",
+// "attn_output", "residual", "gate_up", "activation", "down", "output_head".
+std::string_view ForwardStageKey(ForwardStage stage);
 // True for the stages that are matrix products (they read weights).
 bool IsMatMulStage(ForwardStage stage);
 
