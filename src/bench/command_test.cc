@@ -92,7 +92,7 @@ TEST_F(BenchCommandTest, PassExitsZeroAndWritesTheJsonSchema) {
 
   json::value v = json::parse(Read(o.json_path));
   const json::object& r = v.as_object();
-  EXPECT_EQ(r.at("schema").as_string(), "redline.bench.result/1");
+  EXPECT_EQ(r.at("schema").as_string(), "redline.bench.result/2");
   EXPECT_EQ(r.at("verdict").as_string(), "pass");
   EXPECT_EQ(r.at("exit_code").as_int64(), 0);
   const json::object& m = r.at("phases").at("measure").as_object();
@@ -393,7 +393,7 @@ TEST_F(BenchCommandTest, AbortOnFailStopsTheRunAndExits99) {
   EXPECT_LT(req.at("attempted").as_int64(), 750);
   EXPECT_EQ(req.at("failed").as_int64(), req.at("attempted").as_int64());
   EXPECT_EQ(req.at("planned").as_int64(), req.at("attempted").as_int64());
-  EXPECT_EQ(v.at("config").at("abort_on_fail").as_string(),
+  EXPECT_EQ(v.at("config").at("display").at("abort_on_fail").as_string(),
             "errors: rate<1% abort(300ms) (delay 0.3s)");
 }
 

@@ -171,7 +171,7 @@ class BenchAgainstServerTest : public ::testing::Test {
 void CheckPassingResult(const json::value& v, int64_t requests) {
   ASSERT_TRUE(v.is_object());
   const json::object& o = v.as_object();
-  EXPECT_EQ(o.at("schema").as_string(), "redline.bench.result/1");
+  EXPECT_EQ(o.at("schema").as_string(), "redline.bench.result/2");
   for (const char* field :
        {"tool", "started_at", "config", "method", "phases", "goodput_slo_us",
         "thresholds", "validity", "verdict", "verdict_reason", "exit_code",
