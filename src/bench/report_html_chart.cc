@@ -62,7 +62,7 @@ std::string LineChart(const std::vector<Series>& series,
   if (std::isfinite(x1)) {
     for (const RefLine& r : o.x_lines) {
       const bool near = std::isfinite(r.value) && r.value > 0 &&
-                        (o.log_x ? r.value <= 100 * x1 : r.value <= 4 * x1);
+                        (o.log_x ? r.value <= 10 * x1 : r.value <= 4 * x1);
       if (near) {
         x_drawn.push_back(&r);
         x1 = std::max(x1, r.value);
@@ -73,10 +73,11 @@ std::string LineChart(const std::vector<Series>& series,
     }
   }
   std::string caption = HtmlEscape(o.title);
+  if (!far.empty()) caption += "<br>";
   for (const RefLine* r : far) {
     caption += fmt::format(
-        " <span class=\"muted slo-off\" data-slo=\"{}\">({} off the "
-        "chart)</span>",
+        "<span class=\"muted slo-off\" data-slo=\"{}\">{} is off the "
+        "chart. </span>",
         HtmlEscape(r->label), HtmlEscape(r->label));
   }
   if (!o.note.empty())
@@ -103,7 +104,12 @@ std::string LineChart(const std::vector<Series>& series,
     return L + ((o.log_x ? std::log10(x) : x) - lx0) /
                    (lx1 - lx0 == 0 ? 1 : lx1 - lx0) * (W - L - R);
   };
-  const double ystep = NiceStep(y1 - y0, 5);
+  // Binary units tick at multiples of a power of 1024 (1, 2, 5 MiB).
+  double tick_unit = 1;
+  if (o.binary_y) {
+    while (tick_unit * 1024 <= (y1 - y0)) tick_unit *= 1024;
+  }
+  const double ystep = NiceStep((y1 - y0) / tick_unit, 5) * tick_unit;
   y1 = std::ceil(y1 / ystep) * ystep;
   auto py = [&](double y) {
     return T + (1 - (y - y0) / (y1 - y0)) * (H - T - B);
@@ -119,7 +125,7 @@ std::string LineChart(const std::vector<Series>& series,
     svg += fmt::format(
         "<text class=\"tick\" x=\"{:.1f}\" y=\"{:.1f}\" "
         "text-anchor=\"end\">{}</text>",
-        L - 6, py(y) + 4, HtmlEscape(y_format(y)));
+        L - 6, py(y) + 4, k == 0 && y == 0 ? "0" : HtmlEscape(y_format(y)));
   }
   // X ticks.
   if (o.log_x) {
@@ -179,22 +185,26 @@ std::string LineChart(const std::vector<Series>& series,
                        L + 4, T + 12, HtmlEscape(o.marker_label));
   }
   // SLO lines under the data, labelled at their right end.
-  for (const RefLine* r : y_drawn) {
+  // Labels of neighbouring lines are staggered so they do not overlap.
+  for (size_t k = 0; k < y_drawn.size(); ++k) {
+    const RefLine* r = y_drawn[k];
     svg += fmt::format(
         "<line class=\"slo{}\" data-slo=\"{}\" x1=\"{}\" y1=\"{:.1f}\" "
         "x2=\"{}\" y2=\"{:.1f}\"/><text class=\"slo-label\" x=\"{}\" "
         "y=\"{:.1f}\" text-anchor=\"end\">{}</text>",
         r->failed ? " failed" : "", HtmlEscape(r->label), L, py(r->value),
-        W - R, py(r->value), W - R - 2, py(r->value) - 3,
-        HtmlEscape(r->label));
+        W - R, py(r->value), W - R - 2 - static_cast<double>(k) * 130,
+        py(r->value) - 3, HtmlEscape(r->label));
   }
-  for (const RefLine* r : x_drawn) {
+  for (size_t k = 0; k < x_drawn.size(); ++k) {
+    const RefLine* r = x_drawn[k];
     svg += fmt::format(
         "<line class=\"slo{}\" data-slo=\"{}\" x1=\"{:.1f}\" y1=\"{}\" "
         "x2=\"{:.1f}\" y2=\"{}\"/><text class=\"slo-label\" x=\"{:.1f}\" "
         "y=\"{}\" text-anchor=\"end\">{}</text>",
         r->failed ? " failed" : "", HtmlEscape(r->label), px(r->value), T,
-        px(r->value), H - B, px(r->value) - 3, T + 24, HtmlEscape(r->label));
+        px(r->value), H - B, px(r->value) - 3,
+        T + 24 + static_cast<double>(k) * 12, HtmlEscape(r->label));
   }
   // Lines (NaN breaks the line).
   for (size_t si = 0; si < series.size(); ++si) {

@@ -39,6 +39,7 @@ struct ChartOptions {
   std::optional<double> marker_x;  // vertical line (end of warm-up)
   std::string marker_label;
   double y_min_force = 0;  // y axis starts at 0 unless data is negative
+  bool binary_y = false;   // y in bytes: ticks at 1-2-5 x KiB/MiB/GiB
   // Reference lines. One within 4x of the data is drawn (the axis grows to
   // show it); one further away is named in the caption instead, so it does
   // not flatten the data.

@@ -162,6 +162,7 @@ std::string ServerMetricsSection(const BenchReport& r, GlossaryTerms* terms) {
     o.y_format = UnitFormat(p.unit);
     o.y_label = std::string(UnitLabel(p.unit));
     o.note = Join(p.constant, "; ");
+    o.binary_y = p.unit == ServerUnit::kBytes;
     if (!p.slo_metric.empty()) o.y_lines = SloLines(r, {p.slo_metric});
     std::vector<Series> lines;
     for (const ServerLine& l : p.lines)
