@@ -11,8 +11,8 @@
 #include <sstream>
 
 #include "bench/capacity.h"
-#include "bench/config_echo.h"
 #include "bench/cold_start.h"
+#include "bench/config_echo.h"
 #include "bench/preflight.h"
 #include "bench/report.h"
 #include "bench/runner.h"

@@ -661,8 +661,8 @@ std::string Figure(const std::string& html, const std::string& id) {
   const size_t at = html.find("id=\"" + id + "\"");
   if (at == std::string::npos) return "";
   const size_t end = html.find("</figure>", at);
-  return html.substr(at, end == std::string::npos ? std::string::npos
-                                                  : end - at);
+  return html.substr(at,
+                     end == std::string::npos ? std::string::npos : end - at);
 }
 
 // A real run against the fake server exporting a vLLM-style /metrics,
@@ -740,9 +740,9 @@ TEST_F(BenchCommandTest,
   EXPECT_NE(dom.find("Server metrics"), std::string::npos);
   EXPECT_NE(dom.find("http_429"), std::string::npos);
   // The curated server series, each a chart with a drawn line.
-  for (const char* id : {"server-requests", "server-kv_cache", "server-tokens",
-                         "server-ttft", "server-e2e", "server-cpu",
-                         "server-rss"}) {
+  for (const char* id :
+       {"server-requests", "server-kv_cache", "server-tokens", "server-ttft",
+        "server-e2e", "server-cpu", "server-rss"}) {
     const std::string fig = Figure(dom, id);
     EXPECT_FALSE(fig.empty()) << id;
     EXPECT_NE(fig.find("class=\"line\""), std::string::npos) << id;

@@ -48,11 +48,12 @@ namespace {
 bool IsSecretHeader(std::string_view header) {
   const size_t colon = header.find(':');
   std::string name(header.substr(0, colon));
-  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (char& c : name)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   while (!name.empty() && name.back() == ' ') name.pop_back();
   return colon != std::string_view::npos &&
-         (name == "authorization" || name == "api-key" ||
-          name == "x-api-key" || name == "proxy-authorization");
+         (name == "authorization" || name == "api-key" || name == "x-api-key" ||
+          name == "proxy-authorization");
 }
 
 std::string MaskHeader(std::string_view header) {

@@ -18,8 +18,8 @@
 namespace redline::bench {
 
 struct ConfigEcho {
-  std::string url;  // normalized base URL
-  std::string api;  // "chat", "completions" or "scenario"
+  std::string url;       // normalized base URL
+  std::string api;       // "chat", "completions" or "scenario"
   std::string scenario;  // scenario file, "" without one
   bool stream = true;
   std::string model;  // "" lets the server choose
@@ -40,7 +40,7 @@ struct ConfigEcho {
   int64_t warmup_requests = 0;
   int cold_requests = 0;
   // Requests.
-  int64_t max_tokens = 0;  // 0: not sent
+  int64_t max_tokens = 0;          // 0: not sent
   std::string output_tokens_spec;  // --output-tokens as given, "" none
   std::optional<LengthDist> output_tokens;
   bool pin_output_length = false;

@@ -52,11 +52,11 @@ std::string LatencyRows(const PhaseStats& s, GlossaryTerms* terms) {
 // Every check that failed, not only the first the verdict line names.
 std::string FailedChecksHtml(const BenchReport& r) {
   if (r.failed_checks.empty()) return "";
-  std::string h = fmt::format(
-      "<p class=\"bad\">{} failed:</p><ul id=\"failed-checks\">",
-      r.failed_checks.size() == 1 ? "1 check"
-                                  : fmt::format("{} checks",
-                                                r.failed_checks.size()));
+  std::string h =
+      fmt::format("<p class=\"bad\">{} failed:</p><ul id=\"failed-checks\">",
+                  r.failed_checks.size() == 1
+                      ? "1 check"
+                      : fmt::format("{} checks", r.failed_checks.size()));
   for (const std::string& f : r.failed_checks)
     h += "<li><code>" + HtmlEscape(f) + "</code></li>";
   return h + "</ul>\n";
@@ -82,40 +82,42 @@ std::string RenderHtml(const BenchReport& r) {
   std::string h;
   h.reserve(1 << 16);
   const std::string verdict(VerdictName(r.verdict));
-  h += "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta "
-       "name=\"viewport\" "
-       "content=\"width=device-width, initial-scale=1\"><title>redline bench "
-       "report</title>\n<style>\n"
-       "body{font:14px/1.45 system-ui,-apple-system,Segoe "
-       "UI,Roboto,sans-serif;margin:24px "
-       "auto;max-width:1360px;color:#222;padding:0 16px}"
-       "h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 "
-       "8px;border-bottom:1px solid #ddd;padding-bottom:4px}"
-       ".badge{display:inline-block;padding:4px "
-       "12px;border-radius:4px;color:#fff;font-weight:600;text-transform:"
-       "uppercase}"
-       ".pass{background:#2e7d32}.fail{background:#c62828}.invalid{background:#"
-       "ef6c00}"
-       "table{border-collapse:collapse;margin:6px 0}td,th{border:1px solid "
-       "#ddd;padding:3px 8px;text-align:right}"
-       "td:first-child,th:first-child{text-align:left}th{background:#f5f5f5}."
-       "ok{color:#2e7d32}.bad{color:#c62828;font-weight:600}"
-       ".charts{display:flex;flex-wrap:wrap;gap:12px}figure.chart{margin:0;"
-       "border:1px solid #e5e5e5;border-radius:6px;padding:6px;flex:1 1 540px;max-width:"
-       "654px;box-sizing:border-box}figure.chart svg{max-width:100%;height:auto}"
-       "figcaption{font-weight:600;margin:0 0 2px "
-       "6px}.grid{stroke:#eee}.axis{stroke:#888}.line{fill:none;stroke-width:1."
-       "6}"
-       ".tick{font-size:11px;fill:#555}.label,.legend{font-size:11px;fill:#333}"
-       ".empty{fill:#999}.warmup{fill:#f3f3f3}"
-       ".slo{stroke:#2e7d32;stroke-width:1.3;stroke-dasharray:7,4}"
-       ".slo.failed{stroke:#c62828}.slo-label{font-size:10px;fill:#444}"
-       ".slo-off,.note{font-weight:400}"
-       "dl.glossary{display:grid;grid-template-columns:max-content auto;gap:"
-       "2px 14px}dl.glossary dt{font-family:monospace}dl.glossary dd{margin:0}"
-       ".muted{color:#666}.kv "
-       "td{text-align:left}code{background:#f5f5f5;padding:1px "
-       "4px}\n</style></head><body>\n";
+  h +=
+      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta "
+      "name=\"viewport\" "
+      "content=\"width=device-width, initial-scale=1\"><title>redline bench "
+      "report</title>\n<style>\n"
+      "body{font:14px/1.45 system-ui,-apple-system,Segoe "
+      "UI,Roboto,sans-serif;margin:24px "
+      "auto;max-width:1360px;color:#222;padding:0 16px}"
+      "h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 "
+      "8px;border-bottom:1px solid #ddd;padding-bottom:4px}"
+      ".badge{display:inline-block;padding:4px "
+      "12px;border-radius:4px;color:#fff;font-weight:600;text-transform:"
+      "uppercase}"
+      ".pass{background:#2e7d32}.fail{background:#c62828}.invalid{background:#"
+      "ef6c00}"
+      "table{border-collapse:collapse;margin:6px 0}td,th{border:1px solid "
+      "#ddd;padding:3px 8px;text-align:right}"
+      "td:first-child,th:first-child{text-align:left}th{background:#f5f5f5}."
+      "ok{color:#2e7d32}.bad{color:#c62828;font-weight:600}"
+      ".charts{display:flex;flex-wrap:wrap;gap:12px}figure.chart{margin:0;"
+      "border:1px solid #e5e5e5;border-radius:6px;padding:6px;flex:1 1 "
+      "540px;max-width:"
+      "654px;box-sizing:border-box}figure.chart svg{max-width:100%;height:auto}"
+      "figcaption{font-weight:600;margin:0 0 2px "
+      "6px}.grid{stroke:#eee}.axis{stroke:#888}.line{fill:none;stroke-width:1."
+      "6}"
+      ".tick{font-size:11px;fill:#555}.label,.legend{font-size:11px;fill:#333}"
+      ".empty{fill:#999}.warmup{fill:#f3f3f3}"
+      ".slo{stroke:#2e7d32;stroke-width:1.3;stroke-dasharray:7,4}"
+      ".slo.failed{stroke:#c62828}.slo-label{font-size:10px;fill:#444}"
+      ".slo-off,.note{font-weight:400}"
+      "dl.glossary{display:grid;grid-template-columns:max-content auto;gap:"
+      "2px 14px}dl.glossary dt{font-family:monospace}dl.glossary dd{margin:0}"
+      ".muted{color:#666}.kv "
+      "td{text-align:left}code{background:#f5f5f5;padding:1px "
+      "4px}\n</style></head><body>\n";
   h += fmt::format(
       "<h1>redline bench <span class=\"badge {}\" "
       "id=\"verdict\">{}</span></h1>\n",

@@ -81,15 +81,15 @@ std::string LineChart(const std::vector<Series>& series,
         HtmlEscape(r->label), HtmlEscape(r->label));
   }
   if (!o.note.empty())
-    caption += "<br><span class=\"muted note\">" + HtmlEscape(o.note) +
-               "</span>";
+    caption +=
+        "<br><span class=\"muted note\">" + HtmlEscape(o.note) + "</span>";
   std::string svg = fmt::format(
       "<figure class=\"chart\"{}><figcaption>{}</figcaption><svg "
       "xmlns=\"http://www.w3.org/2000/svg\" "
       "viewBox=\"0 0 {} {}\" width=\"{}\" height=\"{}\" role=\"img\" "
       "aria-label=\"{}\">",
-      o.id.empty() ? "" : " id=\"" + HtmlEscape(o.id) + "\"", caption, W, H,
-      W, H, HtmlEscape(o.title));
+      o.id.empty() ? "" : " id=\"" + HtmlEscape(o.id) + "\"", caption, W, H, W,
+      H, HtmlEscape(o.title));
   if (!std::isfinite(x0) || !std::isfinite(y1)) {
     svg += fmt::format(
         "<text x=\"{}\" y=\"{}\" class=\"empty\">no data</text></svg></figure>",
@@ -171,9 +171,8 @@ std::string LineChart(const std::vector<Series>& series,
       "text-anchor=\"middle\">{}</text>",
       (L + W - R) / 2, H - 6, HtmlEscape(o.x_label));
   if (!o.y_label.empty()) {
-    svg += fmt::format(
-        "<text class=\"label\" x=\"4\" y=\"{}\">{}</text>", T - 6,
-        HtmlEscape(o.y_label));
+    svg += fmt::format("<text class=\"label\" x=\"4\" y=\"{}\">{}</text>",
+                       T - 6, HtmlEscape(o.y_label));
   }
   if (o.marker_x && *o.marker_x > x0 && *o.marker_x < x1) {
     const double mx = px(*o.marker_x);

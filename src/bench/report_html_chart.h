@@ -23,7 +23,7 @@ struct Series {
 // A horizontal (y) or vertical (x) reference line, e.g. an SLO threshold.
 struct RefLine {
   double value = 0;
-  std::string label;  // "e2e: p(99)<3s"
+  std::string label;    // "e2e: p(99)<3s"
   bool failed = false;  // drawn red when the threshold failed
 };
 

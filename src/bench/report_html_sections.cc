@@ -250,8 +250,7 @@ std::string ConfigEchoRows(const ConfigEcho& e) {
     h += fmt::format("<tr><td>{}</td><td>{}</td></tr>", k, HtmlEscape(v));
   };
   std::string input = e.input_source;
-  if (!e.input_tokens_spec.empty())
-    input += " tokens " + e.input_tokens_spec;
+  if (!e.input_tokens_spec.empty()) input += " tokens " + e.input_tokens_spec;
   if (e.input_source == "prompt")
     input += fmt::format(" ({} characters)", e.prompt_chars);
   if (!e.dataset.empty()) input += " " + e.dataset;

@@ -27,9 +27,8 @@ class GlossaryTerms {
 
 // The latency thresholds on `metrics` (metric keys, measurement phase, an
 // upper bound) as reference lines in microseconds, labelled as written.
-std::vector<html::RefLine> SloLines(const BenchReport& report,
-                                    std::initializer_list<std::string_view>
-                                        metrics);
+std::vector<html::RefLine> SloLines(
+    const BenchReport& report, std::initializer_list<std::string_view> metrics);
 
 // <h2>Server metrics</h2> and its charts; "" without --scrape.
 std::string ServerMetricsSection(const BenchReport& report,

@@ -136,8 +136,8 @@ json::object ConfigJson(const BenchReport& r) {
   json::object load{{"model", e.load_model}};
   if (e.load_model == "open") {
     load["rate_rps"] = e.stages.empty() ? json::value(e.rate_rps) : nullptr;
-    load["stages"] = e.stages.empty() ? json::value(nullptr)
-                                      : json::value(e.stages);
+    load["stages"] =
+        e.stages.empty() ? json::value(nullptr) : json::value(e.stages);
     load["arrival"] = e.arrival;
     load["burstiness"] = e.burstiness;
     load["max_in_flight"] = e.max_in_flight;
@@ -153,8 +153,8 @@ json::object ConfigJson(const BenchReport& r) {
   json::object c;
   c["url"] = e.url;
   c["api"] = e.api;
-  c["scenario"] = e.scenario.empty() ? json::value(nullptr)
-                                     : json::value(e.scenario);
+  c["scenario"] =
+      e.scenario.empty() ? json::value(nullptr) : json::value(e.scenario);
   c["stream"] = e.stream;
   c["model"] = e.model;
   c["load"] = std::move(load);
@@ -709,8 +709,9 @@ std::string RenderCompare(const CompareResult& res, std::string_view name_a,
   std::string out = fmt::format("A = {} (verdict {})\nB = {} (verdict {})\n",
                                 name_a, res.verdict_a, name_b, res.verdict_b);
   if (!res.warnings.empty()) {
-    out += "warning: the runs were not set up alike; differences may come "
-           "from the setup, not the code:\n";
+    out +=
+        "warning: the runs were not set up alike; differences may come "
+        "from the setup, not the code:\n";
     for (const std::string& w : res.warnings) out += "  " + w + "\n";
   }
   out += "\n";

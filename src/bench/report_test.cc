@@ -2,6 +2,8 @@
 // (series choice, constant series, histogram quantiles), SLO lines in the
 // HTML, the structured JSON config, compare's config warnings and relative
 // floors, and the glossary.
+#include "bench/report.h"
+
 #include <gtest/gtest.h>
 
 #include <boost/json.hpp>
@@ -10,7 +12,6 @@
 
 #include "bench/config_echo.h"
 #include "bench/glossary.h"
-#include "bench/report.h"
 #include "bench/server_series.h"
 #include "bench/units.h"
 
@@ -76,8 +77,9 @@ TEST(ServerSeriesTest, RecognisesRedlineVllmAndLlamaCppNames) {
                         "process_virtual_memory_bytes", "num_requests"}) {
     EXPECT_FALSE(IsCuratedSeries(n)) << n;
   }
-  EXPECT_EQ(CuratedHistogramFamily("redline_time_to_first_token_seconds_bucket"),
-            "redline_time_to_first_token_seconds");
+  EXPECT_EQ(
+      CuratedHistogramFamily("redline_time_to_first_token_seconds_bucket"),
+      "redline_time_to_first_token_seconds");
   EXPECT_EQ(CuratedHistogramFamily("vllm:e2e_request_latency_seconds_bucket"),
             "vllm:e2e_request_latency_seconds");
   EXPECT_EQ(CuratedHistogramFamily("vllm:e2e_request_latency_seconds_sum"), "");
@@ -128,11 +130,10 @@ TEST(ServerSeriesTest, CuratesTheServerViewAndDropsConstantSeries) {
   ScrapeHistogram ttft;
   ttft.name = "vllm:time_to_first_token_seconds";
   ttft.t_s = {0, 1, 2, 3};
-  ttft.buckets = {
-      {{0.1, 0}, {0.2, 0}, {INFINITY, 0}},
-      {{0.1, 10}, {0.2, 10}, {INFINITY, 10}},   // 10 under 0.1 s
-      {{0.1, 10}, {0.2, 20}, {INFINITY, 20}},   // 10 in (0.1, 0.2]
-      {{0.1, 10}, {0.2, 20}, {INFINITY, 20}}};  // none
+  ttft.buckets = {{{0.1, 0}, {0.2, 0}, {INFINITY, 0}},
+                  {{0.1, 10}, {0.2, 10}, {INFINITY, 10}},   // 10 under 0.1 s
+                  {{0.1, 10}, {0.2, 20}, {INFINITY, 20}},   // 10 in (0.1, 0.2]
+                  {{0.1, 10}, {0.2, 20}, {INFINITY, 20}}};  // none
   const ServerMetricsView v = CurateServerMetrics(series, {ttft});
 
   std::vector<std::string> ids;
@@ -172,8 +173,9 @@ TEST(ServerSeriesTest, CuratesTheServerViewAndDropsConstantSeries) {
   EXPECT_TRUE(std::isnan(v.e2e_p50_us));
 
   // Constant series are counted, curated or not.
-  EXPECT_EQ(v.constant, (std::vector<std::string>{
-                            "process_max_fds{}", "vllm:num_requests_waiting{}"}));
+  EXPECT_EQ(v.constant,
+            (std::vector<std::string>{"process_max_fds{}",
+                                      "vllm:num_requests_waiting{}"}));
   // Others: the non-curated varying series, without the histogram's _count.
   ASSERT_EQ(v.others.size(), 1u);
   EXPECT_EQ(v.others[0].series->name, "foo_queue_depth");
@@ -233,8 +235,8 @@ TEST(CompareTest, PerTokenMetricsUseARelativeFloor) {
 
 std::string ResultJson(const std::string& config_json,
                        const std::string& schema = "redline.bench.result/2") {
-  return "{\"schema\":\"" + schema + "\",\"verdict\":\"pass\",\"config\":" +
-         config_json +
+  return "{\"schema\":\"" + schema +
+         "\",\"verdict\":\"pass\",\"config\":" + config_json +
          ",\"phases\":{\"measure\":{\"rates\":{\"completed_rps\":1}}}}";
 }
 
@@ -257,12 +259,12 @@ TEST(CompareTest, WarnsWhenTheRunsWereNotSetUpAlike) {
   EXPECT_NE(text.find("not set up alike"), std::string::npos);
   EXPECT_NE(text.find("model: 'm1' vs 'm2'"), std::string::npos);
   // Schema /1 results hold display strings: those are compared.
-  const std::string old_a = ResultJson(
-      R"({"url":"http://a/v1","load":"closed loop 4 users"})",
-      "redline.bench.result/1");
-  const std::string old_b = ResultJson(
-      R"({"url":"http://b/v1","load":"closed loop 4 users"})",
-      "redline.bench.result/1");
+  const std::string old_a =
+      ResultJson(R"({"url":"http://a/v1","load":"closed loop 4 users"})",
+                 "redline.bench.result/1");
+  const std::string old_b =
+      ResultJson(R"({"url":"http://b/v1","load":"closed loop 4 users"})",
+                 "redline.bench.result/1");
   auto old = CompareResults(old_a, old_b, {});
   ASSERT_TRUE(old.ok());
   ASSERT_EQ(old->warnings.size(), 1u);
@@ -270,13 +272,13 @@ TEST(CompareTest, WarnsWhenTheRunsWereNotSetUpAlike) {
 }
 
 TEST(ConfigEchoTest, RedactsSecretsFromTheCommandLine) {
-  const auto argv = RedactArgv({"redline", "bench", "--api-key", "sk-1",
-                                "-H", "Authorization: Bearer x", "-H",
-                                "X-Trace: 1", "--api-key=sk-2"});
-  EXPECT_EQ(argv, (std::vector<std::string>{"redline", "bench", "--api-key",
-                                            "***", "-H", "Authorization: ***",
-                                            "-H", "X-Trace: 1",
-                                            "--api-key=***"}));
+  const auto argv = RedactArgv({"redline", "bench", "--api-key", "sk-1", "-H",
+                                "Authorization: Bearer x", "-H", "X-Trace: 1",
+                                "--api-key=sk-2"});
+  EXPECT_EQ(argv,
+            (std::vector<std::string>{"redline", "bench", "--api-key", "***",
+                                      "-H", "Authorization: ***", "-H",
+                                      "X-Trace: 1", "--api-key=***"}));
 }
 
 BenchReport SampleReport() {

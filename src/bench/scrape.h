@@ -90,7 +90,7 @@ class Scraper {
   std::vector<std::string> filter_;
   size_t max_series_;
   std::map<std::string, ScrapeSeries> series_;  // key: name{labels}
-  size_t curated_series_ = 0;                    // of series_, bound apart
+  size_t curated_series_ = 0;                   // of series_, bound apart
   std::map<std::string, ScrapeHistogram> histograms_;
   std::unique_ptr<Handler> handler_;
   bool busy_ = false;

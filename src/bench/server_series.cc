@@ -69,8 +69,8 @@ const std::vector<PanelSpec>& GaugePanels() {
        ServerUnit::kFraction,
        Aggregate::kMax,
        {{"KV usage",
-         {"kv_cache_usage_perc", "gpu_cache_usage_perc",
-          "kv_cache_usage_ratio", "token_usage"},
+         {"kv_cache_usage_perc", "gpu_cache_usage_perc", "kv_cache_usage_ratio",
+          "token_usage"},
          LineKind::kGauge,
          1}}},
       {"tokens",
@@ -259,8 +259,8 @@ ServerMetricsView CurateServerMetrics(
                 ? fmt::format("{}: {} did not move", ls.name, s.name)
                 : fmt::format(
                       "{} constant at {}", ls.name,
-                      FormatIn(spec.unit, (s.value.empty() ? 0 : s.value[0]) *
-                                              ls.scale)));
+                      FormatIn(spec.unit,
+                               (s.value.empty() ? 0 : s.value[0]) * ls.scale)));
         continue;
       }
       // Sum or max over the label sets, by scrape time (one scrape writes

@@ -38,11 +38,11 @@ double HistogramQuantile(double q,
 
 // What a panel's values are, for axis labels.
 enum class ServerUnit {
-  kCount,           // requests
-  kFraction,        // 0..1, shown as %
+  kCount,     // requests
+  kFraction,  // 0..1, shown as %
   kTokensPerSecond,
-  kLatencyUs,       // microseconds (server histograms are in seconds)
-  kCpuPercent,      // % of one core
+  kLatencyUs,   // microseconds (server histograms are in seconds)
+  kCpuPercent,  // % of one core
   kBytes,
 };
 

@@ -1,7 +1,6 @@
 #include "bench/testing/fake_openai_server.h"
 
 #include <fmt/format.h>
-
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -51,8 +50,7 @@ struct FakeHistogram {
     sum += v;
     count++;
   }
-  std::string Render(const std::string& name,
-                     const std::string& labels) const {
+  std::string Render(const std::string& name, const std::string& labels) const {
     std::string out = fmt::format("# TYPE {} histogram\n", name);
     uint64_t cum = 0;
     for (size_t i = 0; i <= bounds.size(); ++i) {
@@ -74,8 +72,9 @@ struct FakeOpenAiServer::Metrics {
   double generation_tokens = 0;
   FakeHistogram ttft{{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.15,
                       0.2, 0.25, 0.3, 0.4, 0.5, 0.75, 1, 2, 5, 10}};
-  FakeHistogram e2e{{0.001, 0.0025, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1,
-                     0.15, 0.2, 0.25, 0.3, 0.4, 0.5, 0.75, 1, 2, 5, 10}};
+  FakeHistogram e2e{{0.001, 0.0025, 0.005, 0.01, 0.02, 0.04, 0.06,
+                     0.08,  0.1,    0.15,  0.2,  0.25, 0.3,  0.4,
+                     0.5,   0.75,   1,     2,    5,    10}};
 };
 
 Result<FakePlan> FakePlan::Parse(std::string_view text, const FakePlan& base) {
@@ -288,8 +287,7 @@ struct FakeOpenAiServer::Stream
 
 FakeOpenAiServer::FakeOpenAiServer(FakeServerOptions options)
     : options_(std::move(options)) {
-  if (!options_.metrics_prefix.empty())
-    metrics_ = std::make_unique<Metrics>();
+  if (!options_.metrics_prefix.empty()) metrics_ = std::make_unique<Metrics>();
 }
 
 FakeOpenAiServer::~FakeOpenAiServer() { Stop(); }
@@ -367,25 +365,30 @@ std::string FakeOpenAiServer::ServerExposition() const {
   }
   const std::string model = "model_name=\"fake\"";
   std::string out;
-  out += fmt::format("# TYPE {0}num_requests_running gauge\n"
-                     "{0}num_requests_running{{{1}}} {2}\n",
-                     p, model, running);
-  out += fmt::format("# TYPE {0}num_requests_waiting gauge\n"
-                     "{0}num_requests_waiting{{{1}}} {2}\n",
-                     p, model, waiting);
-  out += fmt::format("# TYPE {0}kv_cache_usage_perc gauge\n"
-                     "{0}kv_cache_usage_perc{{{1}}} {2}\n",
-                     p, model, std::min(1.0, held / kFakeKvPositions));
+  out += fmt::format(
+      "# TYPE {0}num_requests_running gauge\n"
+      "{0}num_requests_running{{{1}}} {2}\n",
+      p, model, running);
+  out += fmt::format(
+      "# TYPE {0}num_requests_waiting gauge\n"
+      "{0}num_requests_waiting{{{1}}} {2}\n",
+      p, model, waiting);
+  out += fmt::format(
+      "# TYPE {0}kv_cache_usage_perc gauge\n"
+      "{0}kv_cache_usage_perc{{{1}}} {2}\n",
+      p, model, std::min(1.0, held / kFakeKvPositions));
   out += fmt::format(
       "# TYPE {0}cache_config_info gauge\n"
       "{0}cache_config_info{{{1},block_size=\"1\",num_blocks=\"{2}\"}} 1\n",
       p, model, kFakeKvPositions);
-  out += fmt::format("# TYPE {0}prompt_tokens_total counter\n"
-                     "{0}prompt_tokens_total{{{1}}} {2}\n",
-                     p, model, metrics_->prompt_tokens);
-  out += fmt::format("# TYPE {0}generation_tokens_total counter\n"
-                     "{0}generation_tokens_total{{{1}}} {2}\n",
-                     p, model, metrics_->generation_tokens);
+  out += fmt::format(
+      "# TYPE {0}prompt_tokens_total counter\n"
+      "{0}prompt_tokens_total{{{1}}} {2}\n",
+      p, model, metrics_->prompt_tokens);
+  out += fmt::format(
+      "# TYPE {0}generation_tokens_total counter\n"
+      "{0}generation_tokens_total{{{1}}} {2}\n",
+      p, model, metrics_->generation_tokens);
   out += metrics_->ttft.Render(p + "time_to_first_token_seconds",
                                model + ",start=\"warm\"");
   out += metrics_->e2e.Render(p + "e2e_request_latency_seconds",
