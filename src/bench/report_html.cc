@@ -291,7 +291,7 @@ std::string RenderHtml(const BenchReport& r) {
     o.y_format = ms_fmt;
     o.x_format = s_fmt;
     o.y_label = "latency";
-    o.y_lines = SloLines(r, {"itl", "tpot"});
+    o.y_lines = SloLines(r, {"itl"});
     o.id = "chart-itl";
     h += LineChart({{"itl p50", ts.t_s, ts.itl_p50_us, "", false},
                     {"itl p99", ts.t_s, ts.itl_p99_us, "", false}},

@@ -527,6 +527,10 @@ std::string ConfigText(const json::value& root,
   }
   if (v->is_null()) return "";
   if (v->is_string()) return std::string(v->get_string());
+  // Plain decimals ("30", "0.5"), not Boost's "3E1".
+  if (v->is_double()) return fmt::format("{}", v->get_double());
+  if (v->is_int64()) return std::to_string(v->get_int64());
+  if (v->is_uint64()) return std::to_string(v->get_uint64());
   return json::serialize(*v);
 }
 

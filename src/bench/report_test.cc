@@ -242,10 +242,10 @@ std::string ResultJson(const std::string& config_json,
 
 TEST(CompareTest, WarnsWhenTheRunsWereNotSetUpAlike) {
   const std::string a = ResultJson(
-      R"({"url":"http://h/v1","model":"m1","load":{"model":"open","rate_rps":5},
+      R"({"url":"http://h/v1","model":"m1","load":{"model":"open","rate_rps":5.0},
           "max_tokens":128,"display":{}})");
   const std::string b = ResultJson(
-      R"({"url":"http://h/v1","model":"m2","load":{"model":"open","rate_rps":8},
+      R"({"url":"http://h/v1","model":"m2","load":{"model":"open","rate_rps":8.5},
           "max_tokens":128,"display":{}})");
   auto same = CompareResults(a, a, {});
   ASSERT_TRUE(same.ok());
@@ -254,7 +254,7 @@ TEST(CompareTest, WarnsWhenTheRunsWereNotSetUpAlike) {
   ASSERT_TRUE(diff.ok());
   ASSERT_EQ(diff->warnings.size(), 2u);
   EXPECT_EQ(diff->warnings[0], "model: 'm1' vs 'm2'");
-  EXPECT_EQ(diff->warnings[1], "rate: '5' vs '8'");
+  EXPECT_EQ(diff->warnings[1], "rate: '5' vs '8.5'");
   const std::string text = RenderCompare(*diff, "a.json", "b.json");
   EXPECT_NE(text.find("not set up alike"), std::string::npos);
   EXPECT_NE(text.find("model: 'm1' vs 'm2'"), std::string::npos);
