@@ -367,8 +367,11 @@ void DecideVerdict(BenchReport& rep) {
   rep.failed_checks = failed;
   if (!failed.empty()) {
     rep.verdict = Verdict::kFail;
-    rep.verdict_reason = fmt::format("{} threshold(s) failed: {}",
-                                     failed.size(), failed.front());
+    // The error-rate bound and the peak checks are not thresholds.
+    rep.verdict_reason = failed.size() == 1
+                             ? "failed: " + failed.front()
+                             : fmt::format("{} checks failed, first: {}",
+                                           failed.size(), failed.front());
     rep.exit_code = kExitSloFailed;
     return;
   }
