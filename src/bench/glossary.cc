@@ -44,6 +44,18 @@ GlossaryEntries() {
           {"errors",
            "failed requests / attempted, all error classes (connect, "
            "timeout, http_429, http_4xx, http_5xx, abort, parse)"},
+          {"connect", "error class: the connection could not be opened"},
+          {"timeout",
+           "error class: the request, stream-idle or connect timeout fired"},
+          {"http_429", "error class: the server refused with 429 (overloaded)"},
+          {"http_4xx", "error class: another 4xx status"},
+          {"http_5xx", "error class: a 5xx status"},
+          {"abort",
+           "error class: the stream ended early (connection closed, "
+           "in-stream error)"},
+          {"parse",
+           "error class: a 2xx answer bench could not read (malformed JSON "
+           "or SSE, no [DONE])"},
           {"offered", "arrivals the plan scheduled / measurement window"},
           {"sent", "requests actually sent / measurement window"},
           {"completed", "successful requests / measurement window"},
@@ -51,8 +63,23 @@ GlossaryEntries() {
            "successful requests per second that met every per-request SLO"},
           {"good_fraction", "good requests / attempted requests"},
           {"concurrency", "time-weighted mean of requests in flight"},
+          {"in flight", "requests sent and not yet finished"},
           {"output tok/s",
            "output tokens of successful requests / measurement window"},
+          {"offered_rps", "as offered, in requests per second"},
+          {"completed_rps", "as completed, in requests per second"},
+          {"achieved_send_rps", "as sent, in requests per second"},
+          {"output_tps", "as output tok/s"},
+          {"peak_output_tps", "output tokens of the busiest whole second"},
+          {"token_goodput",
+           "output tokens per second of the requests that met every SLO"},
+          {"CI",
+           "confidence interval of a percentile: order-statistic bounds at "
+           "the search's confidence (--confidence, 95 % by default)"},
+          {"tail", "capacity step: its last arrival to its last completion"},
+          {"drain",
+           "capacity step: the wait for an idle server before it (with "
+           "--scrape)"},
           {"running",
            "server: requests in a slot, prefilling or decoding "
            "(num_requests_running)"},

@@ -179,7 +179,12 @@ std::string RenderHtml(const BenchReport& r) {
     }
     h += "</table>";
   }
-  if (r.capacity) h += RenderCapacityHtml(*r.capacity);
+  if (r.capacity) {
+    h += RenderCapacityHtml(*r.capacity);
+    for (const char* t :
+         {"CI", "tail", "drain", "offered", "sent", "completed", "errors"})
+      terms.Use(t);
+  }
   const Validity& v = r.validity;
   h += fmt::format(
       "<p>Run validity: <b class=\"{}\">{}</b> · dispatch delay p99 {} (bound "
@@ -327,6 +332,7 @@ std::string RenderHtml(const BenchReport& r) {
     h += LineChart({{"output tok/s", ts.t_s, ts.output_tps, "", false}}, o);
     ChartOptions c = o;
     c.title = "Requests in flight (mean per bucket)";
+    terms.Use("in flight");
     c.y_label = "requests";
     h += LineChart({{"in flight", ts.t_s, ts.in_flight, "#9467bd", false}}, c);
   }
@@ -338,6 +344,10 @@ std::string RenderHtml(const BenchReport& r) {
             std::string(ErrorClassKey(static_cast<ErrorClass>(c))),
             static_cast<double>(r.measure->errors[static_cast<size_t>(c)]));
       }
+    }
+    terms.Use("errors");
+    for (const auto& [cls, count] : bars) {
+      if (count > 0) terms.Use(cls);
     }
     h += BarChart("Errors by class (measurement phase)", bars,
                   [](double v) { return fmt::format("{:.0f}", v); });

@@ -381,6 +381,10 @@ TEST(ReportTextTest, ListsEveryFailedCheck) {
 TEST(GlossaryTest, EveryMetricHasADefinition) {
   for (Metric m : kAllMetrics)
     EXPECT_FALSE(GlossaryDefinition(MetricKey(m)).empty()) << MetricKey(m);
+  for (int c = 1; c < kNumErrorClasses; ++c) {
+    const std::string_view key = ErrorClassKey(static_cast<ErrorClass>(c));
+    EXPECT_FALSE(GlossaryDefinition(key).empty()) << key;
+  }
   for (const char* t : {"running", "waiting", "kv_cache", "cpu", "rss",
                         "goodput", "errors", "server ttft/e2e"})
     EXPECT_FALSE(GlossaryDefinition(t).empty()) << t;
