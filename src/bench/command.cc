@@ -12,6 +12,7 @@
 
 #include "bench/capacity.h"
 #include "bench/cold_start.h"
+#include "bench/config_echo.h"
 #include "bench/preflight.h"
 #include "bench/report.h"
 #include "bench/runner.h"
@@ -34,8 +35,75 @@ struct Plan {
   ValidityOptions validity;
   double max_error_rate = 0.01;
   std::vector<std::pair<std::string, std::string>> config;
+  ConfigEcho echo;
   std::string base_path;
 };
+
+// The settings as values (JSON `config`, docs/BENCH_JSON.md#config).
+ConfigEcho BuildEcho(const BenchCommandOptions& o, const Plan& p) {
+  const RunConfig& rc = p.run;
+  ConfigEcho e;
+  e.url = rc.base_url;
+  e.api = o.scenario.empty() ? o.api : "scenario";
+  e.scenario = o.scenario;
+  e.stream = !o.no_stream;
+  e.model = o.model;
+  const bool open = rc.mode == RunConfig::Mode::kOpen;
+  e.load_model = open ? "open" : "closed";
+  if (open) {
+    e.rate_rps = rc.stages.empty() ? rc.rate_rps : 0;
+    e.stages = o.stages;
+    e.arrival = std::string(ArrivalKindName(rc.arrival));
+    e.burstiness = rc.burstiness;
+    e.max_in_flight = rc.max_in_flight;
+  } else {
+    e.users = rc.users;
+    e.think = rc.think.ToString();
+    e.ramp_up_s = static_cast<double>(rc.ramp_up_ns) / 1e9;
+  }
+  e.duration_s = static_cast<double>(rc.duration_ns) / 1e9;
+  e.requests = rc.max_requests;
+  e.warmup_s = static_cast<double>(rc.warmup_ns) / 1e9;
+  e.warmup_requests = rc.warmup_requests;
+  e.cold_requests = rc.cold_requests;
+  if (o.scenario.empty() && !p.tasks.empty()) {
+    const TaskSpec& t = p.tasks.front();
+    e.max_tokens = o.max_tokens > 0 ? o.max_tokens : 0;
+    e.output_tokens_spec = o.output_tokens;
+    e.output_tokens = t.output_tokens;
+    e.pin_output_length = o.pin_output_length;
+    switch (t.source) {
+      case TaskSpec::Source::kFixed:
+        e.input_source = "prompt";
+        e.prompt_chars = static_cast<int64_t>(o.prompt.size());
+        break;
+      case TaskSpec::Source::kSynthetic:
+        e.input_source = "synthetic";
+        e.input_tokens_spec = o.input_tokens;
+        e.input_tokens = t.input_tokens;
+        break;
+      case TaskSpec::Source::kJsonl:
+      case TaskSpec::Source::kShareGpt:
+        e.input_source = "dataset";
+        e.dataset = o.dataset;
+        e.dataset_format =
+            t.source == TaskSpec::Source::kJsonl ? "jsonl" : "sharegpt";
+        break;
+    }
+  } else {
+    e.input_source = "scenario";
+  }
+  e.temperature = o.temperature;
+  e.seed = rc.seed;
+  e.request_timeout_s = static_cast<double>(rc.request_timeout_ms) / 1e3;
+  e.idle_timeout_s = static_cast<double>(rc.idle_timeout_ms) / 1e3;
+  e.connect_timeout_s = static_cast<double>(rc.connect_timeout_ms) / 1e3;
+  e.profile = o.profile;
+  for (const Threshold& t : p.thresholds) e.thresholds.push_back(t.source);
+  e.argv = RedactArgv(o.argv.empty() ? ProcessArgv() : o.argv);
+  e.tool_version = std::string(ToolVersion());
+  return e;
+}
 
 Status WriteFile(const std::string& path, const std::string& text) {
   std::ofstream f(path, std::ios::binary);
@@ -333,6 +401,7 @@ Result<Plan> BuildPlan(const BenchCommandOptions& o) {
     c.push_back(
         {"expected_rate", fmt::format("{:.4g}/s (target 1.2x = {:.4g}/s)",
                                       o.expected_rate, 1.2 * o.expected_rate)});
+  p.echo = BuildEcho(o, p);
   return p;
 }
 
@@ -553,6 +622,7 @@ int RunBenchCommand(const BenchCommandOptions& o,
 
   ReportInputs in;
   in.config = plan.config;
+  in.config_echo = plan.echo;
   in.thresholds = plan.thresholds;
   in.goodput = plan.goodput;
   in.validity = plan.validity;
@@ -570,6 +640,7 @@ int RunBenchCommand(const BenchCommandOptions& o,
     if (capacity->capacity_rps <= 0 && report.verdict == Verdict::kPass) {
       report.verdict = Verdict::kFail;
       report.verdict_reason = "no offered rate met every threshold";
+      report.failed_checks.push_back(report.verdict_reason);
       report.exit_code = kExitSloFailed;
     } else {
       DecideVerdict(report);
@@ -578,6 +649,7 @@ int RunBenchCommand(const BenchCommandOptions& o,
   if (scraper) {
     report.scrape_url = scraper->url();
     report.scrape = scraper->Series(run.start_ns);
+    report.scrape_histograms = scraper->Histograms(run.start_ns);
     if (scraper->samples() == 0)
       report.warnings.push_back(
           fmt::format("no successful scrape of {}", scraper->url()));

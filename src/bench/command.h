@@ -107,6 +107,9 @@ struct BenchCommandOptions {
   std::string scrape;
   std::string scrape_filter;  // comma-separated substrings
   bool quiet = false;
+  // The command line echoed in the JSON `config.argv` (secrets masked);
+  // empty: this process's own (/proc/self/cmdline).
+  std::vector<std::string> argv;
 };
 
 // Runs the command; returns the process exit code (0, 99, 100 or 101).

@@ -9,6 +9,7 @@
 #include <boost/json.hpp>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -92,7 +93,7 @@ TEST_F(BenchCommandTest, PassExitsZeroAndWritesTheJsonSchema) {
 
   json::value v = json::parse(Read(o.json_path));
   const json::object& r = v.as_object();
-  EXPECT_EQ(r.at("schema").as_string(), "redline.bench.result/1");
+  EXPECT_EQ(r.at("schema").as_string(), "redline.bench.result/2");
   EXPECT_EQ(r.at("verdict").as_string(), "pass");
   EXPECT_EQ(r.at("exit_code").as_int64(), 0);
   const json::object& m = r.at("phases").at("measure").as_object();
@@ -393,7 +394,7 @@ TEST_F(BenchCommandTest, AbortOnFailStopsTheRunAndExits99) {
   EXPECT_LT(req.at("attempted").as_int64(), 750);
   EXPECT_EQ(req.at("failed").as_int64(), req.at("attempted").as_int64());
   EXPECT_EQ(req.at("planned").as_int64(), req.at("attempted").as_int64());
-  EXPECT_EQ(v.at("config").at("abort_on_fail").as_string(),
+  EXPECT_EQ(v.at("config").at("display").at("abort_on_fail").as_string(),
             "errors: rate<1% abort(300ms) (delay 0.3s)");
 }
 
@@ -655,6 +656,19 @@ std::string Capture(const std::string& cmd, int* status) {
   return out;
 }
 
+// The part of `html` from the element with `id` to the end of its figure.
+std::string Figure(const std::string& html, const std::string& id) {
+  const size_t at = html.find("id=\"" + id + "\"");
+  if (at == std::string::npos) return "";
+  const size_t end = html.find("</figure>", at);
+  return html.substr(at,
+                     end == std::string::npos ? std::string::npos : end - at);
+}
+
+// A real run against the fake server exporting a vLLM-style /metrics,
+// rendered by headless Chromium: the curated server series are in the DOM,
+// the constant ones are counted instead, SLO lines are drawn, no console
+// message.
 TEST_F(BenchCommandTest,
        HtmlReportRendersInHeadlessChromiumWithoutConsoleErrors) {
   const char* chromium = "/usr/bin/chromium";
@@ -665,9 +679,11 @@ TEST_F(BenchCommandTest,
   fo.default_plan.gap_us = 1'000;
   fo.default_plan.tokens = 6;
   fo.record_truth = false;
+  fo.metrics_prefix = "vllm:";
   fo.plan_fn = [](uint64_t i, const http::ServerRequest&,
                   const testing::FakePlan& base) {
     testing::FakePlan p = base;
+    p.ttft_us += static_cast<int64_t>(i % 5) * 3'000;  // TTFT 5-17 ms
     if (i % 13 == 5) p.status = 429;
     if (i % 17 == 3) p.disconnect_after = 2;
     return p;
@@ -675,10 +691,18 @@ TEST_F(BenchCommandTest,
   FakeOpenAiServer server(fo);
   ASSERT_TRUE(server.Start().ok());
   BenchCommandOptions o = Options(server);
-  o.requests = 60;
-  o.warmup = "5";
+  // Long enough for several scrapes (one per second): rates and histogram
+  // deltas need two. The busy middle stage makes the gauges move (about 3
+  // requests in flight against 0.3 in the quiet stages), so they are not
+  // dropped as constant.
+  o.users = 0;
+  o.requests = -1;
+  o.stages = "1.5s:20rps,1.5s:200rps,1.5s:20rps";
+  o.rate_tolerance = "50%";  // the verdict is not what this test is about
   o.profile = "three-second";
+  o.slo = {"ttft: p(99)<50ms"};
   o.html_path = dir_ + "/report.html";
+  o.json_path = dir_ + "/report.json";
   o.scrape = "http://127.0.0.1:" + std::to_string(server.port()) + "/metrics";
   const int code = Run(o);
   EXPECT_TRUE(code == kExitPass || code == kExitSloFailed) << code;
@@ -687,6 +711,10 @@ TEST_F(BenchCommandTest,
             html.find("http://127.0.0.1"));  // no external resources
   EXPECT_EQ(html.find("<script"), std::string::npos);
   EXPECT_EQ(html.find("<link"), std::string::npos);
+  // Keep a copy for people looking at the report by hand.
+  if (const char* keep = std::getenv("RL_KEEP_REPORT"))
+    std::filesystem::copy_file(
+        o.html_path, keep, std::filesystem::copy_options::overwrite_existing);
 
   const std::string profile = dir_ + "/chromium-profile";
   const std::string err = dir_ + "/chromium.log";
@@ -707,16 +735,57 @@ TEST_F(BenchCommandTest,
     svgs++;
     pos++;
   }
-  EXPECT_GE(svgs, 6u);
+  EXPECT_GE(svgs, 12u);
   EXPECT_NE(dom.find("class=\"line\""), std::string::npos);
   EXPECT_NE(dom.find("id=\"verdict\""), std::string::npos);
   EXPECT_NE(dom.find("Cold vs warm"), std::string::npos);
   EXPECT_NE(dom.find("Server metrics"), std::string::npos);
   EXPECT_NE(dom.find("http_429"), std::string::npos);
+  // The curated server series, each a chart with a drawn line.
+  for (const char* id :
+       {"server-requests", "server-kv_cache", "server-tokens", "server-ttft",
+        "server-e2e", "server-cpu", "server-rss"}) {
+    const std::string fig = Figure(dom, id);
+    EXPECT_FALSE(fig.empty()) << id;
+    EXPECT_NE(fig.find("class=\"line\""), std::string::npos) << id;
+  }
+  EXPECT_NE(Figure(dom, "server-tokens").find("data-series=\"generation\""),
+            std::string::npos);
+  EXPECT_NE(Figure(dom, "server-ttft").find("data-series=\"p99\""),
+            std::string::npos);
+  EXPECT_NE(Figure(dom, "server-rss").find("MiB"), std::string::npos);
+  // Constant series (cache_config_info, process_max_fds) are counted, not
+  // drawn.
+  const size_t count_at = dom.find("id=\"server-omitted-count\"");
+  ASSERT_NE(count_at, std::string::npos);
+  const size_t value_at = dom.find("data-count=\"", count_at);
+  ASSERT_NE(value_at, std::string::npos);
+  EXPECT_GE(std::atoi(dom.c_str() + value_at + 12), 2);
+  EXPECT_NE(dom.find("vllm:cache_config_info"), std::string::npos);
+  EXPECT_EQ(Figure(dom, "server-others").find("cache_config_info"),
+            std::string::npos);
+  // SLO lines: the ttft threshold on bench's latency chart and on the
+  // server-side TTFT chart.
+  EXPECT_NE(Figure(dom, "chart-latency").find("data-slo=\"ttft: p(99)"),
+            std::string::npos);
+  EXPECT_NE(Figure(dom, "server-ttft").find("class=\"slo"), std::string::npos);
+  EXPECT_NE(dom.find("id=\"glossary\""), std::string::npos);
+  EXPECT_EQ(dom.find("e+0"), std::string::npos);  // human units on the axes
   // No console messages at all (errors would be "CONSOLE" lines).
   const std::string log = Read(err);
   EXPECT_EQ(log.find("CONSOLE"), std::string::npos) << log.substr(0, 2000);
   EXPECT_EQ(log.find("Uncaught"), std::string::npos);
+
+  // The JSON's structured config and the server summary.
+  json::value v = json::parse(Read(o.json_path));
+  const json::object& c = v.at("config").as_object();
+  EXPECT_EQ(c.at("load").at("model").as_string(), "open");
+  EXPECT_EQ(c.at("load").at("stages").as_string(), o.stages);
+  EXPECT_TRUE(c.at("load").at("rate_rps").is_null());
+  EXPECT_EQ(c.at("input").at("source").as_string(), "prompt");
+  EXPECT_FALSE(c.at("argv").as_array().empty());
+  const json::object& s = v.at("scrape").at("server").as_object();
+  EXPECT_TRUE(s.at("ttft_p50_us").is_number());
 }
 
 }  // namespace

@@ -227,6 +227,7 @@ std::string NowIso8601() {
 BenchReport BuildReport(const RunResult& run, const ReportInputs& in) {
   BenchReport rep;
   rep.config = in.config;
+  rep.config_echo = in.config_echo;
   rep.started_at = NowIso8601();
   rep.task_names = in.task_names;
   rep.goodput = in.goodput ? *in.goodput : GoodputFromThresholds(in.thresholds);
@@ -309,6 +310,7 @@ BenchReport BuildReport(const RunResult& run, const ReportInputs& in) {
 }
 
 void DecideVerdict(BenchReport& rep) {
+  rep.failed_checks.clear();
   if (rep.interrupted) {
     rep.verdict = Verdict::kInvalid;
     rep.verdict_reason = "the run was interrupted before it finished";
@@ -327,6 +329,7 @@ void DecideVerdict(BenchReport& rep) {
     // k6 exits with ThresholdsHaveFailed after abortOnFail: the verdict is
     // known, the run just did not spend its remaining time proving it again.
     rep.verdict = Verdict::kFail;
+    rep.failed_checks = {rep.abort->threshold};
     rep.verdict_reason = fmt::format("aborted early at {:.1f} s: {}",
                                      rep.abort->at_s, rep.abort->reason);
     rep.exit_code = kExitSloFailed;
@@ -361,10 +364,14 @@ void DecideVerdict(BenchReport& rep) {
         "capacity {:.2f}/s is not shown to sustain 1.2 x expected = {:.2f}/s",
         rep.capacity->capacity_rps, rep.capacity->peak_rps));
   }
+  rep.failed_checks = failed;
   if (!failed.empty()) {
     rep.verdict = Verdict::kFail;
-    rep.verdict_reason = fmt::format("{} threshold(s) failed: {}",
-                                     failed.size(), failed.front());
+    // The error-rate bound and the peak checks are not thresholds.
+    rep.verdict_reason = failed.size() == 1
+                             ? "failed: " + failed.front()
+                             : fmt::format("{} checks failed, first: {}",
+                                           failed.size(), failed.front());
     rep.exit_code = kExitSloFailed;
     return;
   }

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "bench/config_echo.h"
 #include "bench/metrics.h"
 #include "bench/quantile_ci.h"
 #include "bench/runner.h"
@@ -179,6 +180,8 @@ struct PeakCheck {
 struct BenchReport {
   // Echo, in display order.
   std::vector<std::pair<std::string, std::string>> config;
+  // The same settings as values (JSON `config`, compare's warnings).
+  ConfigEcho config_echo;
   // Wall clock, ISO 8601 (for humans).
   std::string started_at;
   std::optional<PhaseStats> cold, warmup, measure;
@@ -190,6 +193,9 @@ struct BenchReport {
   Verdict verdict = Verdict::kPass;
   std::string verdict_reason;
   int exit_code = kExitPass;
+  // Every check that failed (error-rate bound, thresholds as written, peak
+  // and capacity checks), in that order; verdict_reason names the first.
+  std::vector<std::string> failed_checks;
   std::vector<std::string> warnings;
   double cpu_seconds = 0, wall_seconds = 0;
   uint64_t connections_opened = 0;
@@ -200,6 +206,8 @@ struct BenchReport {
   std::vector<std::pair<double, double>> cdf_ttft, cdf_e2e;
   std::string scrape_url;
   std::vector<ScrapeSeries> scrape;
+  // The curated latency histograms' buckets (server_series.h).
+  std::vector<ScrapeHistogram> scrape_histograms;
   std::optional<ColdStartInfo> cold_start;
   std::optional<CapacityResult> capacity;
   std::vector<std::string> task_names;
@@ -211,6 +219,7 @@ struct BenchReport {
 
 struct ReportInputs {
   std::vector<std::pair<std::string, std::string>> config;
+  ConfigEcho config_echo;
   std::vector<Threshold> thresholds;
   std::optional<GoodputSlo> goodput;  // default: GoodputFromThresholds()
   ValidityOptions validity;
@@ -232,7 +241,7 @@ void DecideVerdict(BenchReport& report);
 // ---- renderers ----
 // The final table for the terminal (UTF-8; ✓/✗ per threshold).
 std::string RenderText(const BenchReport& report);
-// The JSON result (schema "redline.bench.result/1", docs/BENCH_JSON.md).
+// The JSON result (schema "redline.bench.result/2", docs/BENCH_JSON.md).
 std::string RenderJson(const BenchReport& report);
 // A self-contained HTML page (inline CSS and SVG, no scripts, no external
 // resources).
@@ -262,8 +271,16 @@ std::string RenderCapacityHtml(const CapacityResult& capacity);
 struct CompareOptions {
   // Relative increase flagged as a regression.
   double latency_tolerance = 0.10;
-  // ... only when it is also at least this large (noise).
+  // ... only when it is also at least this large (noise). Request-level
+  // latencies (ttft, e2e): an absolute floor, their noise is scheduling and
+  // network jitter of the order of a millisecond.
   double latency_floor_us = 1000;
+  // Per-token latencies (tpot, itl, ntpot) are often below 1 ms, where an
+  // absolute 1 ms floor hides any regression (0.35 -> 1.33 ms is +280 %):
+  // their floor is this fraction of A's value, and at least
+  // per_token_min_floor_us (timer and histogram resolution).
+  double per_token_floor = 0.05;
+  double per_token_min_floor_us = 20;
   // Relative decrease flagged.
   double throughput_tolerance = 0.10;
   // Absolute increase flagged.
@@ -278,9 +295,23 @@ struct CompareRow {
 };
 struct CompareResult {
   std::vector<CompareRow> rows;
+  // The two runs were not set up alike (target, model, load, lengths,
+  // dataset, ...): one line per difference, "model: 'a' vs 'b'".
+  std::vector<std::string> warnings;
   bool any_regression = false;
   std::string verdict_a, verdict_b;
 };
+// True for the per-token metrics compare floors relatively (tpot, itl,
+// ntpot).
+bool IsPerTokenMetric(std::string_view metric_key);
+// The smallest increase (us) of `metric_key` from `a_us` that counts as a
+// regression (besides the relative tolerance).
+double LatencyFloorUs(std::string_view metric_key, double a_us,
+                      const CompareOptions& options);
+// Whether a latency going from `a_us` to `b_us` is a regression.
+bool IsLatencyRegression(std::string_view metric_key, double a_us, double b_us,
+                         const CompareOptions& options);
+
 // Compares two JSON results (the text of the files).
 Result<CompareResult> CompareResults(std::string_view json_a,
                                      std::string_view json_b,

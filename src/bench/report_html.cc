@@ -8,223 +8,29 @@
 
 #include "base/html_escape.h"
 #include "bench/report.h"
+#include "bench/report_html_chart.h"
+#include "bench/report_html_sections.h"
 #include "bench/units.h"
 
 namespace redline::bench {
 
 namespace {
 
-const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e",
-                         "#9467bd", "#8c564b", "#e377c2", "#17becf"};
-
-struct Series {
-  std::string name;
-  std::vector<double> x, y;
-  std::string color;
-  bool dashed = false;
-};
-
-struct ChartOptions {
-  std::string title;
-  std::string x_label;
-  std::function<std::string(double)> y_format = [](double v) {
-    return fmt::format("{:.3g}", v);
-  };
-  std::function<std::string(double)> x_format = [](double v) {
-    return fmt::format("{:.3g}", v);
-  };
-  bool log_x = false;
-  std::optional<double> marker_x;  // vertical line (end of warm-up)
-  std::string marker_label;
-  double y_min_force = 0;  // y axis starts at 0 unless data is negative
-};
-
-// "Nice" tick step for a range (1, 2, 5 x 10^k).
-double NiceStep(double range, int target) {
-  if (range <= 0) return 1;
-  const double raw = range / target;
-  const double mag = std::pow(10.0, std::floor(std::log10(raw)));
-  const double f = raw / mag;
-  return (f < 1.5 ? 1 : f < 3.5 ? 2 : f < 7.5 ? 5 : 10) * mag;
-}
-
-std::string LineChart(const std::vector<Series>& series,
-                      const ChartOptions& o) {
-  const double W = 640, H = 260, L = 70, R = 16, T = 28, B = 40;
-  double x0 = INFINITY, x1 = -INFINITY, y0 = o.y_min_force, y1 = -INFINITY;
-  for (const Series& s : series) {
-    for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
-      if (!std::isfinite(s.x[i]) || !std::isfinite(s.y[i])) continue;
-      if (o.log_x && s.x[i] <= 0) continue;
-      x0 = std::min(x0, s.x[i]);
-      x1 = std::max(x1, s.x[i]);
-      y0 = std::min(y0, s.y[i]);
-      y1 = std::max(y1, s.y[i]);
-    }
-  }
-  std::string svg = fmt::format(
-      "<figure class=\"chart\"><figcaption>{}</figcaption><svg "
-      "xmlns=\"http://www.w3.org/2000/svg\" "
-      "viewBox=\"0 0 {} {}\" width=\"{}\" height=\"{}\" role=\"img\" "
-      "aria-label=\"{}\">",
-      HtmlEscape(o.title), W, H, W, H, HtmlEscape(o.title));
-  if (!std::isfinite(x0) || !std::isfinite(y1)) {
-    svg += fmt::format(
-        "<text x=\"{}\" y=\"{}\" class=\"empty\">no data</text></svg></figure>",
-        W / 2 - 30, H / 2);
-    return svg;
-  }
-  if (x1 <= x0) x1 = x0 + 1;
-  if (y1 <= y0) y1 = y0 + 1;
-  const double lx0 = o.log_x ? std::log10(x0) : x0,
-               lx1 = o.log_x ? std::log10(x1) : x1;
-  auto px = [&](double x) {
-    return L + ((o.log_x ? std::log10(x) : x) - lx0) /
-                   (lx1 - lx0 == 0 ? 1 : lx1 - lx0) * (W - L - R);
-  };
-  const double ystep = NiceStep(y1 - y0, 5);
-  y1 = std::ceil(y1 / ystep) * ystep;
-  auto py = [&](double y) {
-    return T + (1 - (y - y0) / (y1 - y0)) * (H - T - B);
-  };
-  // Grid and y ticks.
-  for (double y = y0; y <= y1 + ystep / 2; y += ystep) {
-    svg += fmt::format(
-        "<line class=\"grid\" x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" "
-        "y2=\"{:.1f}\"/>",
-        L, py(y), W - R, py(y));
-    svg += fmt::format(
-        "<text class=\"tick\" x=\"{:.1f}\" y=\"{:.1f}\" "
-        "text-anchor=\"end\">{}</text>",
-        L - 6, py(y) + 4, HtmlEscape(o.y_format(y)));
-  }
-  // X ticks.
-  if (o.log_x) {
-    // 1-2-5 ticks per decade when the range is narrow, decades otherwise.
-    std::vector<double> ticks;
-    for (double d = std::floor(lx0); d <= std::ceil(lx1); d += 1) {
-      for (double m : lx1 - lx0 < 2.5 ? std::vector<double>{1, 2, 5}
-                                      : std::vector<double>{1}) {
-        const double x = m * std::pow(10.0, d);
-        if (x >= x0 * 0.999 && x <= x1 * 1.001) ticks.push_back(x);
-      }
-    }
-    for (double x : ticks) {
-      svg += fmt::format(
-          "<line class=\"grid\" x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" "
-          "y2=\"{:.1f}\"/>",
-          px(x), T, px(x), H - B);
-      svg += fmt::format(
-          "<text class=\"tick\" x=\"{:.1f}\" y=\"{:.1f}\" "
-          "text-anchor=\"middle\">{}</text>",
-          px(x), H - B + 16, HtmlEscape(o.x_format(x)));
-    }
-  } else {
-    const double xstep = NiceStep(x1 - x0, 6);
-    for (double x = std::ceil(x0 / xstep) * xstep; x <= x1 + 1e-9; x += xstep) {
-      svg += fmt::format(
-          "<text class=\"tick\" x=\"{:.1f}\" y=\"{:.1f}\" "
-          "text-anchor=\"middle\">{}</text>",
-          px(x), H - B + 16, HtmlEscape(o.x_format(x)));
-    }
-  }
-  svg += fmt::format(
-      "<line class=\"axis\" x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\"/>", L,
-      H - B, W - R, H - B);
-  svg += fmt::format(
-      "<line class=\"axis\" x1=\"{}\" y1=\"{}\" x2=\"{}\" y2=\"{}\"/>", L, T, L,
-      H - B);
-  svg += fmt::format(
-      "<text class=\"label\" x=\"{:.1f}\" y=\"{:.1f}\" "
-      "text-anchor=\"middle\">{}</text>",
-      (L + W - R) / 2, H - 6, HtmlEscape(o.x_label));
-  if (o.marker_x && *o.marker_x > x0 && *o.marker_x < x1) {
-    const double mx = px(*o.marker_x);
-    svg += fmt::format(
-        "<rect class=\"warmup\" x=\"{:.1f}\" y=\"{}\" width=\"{:.1f}\" "
-        "height=\"{}\"/>",
-        L, T, mx - L, H - T - B);
-    svg += fmt::format("<text class=\"tick\" x=\"{:.1f}\" y=\"{}\">{}</text>",
-                       L + 4, T + 12, HtmlEscape(o.marker_label));
-  }
-  // Lines (NaN breaks the line).
-  for (size_t si = 0; si < series.size(); ++si) {
-    const Series& s = series[si];
-    std::string d;
-    bool pen = false;
-    for (size_t i = 0; i < s.x.size() && i < s.y.size(); ++i) {
-      if (!std::isfinite(s.x[i]) || !std::isfinite(s.y[i]) ||
-          (o.log_x && s.x[i] <= 0)) {
-        pen = false;
-        continue;
-      }
-      d += fmt::format("{}{:.1f},{:.1f} ", pen ? "L" : "M", px(s.x[i]),
-                       py(s.y[i]));
-      pen = true;
-    }
-    const std::string color =
-        s.color.empty() ? kColors[si % std::size(kColors)] : s.color;
-    if (!d.empty()) {
-      svg += fmt::format("<path class=\"line\" d=\"{}\" stroke=\"{}\"{}/>", d,
-                         color, s.dashed ? " stroke-dasharray=\"5,3\"" : "");
-    }
-    // Legend.
-    svg += fmt::format(
-        "<rect x=\"{:.1f}\" y=\"8\" width=\"10\" height=\"10\" "
-        "fill=\"{}\"/><text class=\"legend\" "
-        "x=\"{:.1f}\" y=\"17\">{}</text>",
-        L + 8 + static_cast<double>(si) * 120, color,
-        L + 22 + static_cast<double>(si) * 120, HtmlEscape(s.name));
-  }
-  svg += "</svg></figure>";
-  return svg;
-}
-
-std::string BarChart(const std::string& title,
-                     const std::vector<std::pair<std::string, double>>& bars,
-                     const std::function<std::string(double)>& fmt_value) {
-  const double W = 640, row = 24, L = 180, R = 90;
-  const double H = std::max(60.0, 30 + row * static_cast<double>(bars.size()));
-  std::string svg = fmt::format(
-      "<figure class=\"chart\"><figcaption>{}</figcaption><svg "
-      "xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {} {}\" "
-      "width=\"{}\" height=\"{}\" role=\"img\" aria-label=\"{}\">",
-      HtmlEscape(title), W, H, W, H, HtmlEscape(title));
-  double max = 0;
-  for (const auto& [k, v] : bars) max = std::max(max, v);
-  if (bars.empty() || max <= 0) {
-    svg += fmt::format(
-        "<text x=\"{}\" y=\"35\" class=\"empty\">no "
-        "errors</text></svg></figure>",
-        W / 2 - 30);
-    return svg;
-  }
-  for (size_t i = 0; i < bars.size(); ++i) {
-    const double y = 15 + row * static_cast<double>(i);
-    const double w = (W - L - R) * bars[i].second / max;
-    svg += fmt::format(
-        "<text class=\"tick\" x=\"{}\" y=\"{:.1f}\" "
-        "text-anchor=\"end\">{}</text>",
-        L - 8, y + 14, HtmlEscape(bars[i].first));
-    svg += fmt::format(
-        "<rect class=\"bar\" x=\"{}\" y=\"{:.1f}\" width=\"{:.1f}\" "
-        "height=\"{}\" fill=\"{}\"/>",
-        L, y, std::max(w, 1.0), row - 6, kColors[(i + 1) % std::size(kColors)]);
-    svg +=
-        fmt::format("<text class=\"tick\" x=\"{:.1f}\" y=\"{:.1f}\">{}</text>",
-                    L + w + 6, y + 14, HtmlEscape(fmt_value(bars[i].second)));
-  }
-  svg += "</svg></figure>";
-  return svg;
-}
+using html::BarChart;
+using html::ChartOptions;
+using html::LineChart;
+using html::Series;
 
 std::string Ms(double us) { return FormatUs(us); }
 
-std::string LatencyRows(const PhaseStats& s) {
+std::string LatencyRows(const PhaseStats& s, GlossaryTerms* terms) {
   std::string out;
   for (Metric m : kAllMetrics) {
     if (s.Hist(m).empty() && s.Infinite(m) == 0) continue;
     if (s.Hist(m).empty()) continue;
+    terms->Use(MetricKey(m));
+    if (MetricIsErrorAdjusted(m)) terms->Use("success");
+    if (MetricIsErrorAdjusted(m) && s.failed > 0) terms->Use("error-adjusted");
     for (int v = 0; v < (MetricIsErrorAdjusted(m) && s.failed > 0 ? 2 : 1);
          ++v) {
       const bool adj = v == 1;
@@ -241,6 +47,19 @@ std::string LatencyRows(const PhaseStats& s) {
     }
   }
   return out;
+}
+
+// Every check that failed, not only the first the verdict line names.
+std::string FailedChecksHtml(const BenchReport& r) {
+  if (r.failed_checks.empty()) return "";
+  std::string h =
+      fmt::format("<p class=\"bad\">{} failed:</p><ul id=\"failed-checks\">",
+                  r.failed_checks.size() == 1
+                      ? "1 check"
+                      : fmt::format("{} checks", r.failed_checks.size()));
+  for (const std::string& f : r.failed_checks)
+    h += "<li><code>" + HtmlEscape(f) + "</code></li>";
+  return h + "</ul>\n";
 }
 
 std::string ColdWarmRow(std::string_view name, const PhaseStats* s) {
@@ -263,34 +82,42 @@ std::string RenderHtml(const BenchReport& r) {
   std::string h;
   h.reserve(1 << 16);
   const std::string verdict(VerdictName(r.verdict));
-  h += "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta "
-       "name=\"viewport\" "
-       "content=\"width=device-width, initial-scale=1\"><title>redline bench "
-       "report</title>\n<style>\n"
-       "body{font:14px/1.45 system-ui,-apple-system,Segoe "
-       "UI,Roboto,sans-serif;margin:24px "
-       "auto;max-width:1360px;color:#222;padding:0 16px}"
-       "h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 "
-       "8px;border-bottom:1px solid #ddd;padding-bottom:4px}"
-       ".badge{display:inline-block;padding:4px "
-       "12px;border-radius:4px;color:#fff;font-weight:600;text-transform:"
-       "uppercase}"
-       ".pass{background:#2e7d32}.fail{background:#c62828}.invalid{background:#"
-       "ef6c00}"
-       "table{border-collapse:collapse;margin:6px 0}td,th{border:1px solid "
-       "#ddd;padding:3px 8px;text-align:right}"
-       "td:first-child,th:first-child{text-align:left}th{background:#f5f5f5}."
-       "ok{color:#2e7d32}.bad{color:#c62828;font-weight:600}"
-       ".charts{display:flex;flex-wrap:wrap;gap:12px}figure.chart{margin:0;"
-       "border:1px solid #e5e5e5;border-radius:6px;padding:6px}"
-       "figcaption{font-weight:600;margin:0 0 2px "
-       "6px}.grid{stroke:#eee}.axis{stroke:#888}.line{fill:none;stroke-width:1."
-       "6}"
-       ".tick{font-size:11px;fill:#555}.label,.legend{font-size:11px;fill:#333}"
-       ".empty{fill:#999}.warmup{fill:#f3f3f3}"
-       ".muted{color:#666}.kv "
-       "td{text-align:left}code{background:#f5f5f5;padding:1px "
-       "4px}\n</style></head><body>\n";
+  h +=
+      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><meta "
+      "name=\"viewport\" "
+      "content=\"width=device-width, initial-scale=1\"><title>redline bench "
+      "report</title>\n<style>\n"
+      "body{font:14px/1.45 system-ui,-apple-system,Segoe "
+      "UI,Roboto,sans-serif;margin:24px "
+      "auto;max-width:1360px;color:#222;padding:0 16px}"
+      "h1{font-size:22px;margin:0 0 4px}h2{font-size:17px;margin:28px 0 "
+      "8px;border-bottom:1px solid #ddd;padding-bottom:4px}"
+      ".badge{display:inline-block;padding:4px "
+      "12px;border-radius:4px;color:#fff;font-weight:600;text-transform:"
+      "uppercase}"
+      ".pass{background:#2e7d32}.fail{background:#c62828}.invalid{background:#"
+      "ef6c00}"
+      "table{border-collapse:collapse;margin:6px 0}td,th{border:1px solid "
+      "#ddd;padding:3px 8px;text-align:right}"
+      "td:first-child,th:first-child{text-align:left}th{background:#f5f5f5}."
+      "ok{color:#2e7d32}.bad{color:#c62828;font-weight:600}"
+      ".charts{display:flex;flex-wrap:wrap;gap:12px}figure.chart{margin:0;"
+      "border:1px solid #e5e5e5;border-radius:6px;padding:6px;flex:1 1 "
+      "540px;max-width:"
+      "654px;box-sizing:border-box}figure.chart svg{max-width:100%;height:auto}"
+      "figcaption{font-weight:600;margin:0 0 2px "
+      "6px}.grid{stroke:#eee}.axis{stroke:#888}.line{fill:none;stroke-width:1."
+      "6}"
+      ".tick{font-size:11px;fill:#555}.label,.legend{font-size:11px;fill:#333}"
+      ".empty{fill:#999}.warmup{fill:#f3f3f3}"
+      ".slo{stroke:#2e7d32;stroke-width:1.3;stroke-dasharray:7,4}"
+      ".slo.failed{stroke:#c62828}.slo-label{font-size:10px;fill:#444}"
+      ".slo-off,.note{font-weight:400}"
+      "dl.glossary{display:grid;grid-template-columns:max-content auto;gap:"
+      "2px 14px}dl.glossary dt{font-family:monospace}dl.glossary dd{margin:0}"
+      ".muted{color:#666}.kv "
+      "td{text-align:left}code{background:#f5f5f5;padding:1px "
+      "4px}\n</style></head><body>\n";
   h += fmt::format(
       "<h1>redline bench <span class=\"badge {}\" "
       "id=\"verdict\">{}</span></h1>\n",
@@ -298,6 +125,8 @@ std::string RenderHtml(const BenchReport& r) {
   h += fmt::format("<p>{} · exit code {} · started {}</p>\n",
                    HtmlEscape(r.verdict_reason), r.exit_code,
                    HtmlEscape(r.started_at));
+  h += FailedChecksHtml(r);
+  GlossaryTerms terms;
   if (r.abort) {
     h += fmt::format(
         "<p id=\"abort\" class=\"bad\">Aborted early at {:.1f} s by "
@@ -310,10 +139,11 @@ std::string RenderHtml(const BenchReport& r) {
        "Verdicts use error-adjusted distributions: each failed request counts "
        "as +&infin;.</p>\n";
 
-  h += "<h2>Configuration</h2><table class=\"kv\">";
+  h += "<h2>Configuration</h2><table class=\"kv\" id=\"config\">";
   for (const auto& [k, v] : r.config)
     h += fmt::format("<tr><td>{}</td><td>{}</td></tr>", HtmlEscape(k),
                      HtmlEscape(v));
+  h += ConfigEchoRows(r.config_echo);
   h += "</table>\n";
 
   h += "<h2>SLO verdict</h2>";
@@ -324,6 +154,7 @@ std::string RenderHtml(const BenchReport& r) {
          "id=\"thresholds\"><tr><th>threshold</th><th>result</th><th>observed "
          "(adjusted)</th><th>success-only</th><th>note</th></tr>";
     for (const ThresholdResult& t : r.thresholds) {
+      terms.Use(t.threshold.metric_key);
       h += fmt::format(
           "<tr><td><code>{}</code></td><td "
           "class=\"{}\">{}</td><td>{}</td><td>{}</td><td>{}</td></tr>",
@@ -348,7 +179,12 @@ std::string RenderHtml(const BenchReport& r) {
     }
     h += "</table>";
   }
-  if (r.capacity) h += RenderCapacityHtml(*r.capacity);
+  if (r.capacity) {
+    h += RenderCapacityHtml(*r.capacity);
+    for (const char* t :
+         {"CI", "tail", "drain", "offered", "sent", "completed", "errors"})
+      terms.Use(t);
+  }
   const Validity& v = r.validity;
   h += fmt::format(
       "<p>Run validity: <b class=\"{}\">{}</b> · dispatch delay p99 {} (bound "
@@ -371,6 +207,9 @@ std::string RenderHtml(const BenchReport& r) {
   if (r.measure) {
     const PhaseStats& s = *r.measure;
     h += "<h2>Measurement phase</h2>";
+    for (const char* t : {"offered", "sent", "completed", "output tok/s",
+                          "goodput", "good_fraction", "concurrency"})
+      terms.Use(t);
     h += fmt::format(
         "<p>{} requests ({} ok, {} failed) in {:.2f} s · offered {:.2f}/s · "
         "sent {:.2f}/s · completed {:.2f}/s · "
@@ -383,7 +222,7 @@ std::string RenderHtml(const BenchReport& r) {
          "id=\"latency\"><tr><th>metric</th><th>view</th><th>mean</th><th>p50</"
          "th><th>p90</th><th>p95</th><th>p99</th>"
          "<th>p99.9</th><th>max</th><th>n</th></tr>";
-    h += LatencyRows(s);
+    h += LatencyRows(s, &terms);
     h += "</table>";
   }
 
@@ -404,7 +243,10 @@ std::string RenderHtml(const BenchReport& r) {
 
   const TimeSeries& ts = r.series;
   auto ms_fmt = [](double us) { return FormatUs(us); };
-  auto s_fmt = [](double s) { return fmt::format("{:.3g}s", s); };
+  auto s_fmt = [](double s) { return FormatSeconds(s); };
+  terms.Use("ttft");
+  terms.Use("e2e");
+  terms.Use("dispatch_delay");
   h += "<h2>Charts</h2><div class=\"charts\">";
   {
     ChartOptions o;
@@ -413,6 +255,9 @@ std::string RenderHtml(const BenchReport& r) {
     o.x_label = "time since load start";
     o.y_format = ms_fmt;
     o.x_format = s_fmt;
+    o.y_label = "latency";
+    o.y_lines = SloLines(r, {"ttft", "e2e"});
+    o.id = "chart-latency";
     if (ts.warmup_end_s > 0) {
       o.marker_x = ts.warmup_end_s;
       o.marker_label = "warm-up";
@@ -439,13 +284,30 @@ std::string RenderHtml(const BenchReport& r) {
       ttft.x.push_back(x);
       ttft.y.push_back(y);
     }
+    o.x_lines = SloLines(r, {"ttft", "e2e"});
+    o.id = "chart-cdf";
     h += LineChart({e2e, ttft}, o);
+  }
+  if (r.measure && !r.measure->Hist(Metric::kItl).empty()) {
+    terms.Use("itl");
+    ChartOptions o;
+    o.title = "Inter-token latency over time (ITL, by chunk arrival)";
+    o.x_label = "time since load start";
+    o.y_format = ms_fmt;
+    o.x_format = s_fmt;
+    o.y_label = "latency";
+    o.y_lines = SloLines(r, {"itl"});
+    o.id = "chart-itl";
+    h += LineChart({{"itl p50", ts.t_s, ts.itl_p50_us, "", false},
+                    {"itl p99", ts.t_s, ts.itl_p99_us, "", false}},
+                   o);
   }
   {
     ChartOptions o;
     o.title = "Throughput (requests per second)";
     o.x_label = "time since load start";
     o.x_format = s_fmt;
+    o.y_label = "req/s";
     if (ts.warmup_end_s > 0) {
       o.marker_x = ts.warmup_end_s;
       o.marker_label = "warm-up";
@@ -463,12 +325,15 @@ std::string RenderHtml(const BenchReport& r) {
   }
   {
     ChartOptions o;
-    o.title = "Output tokens per second and requests in flight";
+    o.title = "Output tokens per second (client)";
     o.x_label = "time since load start";
     o.x_format = s_fmt;
+    o.y_label = "tok/s";
     h += LineChart({{"output tok/s", ts.t_s, ts.output_tps, "", false}}, o);
     ChartOptions c = o;
     c.title = "Requests in flight (mean per bucket)";
+    terms.Use("in flight");
+    c.y_label = "requests";
     h += LineChart({{"in flight", ts.t_s, ts.in_flight, "#9467bd", false}}, c);
   }
   {
@@ -480,6 +345,10 @@ std::string RenderHtml(const BenchReport& r) {
             static_cast<double>(r.measure->errors[static_cast<size_t>(c)]));
       }
     }
+    terms.Use("errors");
+    for (const auto& [cls, count] : bars) {
+      if (count > 0) terms.Use(cls);
+    }
     h += BarChart("Errors by class (measurement phase)", bars,
                   [](double v) { return fmt::format("{:.0f}", v); });
   }
@@ -488,6 +357,8 @@ std::string RenderHtml(const BenchReport& r) {
     o.title = "Capacity search: latency vs offered rate";
     o.x_label = "offered rate (req/s)";
     o.y_format = ms_fmt;
+    o.y_label = "latency";
+    o.y_lines = SloLines(r, {"ttft", "e2e"});
     std::vector<CapacityPoint> pts = r.capacity->curve;
     std::sort(pts.begin(), pts.end(), [](const auto& a, const auto& b) {
       return a.offered_rps < b.offered_rps;
@@ -516,34 +387,8 @@ std::string RenderHtml(const BenchReport& r) {
     h += "</table>";
   }
 
-  if (!r.scrape_url.empty()) {
-    h += fmt::format("<h2>Server metrics ({})</h2>", HtmlEscape(r.scrape_url));
-    if (r.scrape.empty()) h += "<p>No matching series were scraped.</p>";
-    h += "<div class=\"charts\">";
-    int shown = 0;
-    for (const ScrapeSeries& s : r.scrape) {
-      if (shown++ == 16) break;
-      ChartOptions o;
-      o.title = s.name + (s.labels.empty() ? "" : "{" + s.labels + "}") +
-                (s.counter ? " (rate per second)" : "");
-      o.x_label = "time since load start";
-      o.x_format = s_fmt;
-      Series ser{s.name, {}, {}, "", false};
-      if (s.counter) {
-        for (size_t i = 1; i < s.t_s.size(); ++i) {
-          const double dt = s.t_s[i] - s.t_s[i - 1];
-          if (dt <= 0) continue;
-          ser.x.push_back(s.t_s[i]);
-          ser.y.push_back((s.value[i] - s.value[i - 1]) / dt);
-        }
-      } else {
-        ser.x = s.t_s;
-        ser.y = s.value;
-      }
-      h += LineChart({ser}, o);
-    }
-    h += "</div>";
-  }
+  h += ServerMetricsSection(r, &terms);
+  h += GlossarySection(terms);
   h += "<p class=\"muted\">Generated by redline bench. JSON schema: "
        "docs/BENCH_JSON.md.</p></body></html>\n";
   return h;

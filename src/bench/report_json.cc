@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "bench/report.h"
+#include "bench/server_series.h"
 #include "bench/units.h"
 
 namespace redline::bench {
@@ -13,7 +14,7 @@ namespace json = boost::json;
 
 namespace {
 
-constexpr std::string_view kSchema = "redline.bench.result/1";
+constexpr std::string_view kSchema = "redline.bench.result/2";
 constexpr double kReportConfidence = 0.95;
 
 // +inf -> "inf" (a failed request in an error-adjusted view); NaN -> null.
@@ -115,6 +116,77 @@ json::array Arr(const std::vector<T>& v) {
   return a;
 }
 
+json::value LengthDistJson(const std::string& spec,
+                           const std::optional<LengthDist>& d) {
+  if (!d) return nullptr;
+  json::object o{{"spec", spec},
+                 {"kind", LengthDistKindName(d->kind)},
+                 {"mean", d->mean},
+                 {"min", d->min},
+                 {"max", d->max}};
+  if (d->kind == LengthDist::Kind::kNormal ||
+      d->kind == LengthDist::Kind::kLognormal)
+    o["stddev"] = d->stddev;
+  return o;
+}
+
+// docs/BENCH_JSON.md#config.
+json::object ConfigJson(const BenchReport& r) {
+  const ConfigEcho& e = r.config_echo;
+  json::object load{{"model", e.load_model}};
+  if (e.load_model == "open") {
+    load["rate_rps"] = e.stages.empty() ? json::value(e.rate_rps) : nullptr;
+    load["stages"] =
+        e.stages.empty() ? json::value(nullptr) : json::value(e.stages);
+    load["arrival"] = e.arrival;
+    load["burstiness"] = e.burstiness;
+    load["max_in_flight"] = e.max_in_flight;
+  } else {
+    load["users"] = e.users;
+    load["think"] = e.think;
+    load["ramp_up_s"] = e.ramp_up_s;
+  }
+  json::object input{{"source", e.input_source}};
+  if (e.input_source == "prompt") input["prompt_chars"] = e.prompt_chars;
+  if (e.input_source == "synthetic")
+    input["tokens"] = LengthDistJson(e.input_tokens_spec, e.input_tokens);
+  json::object c;
+  c["url"] = e.url;
+  c["api"] = e.api;
+  c["scenario"] =
+      e.scenario.empty() ? json::value(nullptr) : json::value(e.scenario);
+  c["stream"] = e.stream;
+  c["model"] = e.model;
+  c["load"] = std::move(load);
+  c["length"] = json::object{{"duration_s", e.duration_s},
+                             {"requests", e.requests},
+                             {"warmup_s", e.warmup_s},
+                             {"warmup_requests", e.warmup_requests},
+                             {"cold_requests", e.cold_requests}};
+  c["max_tokens"] = e.max_tokens > 0 ? json::value(e.max_tokens) : nullptr;
+  c["output_tokens"] = LengthDistJson(e.output_tokens_spec, e.output_tokens);
+  c["pin_output_length"] = e.pin_output_length;
+  c["input"] = std::move(input);
+  c["dataset"] = e.dataset.empty()
+                     ? json::value(nullptr)
+                     : json::value(json::object{{"path", e.dataset},
+                                                {"format", e.dataset_format}});
+  c["temperature"] =
+      e.temperature >= 0 ? json::value(e.temperature) : json::value(nullptr);
+  c["seed"] = e.seed;
+  c["timeouts_s"] = json::object{{"request", e.request_timeout_s},
+                                 {"idle", e.idle_timeout_s},
+                                 {"connect", e.connect_timeout_s}};
+  c["profile"] = e.profile;
+  c["thresholds"] = Arr(e.thresholds);
+  c["argv"] = Arr(e.argv);
+  c["tool_version"] = e.tool_version;
+  json::object display;
+  for (const auto& [k, v] : r.config) display[k] = v;
+  c["display"] = std::move(display);
+  return c;
+}
+
 json::array Points(const std::vector<std::pair<double, double>>& pts) {
   json::array a;
   for (const auto& [x, y] : pts) a.push_back(json::array{x, y});
@@ -126,11 +198,10 @@ json::array Points(const std::vector<std::pair<double, double>>& pts) {
 std::string RenderJson(const BenchReport& r) {
   json::object o;
   o["schema"] = kSchema;
-  o["tool"] = json::object{{"name", "redline bench"}, {"version", "0.1.0"}};
+  o["tool"] =
+      json::object{{"name", "redline bench"}, {"version", ToolVersion()}};
   o["started_at"] = r.started_at;
-  json::object config;
-  for (const auto& [k, v] : r.config) config[k] = v;
-  o["config"] = std::move(config);
+  o["config"] = ConfigJson(r);
   o["method"] = json::object{
       {"time_unit", "us"},
       {"percentiles",
@@ -188,6 +259,7 @@ std::string RenderJson(const BenchReport& r) {
   }
   o["verdict"] = VerdictName(r.verdict);
   o["verdict_reason"] = r.verdict_reason;
+  o["failed_checks"] = Arr(r.failed_checks);
   if (r.abort) {
     o["abort"] = json::object{{"threshold", r.abort->threshold},
                               {"reason", r.abort->reason},
@@ -253,8 +325,24 @@ std::string RenderJson(const BenchReport& r) {
                                     {"t_s", Arr(s.t_s)},
                                     {"value", Arr(s.value)}});
     }
-    o["scrape"] =
-        json::object{{"url", r.scrape_url}, {"series", std::move(series)}};
+    const ServerMetricsView view =
+        CurateServerMetrics(r.scrape, r.scrape_histograms);
+    json::array panels;
+    for (const ServerPanel& p : view.panels) {
+      json::array lines;
+      for (const ServerLine& l : p.lines) lines.push_back(json::string(l.name));
+      panels.push_back(json::object{{"id", p.id}, {"lines", std::move(lines)}});
+    }
+    json::object server{{"ttft_p50_us", Num(view.ttft_p50_us)},
+                        {"ttft_p99_us", Num(view.ttft_p99_us)},
+                        {"e2e_p50_us", Num(view.e2e_p50_us)},
+                        {"e2e_p99_us", Num(view.e2e_p99_us)},
+                        {"panels", std::move(panels)},
+                        {"constant", Arr(view.constant)},
+                        {"missing", Arr(view.missing)}};
+    o["scrape"] = json::object{{"url", r.scrape_url},
+                               {"series", std::move(series)},
+                               {"server", std::move(server)}};
   } else {
     o["scrape"] = nullptr;
   }
@@ -430,7 +518,106 @@ double Get(const json::value& root,
   return std::nan("");
 }
 
+// A config value as text for comparison ("" when absent or null).
+std::string ConfigText(const json::value& root,
+                       std::initializer_list<std::string_view> path) {
+  const json::value* v = &root;
+  for (std::string_view key : path) {
+    if (!v->is_object()) return "";
+    v = v->get_object().if_contains(key);
+    if (v == nullptr) return "";
+  }
+  if (v->is_null()) return "";
+  if (v->is_string()) return std::string(v->get_string());
+  // Plain decimals ("30", "0.5"), not Boost's "3E1".
+  if (v->is_double()) return fmt::format("{}", v->get_double());
+  if (v->is_int64()) return std::to_string(v->get_int64());
+  if (v->is_uint64()) return std::to_string(v->get_uint64());
+  return json::serialize(*v);
+}
+
+// What must match for two runs to be comparable (docs/BENCH.md#compare).
+// Schema /1 files hold display strings only: their url, api, load and
+// length strings are compared instead (a /2 file keeps them under display).
+std::vector<std::string> ConfigDifferences(const json::value& a,
+                                           const json::value& b) {
+  std::vector<std::string> out;
+  const json::value* ca = a.get_object().if_contains("config");
+  const json::value* cb = b.get_object().if_contains("config");
+  if (ca == nullptr || cb == nullptr || !ca->is_object() || !cb->is_object())
+    return {"a file has no config: cannot tell whether the runs match"};
+  auto structured = [](const json::value& c) {
+    return c.get_object().contains("display");
+  };
+  auto differ = [&](std::string_view name, const std::string& x,
+                    const std::string& y) {
+    if (x != y)
+      out.push_back(fmt::format("{}: '{}' vs '{}'", name, x.empty() ? "-" : x,
+                                y.empty() ? "-" : y));
+  };
+  if (structured(*ca) && structured(*cb)) {
+    struct Field {
+      const char* name;
+      std::initializer_list<std::string_view> path;
+    };
+    const Field kFields[] = {
+        {"url", {"url"}},
+        {"api", {"api"}},
+        {"scenario", {"scenario"}},
+        {"stream", {"stream"}},
+        {"model", {"model"}},
+        {"load model", {"load", "model"}},
+        {"rate", {"load", "rate_rps"}},
+        {"stages", {"load", "stages"}},
+        {"arrival", {"load", "arrival"}},
+        {"burstiness", {"load", "burstiness"}},
+        {"max in flight", {"load", "max_in_flight"}},
+        {"users", {"load", "users"}},
+        {"think", {"load", "think"}},
+        {"max_tokens", {"max_tokens"}},
+        {"output tokens", {"output_tokens", "spec"}},
+        {"pinned output length", {"pin_output_length"}},
+        {"input", {"input", "source"}},
+        {"input tokens", {"input", "tokens", "spec"}},
+        {"prompt length", {"input", "prompt_chars"}},
+        {"dataset", {"dataset", "path"}},
+        {"temperature", {"temperature"}},
+        {"tool version", {"tool_version"}},
+    };
+    for (const Field& f : kFields)
+      differ(f.name, ConfigText(*ca, f.path), ConfigText(*cb, f.path));
+    return out;
+  }
+  auto display = [&](const json::value& c, std::string_view key) {
+    return structured(c) ? ConfigText(c, {"display", key})
+                         : ConfigText(c, {key});
+  };
+  for (std::string_view key : {"url", "api", "load", "length"})
+    differ(key, display(*ca, key), display(*cb, key));
+  return out;
+}
+
 }  // namespace
+
+bool IsPerTokenMetric(std::string_view metric_key) {
+  return metric_key == "tpot" || metric_key == "itl" || metric_key == "ntpot";
+}
+
+double LatencyFloorUs(std::string_view metric_key, double a_us,
+                      const CompareOptions& opt) {
+  if (!IsPerTokenMetric(metric_key)) return opt.latency_floor_us;
+  return std::max(opt.per_token_min_floor_us,
+                  opt.per_token_floor * std::max(a_us, 0.0));
+}
+
+bool IsLatencyRegression(std::string_view metric_key, double a_us, double b_us,
+                         const CompareOptions& opt) {
+  if (std::isnan(a_us) || std::isnan(b_us)) return false;
+  if (std::isinf(b_us)) return !std::isinf(a_us);
+  if (!(a_us > 0) || std::isinf(a_us)) return false;
+  return b_us / a_us - 1 > opt.latency_tolerance &&
+         b_us - a_us >= LatencyFloorUs(metric_key, a_us, opt);
+}
 
 Result<CompareResult> CompareResults(std::string_view text_a,
                                      std::string_view text_b,
@@ -458,6 +645,7 @@ Result<CompareResult> CompareResults(std::string_view text_a,
   };
   res.verdict_a = verdict(a);
   res.verdict_b = verdict(b);
+  res.warnings = ConfigDifferences(a, b);
   auto add_latency = [&](std::string_view metric, std::string_view pct) {
     CompareRow row;
     row.metric = fmt::format("{} {} (adjusted)", metric, pct);
@@ -468,15 +656,13 @@ Result<CompareResult> CompareResults(std::string_view text_a,
     if (std::isnan(row.a) && std::isnan(row.b)) return;
     if (std::isinf(row.b) && !std::isinf(row.a)) {
       row.change = INFINITY;
-      row.regression = true;
     } else if (row.a > 0 && std::isfinite(row.a) && std::isfinite(row.b)) {
       row.change = row.b / row.a - 1;
-      row.regression = row.change > opt.latency_tolerance &&
-                       row.b - row.a >= opt.latency_floor_us;
     }
+    row.regression = IsLatencyRegression(metric, row.a, row.b, opt);
     res.rows.push_back(row);
   };
-  for (std::string_view m : {"ttft", "e2e", "itl", "tpot"}) {
+  for (std::string_view m : {"ttft", "e2e", "itl", "tpot", "ntpot"}) {
     for (std::string_view p : {"p50", "p95", "p99"}) {
       if (m == "itl") {
         CompareRow row;
@@ -488,8 +674,7 @@ Result<CompareResult> CompareResults(std::string_view text_a,
         if (std::isnan(row.a) && std::isnan(row.b)) continue;
         if (row.a > 0 && std::isfinite(row.b)) {
           row.change = row.b / row.a - 1;
-          row.regression = row.change > opt.latency_tolerance &&
-                           row.b - row.a >= opt.latency_floor_us;
+          row.regression = IsLatencyRegression("itl", row.a, row.b, opt);
         }
         res.rows.push_back(row);
       } else {
@@ -527,8 +712,15 @@ Result<CompareResult> CompareResults(std::string_view text_a,
 
 std::string RenderCompare(const CompareResult& res, std::string_view name_a,
                           std::string_view name_b) {
-  std::string out = fmt::format("A = {} (verdict {})\nB = {} (verdict {})\n\n",
+  std::string out = fmt::format("A = {} (verdict {})\nB = {} (verdict {})\n",
                                 name_a, res.verdict_a, name_b, res.verdict_b);
+  if (!res.warnings.empty()) {
+    out +=
+        "warning: the runs were not set up alike; differences may come "
+        "from the setup, not the code:\n";
+    for (const std::string& w : res.warnings) out += "  " + w + "\n";
+  }
+  out += "\n";
   out +=
       fmt::format("  {:<26}{:>14}{:>14}{:>11}\n", "metric", "A", "B", "change");
   for (const CompareRow& r : res.rows) {

@@ -207,6 +207,10 @@ std::string RenderText(const BenchReport& r) {
         r.abort->certain ? "failed for good" : "failing after its delay",
         r.abort->cancelled);
   }
+  if (!r.failed_checks.empty()) {
+    out += fmt::format("\nfailed ({}):\n", r.failed_checks.size());
+    for (const std::string& f : r.failed_checks) out += "  ✗ " + f + "\n";
+  }
   std::string verdict(VerdictName(r.verdict));
   for (char& ch : verdict)
     ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));

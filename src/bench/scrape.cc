@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "bench/server_series.h"
 #include "bench/units.h"
 #include "http/url.h"
 
@@ -65,6 +66,34 @@ std::vector<PromSample> ParsePrometheusText(std::string_view text,
     out.push_back(std::move(s));
   }
   if (malformed) *malformed = bad;
+  return out;
+}
+
+std::vector<std::pair<std::string, std::string>> ParseLabels(
+    std::string_view labels) {
+  std::vector<std::pair<std::string, std::string>> out;
+  size_t i = 0;
+  while (i < labels.size()) {
+    while (i < labels.size() && (labels[i] == ',' || labels[i] == ' ')) ++i;
+    const size_t eq = labels.find('=', i);
+    if (eq == std::string_view::npos || eq + 1 >= labels.size() ||
+        labels[eq + 1] != '"')
+      break;
+    std::string key(Trim(labels.substr(i, eq - i)));
+    std::string value;
+    size_t j = eq + 2;
+    for (; j < labels.size() && labels[j] != '"'; ++j) {
+      if (labels[j] == '\\' && j + 1 < labels.size()) {
+        ++j;
+        value.push_back(labels[j] == 'n' ? '\n' : labels[j]);
+      } else {
+        value.push_back(labels[j]);
+      }
+    }
+    if (j >= labels.size()) break;  // unterminated value
+    out.emplace_back(std::move(key), std::move(value));
+    i = j + 1;
+  }
   return out;
 }
 
@@ -143,12 +172,33 @@ void Scraper::Ingest(std::string_view body, int64_t t_ns) {
   samples_++;
   // Absolute; made relative in Series().
   const double t = static_cast<double>(t_ns) / 1e9;
+  // This scrape's curated histograms, summed by `le`.
+  std::map<std::string, std::map<double, double>> buckets;
   for (PromSample& s : ParsePrometheusText(body)) {
-    if (!Keep(s.name)) continue;
+    if (std::string family = CuratedHistogramFamily(s.name); !family.empty()) {
+      for (const auto& [k, v] : ParseLabels(s.labels)) {
+        if (k != "le") continue;
+        double le = INFINITY;
+        if (v != "+Inf") {
+          auto parsed = ParseNumber(v);
+          if (!parsed.ok()) break;
+          le = *parsed;
+        }
+        auto& fam = buckets[family];
+        if (fam.size() < 256 || fam.count(le)) fam[le] += s.value;
+        break;
+      }
+      continue;
+    }
+    const bool curated = IsCuratedSeries(s.name);
+    if (!curated && !Keep(s.name)) continue;
     std::string key = s.name + "{" + s.labels + "}";
     auto it = series_.find(key);
     if (it == series_.end()) {
-      if (series_.size() >= max_series_) continue;
+      if (curated ? curated_series_ >= max_series_
+                  : series_.size() - curated_series_ >= max_series_)
+        continue;
+      if (curated) curated_series_++;
       ScrapeSeries ser;
       ser.name = s.name;
       ser.labels = s.labels;
@@ -163,6 +213,22 @@ void Scraper::Ingest(std::string_view body, int64_t t_ns) {
     it->second.t_s.push_back(t);
     it->second.value.push_back(s.value);
   }
+  for (auto& [family, cumulative] : buckets) {
+    ScrapeHistogram& h = histograms_[family];
+    h.name = family;
+    h.t_s.push_back(t);
+    h.buckets.push_back(std::move(cumulative));
+  }
+}
+
+std::vector<ScrapeHistogram> Scraper::Histograms(int64_t t0_ns) const {
+  std::vector<ScrapeHistogram> out;
+  const double t0 = static_cast<double>(t0_ns) / 1e9;
+  for (const auto& [k, v] : histograms_) {
+    out.push_back(v);
+    for (double& t : out.back().t_s) t -= t0;
+  }
+  return out;
 }
 
 std::vector<ScrapeSeries> Scraper::Series(int64_t t0_ns) const {

@@ -116,4 +116,64 @@ std::string FormatUs(double us) {
   return fmt::format("{:.1f}s", us / 1e6);
 }
 
+namespace {
+
+// Up to 3 significant digits without an exponent, trailing zeros dropped.
+std::string Sig3(double v) {
+  const double a = std::fabs(v);
+  std::string s = a >= 100  ? fmt::format("{:.0f}", v)
+                  : a >= 10 ? fmt::format("{:.1f}", v)
+                  : a >= 1  ? fmt::format("{:.2f}", v)
+                            : fmt::format("{:.3f}", v);
+  if (s.find('.') != std::string::npos) {
+    while (s.back() == '0') s.pop_back();
+    if (s.back() == '.') s.pop_back();
+  }
+  if (s == "-0") s = "0";
+  return s;
+}
+
+}  // namespace
+
+std::string FormatCompact(double v) {
+  if (std::isnan(v)) return "-";
+  if (std::isinf(v)) return v > 0 ? "∞" : "-∞";
+  const double a = std::fabs(v);
+  // Rounding can carry into the next unit (999.6 -> "1000"): pick the unit
+  // from the rounded value.
+  if (a < 999.5) return Sig3(v);
+  if (a < 999.5e3) return Sig3(v / 1e3) + "k";
+  if (a < 999.5e6) return Sig3(v / 1e6) + "M";
+  if (a < 999.5e9) return Sig3(v / 1e9) + "G";
+  return Sig3(v / 1e12) + "T";
+}
+
+std::string FormatBytes(double bytes) {
+  if (!std::isfinite(bytes)) return FormatCompact(bytes);
+  const double a = std::fabs(bytes);
+  if (a < 1023.5) return Sig3(bytes) + "B";
+  if (a < 1023.5 * 1024) return Sig3(bytes / 1024) + "KiB";
+  if (a < 1023.5 * 1024 * 1024) return Sig3(bytes / (1024.0 * 1024)) + "MiB";
+  return Sig3(bytes / (1024.0 * 1024 * 1024)) + "GiB";
+}
+
+std::string FormatSeconds(double s) {
+  if (!std::isfinite(s)) return FormatCompact(s);
+  const double a = std::fabs(s);
+  if (a == 0) return "0s";
+  if (a < 0.9995) return Sig3(s * 1e3) + "ms";
+  if (a < 120) return Sig3(s) + "s";
+  if (a < 7200) return Sig3(s / 60) + "m";
+  return Sig3(s / 3600) + "h";
+}
+
+std::string FormatTokensPerSecond(double tps) {
+  return FormatCompact(tps) + " tok/s";
+}
+
+std::string FormatPercent(double fraction) {
+  if (!std::isfinite(fraction)) return FormatCompact(fraction);
+  return Sig3(fraction * 100) + "%";
+}
+
 }  // namespace redline::bench

@@ -26,6 +26,19 @@ Result<double> ParsePercentOrFraction(std::string_view text);
 // "∞ (failed)" for +inf, "-" for NaN.
 std::string FormatUs(double us);
 
+// Axis and table labels in human units; never scientific notation.
+// Compact count: "950", "1.2k", "20M", "3.4G" (3 significant digits at
+// most, trailing zeros dropped; negative values keep their sign).
+std::string FormatCompact(double v);
+// Bytes in binary units: "512B", "12KiB", "1.5MiB", "2.25GiB".
+std::string FormatBytes(double bytes);
+// Seconds for time axes: "0s", "750ms", "12s", "2.5m", "1.2h".
+std::string FormatSeconds(double s);
+// Tokens per second: "850 tok/s", "1.2k tok/s".
+std::string FormatTokensPerSecond(double tps);
+// A fraction as a percentage: 0.253 -> "25.3%", 0.0123 -> "1.23%".
+std::string FormatPercent(double fraction);
+
 // Trims ASCII whitespace.
 std::string_view Trim(std::string_view s);
 

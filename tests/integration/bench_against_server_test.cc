@@ -23,6 +23,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -171,7 +172,7 @@ class BenchAgainstServerTest : public ::testing::Test {
 void CheckPassingResult(const json::value& v, int64_t requests) {
   ASSERT_TRUE(v.is_object());
   const json::object& o = v.as_object();
-  EXPECT_EQ(o.at("schema").as_string(), "redline.bench.result/1");
+  EXPECT_EQ(o.at("schema").as_string(), "redline.bench.result/2");
   for (const char* field :
        {"tool", "started_at", "config", "method", "phases", "goodput_slo_us",
         "thresholds", "validity", "verdict", "verdict_reason", "exit_code",
@@ -289,6 +290,47 @@ TEST_F(BenchAgainstServerTest, InProcessImpossibleSloExitsSloFailed) {
   EXPECT_FALSE(v.at("thresholds").at(0).at("pass").as_bool());
   // The run itself was fine: the failure is the SLO, not the requests.
   EXPECT_EQ(v.at("phases").at("measure").at("requests").at("ok").as_int64(), 4);
+}
+
+// `--scrape` of Redline's own /metrics: its names (redline_ prefix) fill the
+// curated server view of the report, including the server-side TTFT and E2E
+// percentiles from its histogram buckets.
+TEST_F(BenchAgainstServerTest, ScrapedRedlineMetricsFillTheCuratedServerView) {
+  const uint16_t port = StartServer();
+  ASSERT_NE(port, 0);
+  bench::BenchCommandOptions o = Options(port, "scrape");
+  // Several scrapes (one a second): rates and bucket deltas need two. Long
+  // outputs and no think time keep requests in the server's slots when it
+  // is scraped (an 8-token request takes well under a millisecond).
+  o.requests = -1;
+  o.duration = "3s";
+  o.users = 4;
+  o.max_tokens = 64;
+  o.scrape = "http://127.0.0.1:" + std::to_string(port) + "/metrics";
+  o.html_path = (dir_ / "scrape.html").string();
+  ASSERT_EQ(bench::RunBenchCommand(o, nullptr, null_, null_), bench::kExitPass);
+  const json::value v = ParseJson(ReadFile(o.json_path));
+  const json::object& server = v.at("scrape").at("server").as_object();
+  std::set<std::string> panels;
+  for (const json::value& p : server.at("panels").as_array())
+    panels.insert(std::string(p.at("id").as_string()));
+  // Counters and histograms move under load; so do CPU and RSS readings.
+  for (const char* id : {"tokens", "ttft", "e2e", "cpu", "rss"})
+    EXPECT_TRUE(panels.count(id)) << id << " in " << json::serialize(server);
+  // The slot gauges may read the same at every scrape (4 users on 4 slots:
+  // always 4 running); then they are listed as constant instead.
+  const std::string constant = json::serialize(server.at("constant"));
+  EXPECT_TRUE(panels.count("requests") ||
+              constant.find("redline_num_requests_running") !=
+                  std::string::npos)
+      << json::serialize(server);
+  EXPECT_GT(server.at("ttft_p50_us").to_number<double>(), 0);
+  EXPECT_LE(server.at("ttft_p50_us").to_number<double>(),
+            server.at("e2e_p99_us").to_number<double>());
+  const std::string html = ReadFile(o.html_path);
+  EXPECT_NE(html.find("id=\"server-ttft\""), std::string::npos);
+  EXPECT_NE(html.find("redline_time_to_first_token_seconds"),
+            std::string::npos);
 }
 
 // The shipped binary, as CI would call it: bench launches the server itself

@@ -1,8 +1,11 @@
 #include "bench/testing/fake_openai_server.h"
 
 #include <fmt/format.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
 #include <future>
 
 #include "api/error.h"
@@ -28,7 +31,51 @@ api::ApiError FakeError(std::string message, std::string type,
 
 constexpr int64_t kUs = 1000;
 
+// KV positions the fake server pretends to hold, for kv_cache_usage_perc.
+constexpr double kFakeKvPositions = 2048;
+
+// A Prometheus histogram in seconds (loop thread only).
+struct FakeHistogram {
+  std::vector<double> bounds;
+  std::vector<uint64_t> counts;  // per bucket, +Inf last
+  double sum = 0;
+  uint64_t count = 0;
+
+  explicit FakeHistogram(std::vector<double> b)
+      : bounds(std::move(b)), counts(bounds.size() + 1, 0) {}
+  void Observe(double v) {
+    size_t i = 0;
+    while (i < bounds.size() && v > bounds[i]) ++i;
+    counts[i]++;
+    sum += v;
+    count++;
+  }
+  std::string Render(const std::string& name, const std::string& labels) const {
+    std::string out = fmt::format("# TYPE {} histogram\n", name);
+    uint64_t cum = 0;
+    for (size_t i = 0; i <= bounds.size(); ++i) {
+      cum += counts[i];
+      out += fmt::format(
+          "{}_bucket{{{},le=\"{}\"}} {}\n", name, labels,
+          i < bounds.size() ? fmt::format("{}", bounds[i]) : "+Inf", cum);
+    }
+    out += fmt::format("{}_sum{{{}}} {}\n{}_count{{{}}} {}\n", name, labels,
+                       sum, name, labels, count);
+    return out;
+  }
+};
+
 }  // namespace
+
+struct FakeOpenAiServer::Metrics {
+  double prompt_tokens = 0;
+  double generation_tokens = 0;
+  FakeHistogram ttft{{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.15,
+                      0.2, 0.25, 0.3, 0.4, 0.5, 0.75, 1, 2, 5, 10}};
+  FakeHistogram e2e{{0.001, 0.0025, 0.005, 0.01, 0.02, 0.04, 0.06,
+                     0.08,  0.1,    0.15,  0.2,  0.25, 0.3,  0.4,
+                     0.5,   0.75,   1,     2,    5,    10}};
+};
 
 Result<FakePlan> FakePlan::Parse(std::string_view text, const FakePlan& base) {
   FakePlan p = base;
@@ -109,6 +156,7 @@ struct FakeOpenAiServer::Stream
   api::ResponseIdentity id;
   bool include_usage = false;
   int64_t t0_ns = 0;
+  int64_t t_received_ns = 0;
   int next = 0;  // next chunk index
   int64_t last_write_ns = 0;
   size_t truth = SIZE_MAX;  // index into truths_, SIZE_MAX when not recorded
@@ -129,12 +177,20 @@ struct FakeOpenAiServer::Stream
   }
 
   void RecordChunk(int64_t t) {
+    if (FakeOpenAiServer::Metrics* m = server->metrics_.get()) {
+      if (next == 0)
+        m->ttft.Observe(static_cast<double>(t - t_received_ns) / 1e9);
+      m->generation_tokens += plan.tokens_per_chunk;
+    }
     if (truth == SIZE_MAX) return;
     std::lock_guard<std::mutex> lock(server->mu_);
     server->truths_[truth].chunk_write_ns.push_back(t);
   }
 
   void RecordDone(int64_t t, int64_t tokens) {
+    FakeOpenAiServer::Metrics* m = server->metrics_.get();
+    if (m != nullptr && tokens > 0)
+      m->e2e.Observe(static_cast<double>(t - t_received_ns) / 1e9);
     if (truth == SIZE_MAX) return;
     std::lock_guard<std::mutex> lock(server->mu_);
     server->truths_[truth].t_done_ns = t;
@@ -230,7 +286,9 @@ struct FakeOpenAiServer::Stream
 };
 
 FakeOpenAiServer::FakeOpenAiServer(FakeServerOptions options)
-    : options_(std::move(options)) {}
+    : options_(std::move(options)) {
+  if (!options_.metrics_prefix.empty()) metrics_ = std::make_unique<Metrics>();
+}
 
 FakeOpenAiServer::~FakeOpenAiServer() { Stop(); }
 
@@ -292,6 +350,74 @@ std::string FakeOpenAiServer::SlotGauges() const {
       waiting, running);
 }
 
+std::string FakeOpenAiServer::ServerExposition() const {
+  const std::string& p = options_.metrics_prefix;
+  const int64_t now = http::NowNs();
+  int64_t waiting = 0, running = 0;
+  double held = 0;
+  for (const auto& [ptr, stream] : streams_) {
+    if (stream->t0_ns > now) {
+      waiting++;
+    } else {
+      running++;
+      held += stream->prompt_tokens + stream->next;
+    }
+  }
+  const std::string model = "model_name=\"fake\"";
+  std::string out;
+  out += fmt::format(
+      "# TYPE {0}num_requests_running gauge\n"
+      "{0}num_requests_running{{{1}}} {2}\n",
+      p, model, running);
+  out += fmt::format(
+      "# TYPE {0}num_requests_waiting gauge\n"
+      "{0}num_requests_waiting{{{1}}} {2}\n",
+      p, model, waiting);
+  out += fmt::format(
+      "# TYPE {0}kv_cache_usage_perc gauge\n"
+      "{0}kv_cache_usage_perc{{{1}}} {2}\n",
+      p, model, std::min(1.0, held / kFakeKvPositions));
+  out += fmt::format(
+      "# TYPE {0}cache_config_info gauge\n"
+      "{0}cache_config_info{{{1},block_size=\"1\",num_blocks=\"{2}\"}} 1\n",
+      p, model, kFakeKvPositions);
+  out += fmt::format(
+      "# TYPE {0}prompt_tokens_total counter\n"
+      "{0}prompt_tokens_total{{{1}}} {2}\n",
+      p, model, metrics_->prompt_tokens);
+  out += fmt::format(
+      "# TYPE {0}generation_tokens_total counter\n"
+      "{0}generation_tokens_total{{{1}}} {2}\n",
+      p, model, metrics_->generation_tokens);
+  out += metrics_->ttft.Render(p + "time_to_first_token_seconds",
+                               model + ",start=\"warm\"");
+  out += metrics_->e2e.Render(p + "e2e_request_latency_seconds",
+                              model + ",start=\"warm\"");
+  // The process's own figures (in a test: the test binary's).
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  const double cpu_s =
+      static_cast<double>(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+      static_cast<double>(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+  out += fmt::format(
+      "# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total "
+      "{}\n",
+      cpu_s);
+  long pages = 0, resident = 0;
+  if (std::ifstream statm("/proc/self/statm"); statm >> pages >> resident) {
+    out += fmt::format(
+        "# TYPE process_resident_memory_bytes gauge\n"
+        "process_resident_memory_bytes {}\n",
+        static_cast<double>(resident) *
+            static_cast<double>(sysconf(_SC_PAGESIZE)));
+  }
+  rlimit rl{};
+  getrlimit(RLIMIT_NOFILE, &rl);
+  out += fmt::format("# TYPE process_max_fds gauge\nprocess_max_fds {}\n",
+                     static_cast<double>(rl.rlim_cur));
+  return out;
+}
+
 void FakeOpenAiServer::Handle(http::ServerRequest&& request,
                               std::shared_ptr<http::ResponseWriter> writer) {
   const std::string_view path = request.Path();
@@ -304,6 +430,9 @@ void FakeOpenAiServer::Handle(http::ServerRequest&& request,
     } else if (path == "/health" || path == "/readyz") {
       writer->Respond(200, {{"Content-Type", "application/json"}},
                       "{\"status\":\"ok\"}");
+    } else if (path == "/metrics" && metrics_) {
+      writer->Respond(200, {{"Content-Type", "text/plain; version=0.0.4"}},
+                      ServerExposition());
     } else if (path == "/metrics") {
       const uint64_t n = next_index_;
       writer->Respond(
@@ -366,6 +495,7 @@ void FakeOpenAiServer::Handle(http::ServerRequest&& request,
            parsed->model.empty() ? "fake" : parsed->model, 1700000000};
   s->include_usage = parsed->include_usage;
   s->t0_ns = request.t_received_ns;
+  s->t_received_ns = request.t_received_ns;
   if (options_.slots > 0) {
     // First come first served on the slot that frees first.
     if (slot_free_ns_.empty())
@@ -384,6 +514,7 @@ void FakeOpenAiServer::Handle(http::ServerRequest&& request,
   for (const auto& m : parsed->messages) prompt_chars += m.content.size();
   prompt_chars += parsed->prompt.size();
   s->prompt_tokens = static_cast<int>(prompt_chars / 4);
+  if (metrics_) metrics_->prompt_tokens += s->prompt_tokens;
   if (options_.record_truth) {
     std::lock_guard<std::mutex> lock(mu_);
     FakeTruth t;

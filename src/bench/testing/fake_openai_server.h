@@ -103,6 +103,13 @@ struct FakeServerOptions {
   int slots = 0;
   // Routes answered besides the completions: GET /health and /readyz (200),
   // GET /metrics (a few Prometheus series).
+  // Non-empty ("redline_", "vllm:"): /metrics exports a server's set under
+  // this prefix instead, true to what the fake server did: requests
+  // running and waiting, KV usage, prompt and generation token counters,
+  // TTFT and E2E histograms (seconds, model_name and start labels), the
+  // process's CPU and RSS, and two series that never change
+  // (cache_config_info, process_max_fds).
+  std::string metrics_prefix;
 };
 
 class FakeOpenAiServer {
@@ -122,8 +129,11 @@ class FakeOpenAiServer {
 
  private:
   struct Stream;
+  struct Metrics;
   // Prometheus lines of the slot model (loop thread).
   std::string SlotGauges() const;
+  // The metrics_prefix exposition (loop thread).
+  std::string ServerExposition() const;
   void Handle(http::ServerRequest&& request,
               std::shared_ptr<http::ResponseWriter> writer);
 
@@ -141,6 +151,8 @@ class FakeOpenAiServer {
   std::unique_ptr<http::Timer> keepalive_;
   // Loop thread only: when each slot is next free (options_.slots > 0).
   std::vector<int64_t> slot_free_ns_;
+  // Loop thread only: the metrics_prefix counters and histograms.
+  std::unique_ptr<Metrics> metrics_;
 };
 
 }  // namespace redline::bench::testing

@@ -3,6 +3,8 @@
 //   fake_openai_server --port 8000 --plan "ttft=100ms;gap=20ms;tokens=32"
 //       [--threads 4] [--startup-delay-ms 500] [--slots 8]
 // --slots N: the slot model (FakeServerOptions::slots), one thread only.
+// --metrics-prefix P: a server's /metrics set under prefix P ("vllm:",
+// "redline_"; FakeServerOptions::metrics_prefix).
 #include <algorithm>
 #include <csignal>
 #include <cstdio>
@@ -25,6 +27,7 @@ int main(int argc, char** argv) {
   int threads = 1;
   int slots = 0;
   std::string plan;
+  std::string metrics_prefix;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--port") == 0 && i + 1 < argc) {
       port = static_cast<uint16_t>(std::atoi(argv[++i]));
@@ -39,17 +42,20 @@ int main(int argc, char** argv) {
       slots = std::max(0, std::atoi(argv[++i]));
     } else if (std::strcmp(argv[i], "--plan") == 0 && i + 1 < argc) {
       plan = argv[++i];
+    } else if (std::strcmp(argv[i], "--metrics-prefix") == 0 && i + 1 < argc) {
+      metrics_prefix = argv[++i];
     } else {
       std::fprintf(
           stderr,
           "usage: fake_openai_server [--port N] [--threads N] [--slots N] "
-          "[--plan 'ttft=100ms;gap=20ms;tokens=32']\n");
+          "[--metrics-prefix P] [--plan 'ttft=100ms;gap=20ms;tokens=32']\n");
       return 2;
     }
   }
   redline::bench::testing::FakeServerOptions options;
   options.record_truth = false;
   options.slots = slots;
+  options.metrics_prefix = metrics_prefix;
   // Slots are per server: several threads would multiply them.
   if (slots > 0) threads = 1;
   if (!plan.empty()) {
