@@ -333,6 +333,17 @@ void InferenceServer::Impl::RefreshMetrics() {
     mm.spec_draft_tokens->SetTotal(static_cast<double>(st.spec_draft_tokens));
     mm.spec_accepted_tokens->SetTotal(
         static_cast<double>(st.spec_accepted_tokens));
+    mm.spec_drafts->SetTotal(static_cast<double>(st.spec_drafts));
+    mm.spec_acceptance_rate->Set(
+        st.spec_draft_tokens > 0
+            ? static_cast<double>(st.spec_accepted_tokens) /
+                  static_cast<double>(st.spec_draft_tokens)
+            : 0.0);
+    mm.spec_tokens_per_pass->Set(
+        st.spec_drafts > 0
+            ? 1.0 + static_cast<double>(st.spec_accepted_tokens) /
+                        static_cast<double>(st.spec_drafts)
+            : 0.0);
     const engine::EngineOptions& o = e->options();
     mm.cache_config_info
         ->Labels({sm.spec.name, "1", std::to_string(st.kv_capacity_tokens),

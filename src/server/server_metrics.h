@@ -90,6 +90,7 @@ class ModelMetrics {
   telemetry::Counter* prefix_cache_hits;     // mirrored from the engine
   telemetry::Counter* spec_draft_tokens;     // mirrored from the engine
   telemetry::Counter* spec_accepted_tokens;  // mirrored from the engine
+  telemetry::Counter* spec_drafts;           // mirrored from the engine
   // Histograms.
   telemetry::Histogram* itl;
   telemetry::Histogram* tpot;
@@ -104,6 +105,10 @@ class ModelMetrics {
   telemetry::Gauge* waiting;
   telemetry::Gauge* waiting_prompt_tokens;
   telemetry::Gauge* kv_cache_usage;
+  // Speculative decoding since start: accepted / draft tokens, and tokens
+  // per target pass of drafting sequences (1 + accepted / drafts).
+  telemetry::Gauge* spec_acceptance_rate;
+  telemetry::Gauge* spec_tokens_per_pass;
   telemetry::Gauge* load_progress;
   telemetry::Gauge* load_time;
   telemetry::Gauge* warmup_time;
