@@ -135,7 +135,8 @@ Status DraftModel::Run(std::span<Job> jobs, std::span<const size_t> active) {
   const model::Tokenizer* tok = model_.tokenizer();
   // 1. Catch up: each cache keeps the prefix it shares with the history
   //    (never the last token, whose logits give the first draft token) and
-  //    runs the rest; one logits row per job.
+  //    runs the rest (or the next max_catch_up_tokens of it: no draft
+  //    then); one logits row per job that drafts.
   batch_.clear();
   batch_seq_.clear();
   std::vector<size_t> going;
@@ -151,14 +152,17 @@ Status DraftModel::Run(std::span<Job> jobs, std::span<const size_t> active) {
     if (std::any_of(job.history.begin() + keep, job.history.end(),
                     [&](int32_t id) { return id < 0 || id >= vocab; }))
       continue;
-    going.push_back(j);
-    for (int64_t p = keep; p < n; ++p) {
+    int64_t end = n;
+    if (job.max_catch_up_tokens > 0)
+      end = std::min<int64_t>(n, keep + job.max_catch_up_tokens);
+    if (end == n) going.push_back(j);
+    for (int64_t p = keep; p < end; ++p) {
       batch_.push_back(
           {job.history[static_cast<size_t>(p)], p, &seq.cache_, p + 1 == n});
       batch_seq_.push_back(&seq);
     }
   }
-  while (!going.empty()) {
+  while (!batch_.empty()) {
     const size_t rows = going.size();
     if (logits_.size() < rows * vocab) logits_.resize(rows * vocab);
     RL_RETURN_IF_ERROR(transformer_.Forward(

@@ -93,6 +93,11 @@ class DraftModel {
     std::span<const int32_t> history;       // prompt + accepted tokens (>= 1)
     int max_tokens = 0;                     // k; <= 0: none
     std::vector<int32_t>* draft = nullptr;  // out: <= max_tokens tokens
+    // At most this many history tokens the cache lacks are run per call
+    // (0: all). When more are missing (the first draft after a long
+    // prompt), the call only advances the cache and drafts nothing, so the
+    // draft's prefill is spread over steps instead of stalling one.
+    int64_t max_catch_up_tokens = 0;
   };
 
   // Greedy drafts for every job at once (see the file comment). A draft

@@ -182,6 +182,19 @@ TEST(DraftModelTest, CacheFollowsTheHistory) {
                                    reused.cached().begin() + hist.size()),
               hist);
   }
+  // A bounded catch-up advances the cache a chunk per call, drafting only
+  // once it holds the whole history.
+  DraftSequence chunked = draft.NewSequence(256, model::KvType::kF32);
+  std::vector<int32_t> got;
+  for (size_t want_cached : {8u, 16u}) {
+    DraftModel::Job job{&chunked, h, 5, &got, 8};
+    EXPECT_TRUE(draft.Propose(std::span(&job, 1)).ok());
+    EXPECT_TRUE(got.empty());
+    EXPECT_EQ(chunked.cached().size(), want_cached);
+  }
+  DraftModel::Job last{&chunked, h, 5, &got, 8};
+  EXPECT_TRUE(draft.Propose(std::span(&last, 1)).ok());
+  EXPECT_EQ(got, first);
   // k = 0 and k = 1.
   std::vector<int32_t> out;
   DraftModel::Job none{&reused, h, 0, &out};

@@ -482,7 +482,9 @@ void Engine::PlanDrafts(std::span<const int> indices) {
         slot.draft_control.NextLength(), std::max<int64_t>(0, room)));
     if (k <= 0) continue;
     if (draft_ != nullptr) {
-      jobs.push_back({&*slot.draft, seq.history(), k, &drafts[n]});
+      // A long prompt reaches the draft's cache a batch per step.
+      jobs.push_back({&*slot.draft, seq.history(), k, &drafts[n],
+                      options_.max_batch_tokens});
       job_slots.push_back(index);
       continue;
     }
