@@ -314,7 +314,7 @@ void VisitServerFlags(ServerConfig& c, Visitor&& v) {
     "Prompt-lookup speculative decoding (same output; faster when answers "
     "repeat their input); requests opt out with \"speculative\": false",
     FlagKind::kOption);
-  v(c.draft_model, "--draft-model,--model-draft",
+  v(c.draft_model, "--model-draft,--draft-model",
     "Speculative decoding with drafts from this small GGUF model (same "
     "vocabulary as the model, checked at load; implies --speculative)",
     FlagKind::kOption);
