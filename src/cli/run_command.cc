@@ -7,12 +7,14 @@
 #include <cstdio>
 #include <fstream>
 #include <iterator>
+#include <memory>
 #include <optional>
 #include <sstream>
 
 #include "base/progress.h"
 #include "base/thread_pool.h"
 #include "cli/command_registry.h"
+#include "engine/draft_model.h"
 #include "engine/generator.h"
 #include "model/chat/chat_prompt.h"
 #include "model/chat/chat_template.h"
@@ -44,6 +46,7 @@ struct RunFlags {
   std::string messages_file;
   std::string chat_template;
   engine::SpeculativeOptions speculative;
+  std::string draft_model;  // drafts from this GGUF model (implies speculative)
 };
 
 // Messages for a chat prompt: --messages FILE (a JSON list of messages or an
@@ -139,6 +142,22 @@ int RunRun(RunFlags f) {
     return 1;
   }
   const model::Model& m = **loaded;
+  std::unique_ptr<model::Model> draft;
+  if (!f.draft_model.empty()) {
+    lo.progress = nullptr;
+    auto d = model::Model::Load(f.draft_model, lo);
+    if (!d.ok()) {
+      fmt::print(stderr, "run: --draft-model: {}\n", d.status().ToString());
+      return 1;
+    }
+    draft = std::move(d).value();
+    if (Status s = engine::CheckDraftVocabulary(m, *draft); !s.ok()) {
+      fmt::print(stderr, "run: --draft-model {}: {}\n", f.draft_model,
+                 s.message());
+      return 1;
+    }
+    f.speculative.enabled = true;
+  }
   const double load_ms = std::chrono::duration<double, std::milli>(
                              std::chrono::steady_clock::now() - load_start)
                              .count();
@@ -203,7 +222,8 @@ int RunRun(RunFlags f) {
                f.ctx, train_ctx);
   }
   ThreadPool pool(f.threads);
-  auto created = engine::Generator::Create(m, pool, f.ctx, f.batch, *kv_type);
+  auto created =
+      engine::Generator::Create(m, pool, f.ctx, f.batch, *kv_type, draft.get());
   if (!created.ok()) {
     fmt::print(stderr, "run: {}\n", created.status().message());
     return 2;
@@ -244,9 +264,10 @@ int RunRun(RunFlags f) {
     const engine::SpeculativeStats& s = r->speculative;
     fmt::print(stderr,
                "speculative       {:9.2f} tokens per pass ({} drafted, {} "
-               "accepted, {:.0f} % acceptance)\n",
+               "accepted, {:.0f} % acceptance; drafts from {})\n",
                s.tokens_per_pass(), s.drafted_tokens, s.accepted_tokens,
-               100 * s.acceptance_rate());
+               100 * s.acceptance_rate(),
+               draft != nullptr ? "the draft model" : "prompt lookup");
   }
   return 0;
 }
@@ -315,8 +336,12 @@ void Setup(CLI::App& sub, int* exit_code) {
                "Prompt-lookup speculative decoding: verify drafts taken from "
                "n-gram matches in the prompt and output (same output, faster "
                "when the text repeats its input)");
+  sub.add_option("--draft-model,--model-draft", f->draft_model,
+                 "Speculative decoding with drafts from this small GGUF "
+                 "model (same vocabulary; implies --speculative)");
   sub.add_option("--draft-max", f->speculative.max_draft_tokens,
-                 "Most draft tokens verified per pass (with --speculative)")
+                 "Most draft tokens verified per pass (with --speculative "
+                 "or --draft-model)")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
   sub.add_flag("--mlock", f->mlock, "Pin the weights in RAM");

@@ -116,6 +116,17 @@ std::span<const SharedFlag> SharedFlags() {
        {"run", "serve", "bench-model", "profile"},
        {}},
       {"--mlock", {}, "Pin the weights in RAM", {"run", "serve"}, {}},
+      {"--draft-model",
+       {"-md", "--model-draft"},
+       "Speculative decoding with drafts from this small GGUF model (same "
+       "vocabulary as the model, checked at load)",
+       {"run", "serve"},
+       {}},
+      {"--draft-max",
+       {},
+       "Most draft tokens verified per sequence per pass",
+       {"run", "serve"},
+       {}},
       {"--host", {}, "Address to listen on", {"serve", "gateway"}, {}},
       {"--port",
        {},
@@ -207,6 +218,7 @@ std::vector<std::string> NormalizeArgs(std::vector<std::string> args,
     // llama.cpp spellings CLI11 cannot declare (short names are one letter).
     if (a == "-sys") a = "--system";
     if (a == "-np") a = "--parallel";
+    if (a == "-md") a = "--draft-model";
     if ((command == "bench-model" || command == "profile") && a == "-p") {
       notes->push_back(fmt::format(
           "note: {} reads -p as --prefill (llama-bench's prompt length); "

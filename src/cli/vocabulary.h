@@ -38,7 +38,7 @@ struct CpuOnlyFlag {
 std::span<const CpuOnlyFlag> CpuOnlyFlags();
 
 // Rewrites the arguments (without argv[0]) before parsing:
-//  - multi-letter short spellings CLI11 cannot declare (-sys, -np) become
+//  - multi-letter short spellings CLI11 cannot declare (-sys, -np, -md) become
 //    their long names;
 //  - CPU-only flags (and their values) are removed, each adding a note
 //    "Redline is CPU-only; -ngl is not needed (ignored)" to `notes`;

@@ -56,9 +56,22 @@ Result<std::unique_ptr<Engine>> Engine::Create(const model::Model& model,
                                                ThreadPool& pool,
                                                const EngineOptions& options) {
   RL_RETURN_IF_ERROR(CheckOptions(options));
+  std::optional<int64_t> available = ReadMemAvailableBytes();
   RL_RETURN_IF_ERROR(CheckKvCacheFits(model.config(), options.n_ctx,
                                       options.parallel, options.kv_type,
-                                      ReadMemAvailableBytes()));
+                                      available));
+  if (options.draft_model != nullptr) {
+    RL_RETURN_IF_ERROR(CheckDraftVocabulary(model, *options.draft_model));
+    if (available) {
+      *available -=
+          options.parallel *
+          model::KvCacheBytes(model.config(), options.n_ctx, options.kv_type);
+    }
+    RL_RETURN_IF_ERROR(CheckKvCacheFits(options.draft_model->config(),
+                                        options.n_ctx, options.parallel,
+                                        options.kv_type, available)
+                           .WithContext("draft model"));
+  }
   try {
     return std::make_unique<Engine>(model, pool, options);
   } catch (const std::bad_alloc&) {
@@ -83,9 +96,17 @@ Engine::Engine(const model::Model& model, ThreadPool& pool,
   transformer_ = std::make_unique<model::Transformer>(
       model.config(), model.weights(), pool, options_.max_batch_tokens);
   if (options_.stage_timers) transformer_->set_profile(&profile_);
+  if (options_.draft_model != nullptr) {
+    draft_ = std::make_unique<DraftModel>(*options_.draft_model, pool,
+                                          model.config().vocab_size,
+                                          options_.max_batch_tokens);
+  }
   for (int i = 0; i < options_.parallel; ++i) {
     slots_.push_back(std::make_unique<Slot>(
         transformer_->NewCache(options_.n_ctx, options_.kv_type)));
+    if (draft_ != nullptr)
+      slots_.back()->draft.emplace(
+          draft_->NewSequence(options_.n_ctx, options_.kv_type));
   }
   stats_.kv_capacity_tokens = options_.n_ctx * options_.parallel;
   thread_ = std::thread([this] { Loop(); });
@@ -418,9 +439,12 @@ void Engine::RunBatch(const BatchPlan& plan) {
     if (r.finish != model::FinishReason::kNone) FinishSlot(index, Status::Ok());
   }
   int64_t accepted_total = 0;
+  uint64_t drafts_verified = 0;
+  std::vector<int> to_draft;
   for (size_t i = 0; i < slots_.size(); ++i) {
     Slot& slot = *slots_[i];
     const int index = static_cast<int>(i);
+    drafts_verified += drafts[i].empty() ? 0 : 1;
     if (!drafts[i].empty() && slot.active()) {
       scheduler_.AcceptDrafts(
           index, std::span(drafts[i]).first(static_cast<size_t>(accepted[i])));
@@ -428,12 +452,15 @@ void Engine::RunBatch(const BatchPlan& plan) {
                                 accepted[i]);
     }
     accepted_total += accepted[i];
-    if (slot.active() && !scheduler_.prefilling(index)) PlanDraft(index);
+    if (slot.active() && !scheduler_.prefilling(index))
+      to_draft.push_back(index);
   }
+  PlanDrafts(to_draft);
   {
     std::lock_guard<std::mutex> lock(mu_);
     stats_.spec_draft_tokens += static_cast<uint64_t>(plan.draft_tokens);
     stats_.spec_accepted_tokens += static_cast<uint64_t>(accepted_total);
+    stats_.spec_drafts += drafts_verified;
   }
   PublishStats(/*ran=*/true, std::chrono::duration<double>(t1 - t0).count(),
                plan.prefill_tokens, plan.decode_tokens);
@@ -473,24 +500,49 @@ void Engine::RecordStep(const BatchPlan& plan, Clock::time_point t0,
   }
 }
 
-void Engine::PlanDraft(int index) {
-  Slot& slot = *slots_[index];
-  if (!options_.speculative.enabled || !slot.request.speculative) return;
-  const Sequence& seq = *slot.seq;
-  // The pending token sits at position cached; drafts follow it and must
-  // fit the context, and drafting past max_tokens verifies tokens that are
-  // never emitted.
-  const int64_t pos = static_cast<int64_t>(scheduler_.cached(index).size());
-  const int64_t room =
-      std::min<int64_t>(options_.n_ctx - 1 - pos,
-                        seq.params().max_tokens - seq.generated_tokens() - 1);
-  const int k = static_cast<int>(std::min<int64_t>(
-      slot.draft_control.NextLength(), std::max<int64_t>(0, room)));
-  if (k <= 0) return;
-  std::vector<int32_t> draft =
-      DraftFromHistory(seq.history(), k, options_.speculative.ngram_max,
-                       options_.speculative.ngram_min);
-  if (!draft.empty()) scheduler_.SetDraft(index, std::move(draft));
+void Engine::PlanDrafts(std::span<const int> indices) {
+  if (!options_.speculative.enabled) return;
+  std::vector<DraftModel::Job> jobs;
+  std::vector<std::vector<int32_t>> drafts(indices.size());
+  std::vector<int> job_slots;
+  for (size_t n = 0; n < indices.size(); ++n) {
+    const int index = indices[n];
+    Slot& slot = *slots_[index];
+    if (!slot.request.speculative) continue;
+    const Sequence& seq = *slot.seq;
+    // The pending token sits at position cached; drafts follow it and must
+    // fit the context, and drafting past max_tokens verifies tokens that
+    // are never emitted.
+    const int64_t pos = static_cast<int64_t>(scheduler_.cached(index).size());
+    const int64_t room =
+        std::min<int64_t>(options_.n_ctx - 1 - pos,
+                          seq.params().max_tokens - seq.generated_tokens() - 1);
+    const int k = static_cast<int>(std::min<int64_t>(
+        slot.draft_control.NextLength(), std::max<int64_t>(0, room)));
+    if (k <= 0) continue;
+    if (draft_ != nullptr) {
+      // A long prompt reaches the draft's cache a batch per step.
+      jobs.push_back({&*slot.draft, seq.history(), k, &drafts[n],
+                      options_.max_batch_tokens});
+      job_slots.push_back(index);
+      continue;
+    }
+    std::vector<int32_t> draft =
+        DraftFromHistory(seq.history(), k, options_.speculative.ngram_max,
+                         options_.speculative.ngram_min);
+    if (!draft.empty()) scheduler_.SetDraft(index, std::move(draft));
+  }
+  if (jobs.empty()) return;
+  // A failed draft pass costs only the drafts: these sequences decode
+  // plainly this step.
+  if (Status s = draft_->Propose(jobs); !s.ok()) {
+    RL_LOG(kWarning, "draft model pass failed: {}", s.ToString());
+    return;
+  }
+  for (size_t j = 0; j < jobs.size(); ++j) {
+    if (!jobs[j].draft->empty())
+      scheduler_.SetDraft(job_slots[j], std::move(*jobs[j].draft));
+  }
 }
 
 void Engine::PublishStats(bool ran, double step_s, int64_t prefill_tokens,

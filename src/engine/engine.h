@@ -20,7 +20,9 @@
 //
 // Ownership: borrows the model and the pool (both must outlive the engine);
 // owns the transformer's scratch, parallel KV caches of n_ctx positions each
-// (model::KvCacheBytes each) and the owner thread.
+// (model::KvCacheBytes each), with a draft model as many draft caches (of
+// the draft's shape) and the draft transformer's scratch, and the owner
+// thread.
 // Thread-safety: Submit, SubmitGroup, Stats, RetryAfterSeconds, options and
 // Stop are thread-safe; everything else runs on the owner thread.
 // Cost: Submit is O(prompt) plus a short critical section; a step costs one
@@ -36,12 +38,14 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <thread>
 #include <vector>
 
 #include "base/result.h"
 #include "base/thread_pool.h"
 #include "engine/admission.h"
+#include "engine/draft_model.h"
 #include "engine/prompt_lookup.h"
 #include "engine/request.h"
 #include "engine/scheduler.h"
@@ -70,15 +74,20 @@ struct EngineOptions {
   // KV cache element type of every slot (f16: half the memory, llama.cpp's
   // default arithmetic; f32: exact).
   model::KvType kv_type = model::KvType::kF16;
-  // Prompt-lookup speculative decoding for requests that do not opt out
+  // Speculative decoding for requests that do not opt out
   // (EngineRequest::speculative): drafts verified together with the other
-  // sequences' decode tokens in the same step (prompt_lookup.h).
+  // sequences' decode tokens in the same step. Drafts come from
+  // `draft_model` when set, else from prompt lookup (prompt_lookup.h).
   SpeculativeOptions speculative;
   // Per-stage timers in every forward pass (model/arch/forward_profile.h),
   // summed into EngineStats::stage_seconds for /metrics. Two clock reads
   // per stage per layer: well under 1 % of a step (`redline profile`
   // measures it).
   bool stage_timers = true;
+  // A small model with the target's vocabulary (draft_model.h), borrowed:
+  // it must outlive the engine. Run on the owner thread, with one draft KV
+  // cache of n_ctx positions per slot. Used only with speculative.enabled.
+  const model::Model* draft_model = nullptr;
 };
 
 struct EngineStats {
@@ -95,9 +104,12 @@ struct EngineStats {
   uint64_t prefix_cache_queries_tokens = 0;  // prompt tokens looked up
   uint64_t prefix_cache_hits_tokens = 0;     // of those, served from cache
   uint64_t steps = 0;
-  // Speculative decoding: draft tokens verified, and of those kept.
+  // Speculative decoding: draft tokens verified, and of those kept; drafts
+  // verified (one per sequence per step that had one): tokens per target
+  // pass of a drafting sequence = 1 + accepted / drafts.
   uint64_t spec_draft_tokens = 0;
   uint64_t spec_accepted_tokens = 0;
+  uint64_t spec_drafts = 0;
   // Exponentially averaged throughput of recent steps (tokens/s).
   double prefill_tok_per_s = 0;
   double decode_tok_per_s = 0;
@@ -113,10 +125,13 @@ struct EngineStats {
 
 class Engine {
  public:
-  // Checks `options` and that parallel KV caches of n_ctx positions fit in
-  // the memory available (/proc/meminfo MemAvailable; skipped when
-  // unreadable), then builds the engine and starts its owner thread.
-  // Errors: InvalidArgument (an option out of range, naming it),
+  // Checks `options` and that parallel KV caches of n_ctx positions (and
+  // as many of the draft model's) fit in the memory available
+  // (/proc/meminfo MemAvailable; skipped when unreadable), and that a draft
+  // model's vocabulary is the target's (CheckDraftVocabulary), then builds
+  // the engine and starts its owner thread.
+  // Errors: InvalidArgument (an option out of range, naming it; the
+  // vocabularies differ),
   // ResourceExhausted ("the KV cache for 4 slots x 100000000 tokens needs
   // 1.4 TiB; this machine has 22 GiB available (MemAvailable); lower --ctx
   // or --parallel", or the allocation itself failed).
@@ -180,6 +195,9 @@ class Engine {
     std::optional<Sequence> seq;
     DraftController draft_control{1};  // reset at admission
     RequestTimings steps;  // slot, prefill chunks, batch sizes so far
+    // The draft model's cache of this slot (with a draft model); kept
+    // across requests, so shared prompt prefixes are reused.
+    std::optional<DraftSequence> draft;
     bool active() const { return stream != nullptr; }
   };
   struct Pending {
@@ -195,8 +213,9 @@ class Engine {
   void RunBatch(const BatchPlan& plan);
   // Ends the request in `slot` with kDone (error OK) or kError.
   void FinishSlot(int slot, Status error);
-  // Gives decoding slot `index` its next speculative draft, if any.
-  void PlanDraft(int index);
+  // Gives the decoding slots `indices` their next speculative drafts, if
+  // any (the draft model's passes batched over them).
+  void PlanDrafts(std::span<const int> indices);
   // Adds the pass [t0, t1] to its slots' step records (batch sizes, prefill
   // chunks) for their traces.
   void RecordStep(const BatchPlan& plan, Clock::time_point t0,
@@ -212,6 +231,7 @@ class Engine {
   EngineOptions options_;
   AdmissionLimits limits_;
   std::unique_ptr<model::Transformer> transformer_;  // owner thread only
+  std::unique_ptr<DraftModel> draft_;  // owner thread only; null: lookup
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

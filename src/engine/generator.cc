@@ -30,11 +30,9 @@ double GenerationResult::prefill_tok_per_s() const {
              : 0.0;
 }
 
-Result<std::unique_ptr<Generator>> Generator::Create(const model::Model& model,
-                                                     ThreadPool& pool,
-                                                     int64_t n_ctx,
-                                                     int64_t batch_tokens,
-                                                     model::KvType kv_type) {
+Result<std::unique_ptr<Generator>> Generator::Create(
+    const model::Model& model, ThreadPool& pool, int64_t n_ctx,
+    int64_t batch_tokens, model::KvType kv_type, const model::Model* draft) {
   if (n_ctx < 1) {
     return Status::InvalidArgument(
         fmt::format("the context must hold at least 1 token, got {}", n_ctx));
@@ -43,11 +41,20 @@ Result<std::unique_ptr<Generator>> Generator::Create(const model::Model& model,
     return Status::InvalidArgument(fmt::format(
         "the batch must hold at least 1 token, got {}", batch_tokens));
   }
-  RL_RETURN_IF_ERROR(CheckKvCacheFits(model.config(), n_ctx, 1, kv_type,
-                                      ReadMemAvailableBytes()));
+  std::optional<int64_t> available = ReadMemAvailableBytes();
+  RL_RETURN_IF_ERROR(
+      CheckKvCacheFits(model.config(), n_ctx, 1, kv_type, available));
+  if (draft != nullptr) {
+    RL_RETURN_IF_ERROR(CheckDraftVocabulary(model, *draft));
+    if (available)
+      *available -= model::KvCacheBytes(model.config(), n_ctx, kv_type);
+    RL_RETURN_IF_ERROR(
+        CheckKvCacheFits(draft->config(), n_ctx, 1, kv_type, available)
+            .WithContext("draft model"));
+  }
   try {
     return std::make_unique<Generator>(model, pool, n_ctx, batch_tokens,
-                                       kv_type);
+                                       kv_type, draft);
   } catch (const std::bad_alloc&) {
     return Status::ResourceExhausted(fmt::format(
         "allocating the KV cache for {} tokens ({}) failed: out of memory; "
@@ -58,10 +65,17 @@ Result<std::unique_ptr<Generator>> Generator::Create(const model::Model& model,
 }
 
 Generator::Generator(const model::Model& model, ThreadPool& pool, int64_t n_ctx,
-                     int64_t batch_tokens, model::KvType kv_type)
+                     int64_t batch_tokens, model::KvType kv_type,
+                     const model::Model* draft)
     : model_(model),
       transformer_(model.config(), model.weights(), pool, batch_tokens),
-      cache_(transformer_.NewCache(n_ctx, kv_type)) {}
+      cache_(transformer_.NewCache(n_ctx, kv_type)) {
+  if (draft != nullptr) {
+    draft_ = std::make_unique<DraftModel>(
+        *draft, pool, model.config().vocab_size, batch_tokens);
+    draft_seq_.emplace(draft_->NewSequence(n_ctx, kv_type));
+  }
+}
 
 Status Generator::Forward(std::span<const int32_t> tokens, int64_t start_pos,
                           std::span<float> logits) {
@@ -133,9 +147,13 @@ Result<GenerationResult> Generator::Generate(
                                                    seq.generated_tokens() - 1);
       const int k = static_cast<int>(
           std::min<int64_t>(control.NextLength(), std::max<int64_t>(0, room)));
-      if (k > 0)
+      if (k > 0 && draft_ != nullptr) {
+        DraftModel::Job job{&*draft_seq_, seq.history(), k, &draft};
+        RL_RETURN_IF_ERROR(draft_->Propose(std::span(&job, 1)));
+      } else if (k > 0) {
         draft =
             DraftFromHistory(seq.history(), k, spec.ngram_max, spec.ngram_min);
+      }
     }
     ++r.speculative.target_passes;
     if (draft.empty()) {

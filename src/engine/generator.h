@@ -5,15 +5,17 @@
 // engine::Sequence, the same code the server's Engine runs per slot, so both
 // produce the same tokens and text for the same request.
 //
-// Ownership: borrows the model and the pool; owns its KV cache
-// (model::KvCacheBytes(config, n_ctx, kv_type) bytes) and the transformer's
-// scratch. Thread-safety: not thread-safe; one caller at a time.
+// Ownership: borrows the model, the draft model (if any) and the pool; owns
+// its KV cache (model::KvCacheBytes(config, n_ctx, kv_type) bytes), the
+// draft model's cache (the same for the draft's config) and the
+// transformers' scratch. Thread-safety: not thread-safe; one caller at a time.
 #ifndef REDLINE_ENGINE_GENERATOR_H_
 #define REDLINE_ENGINE_GENERATOR_H_
 
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -21,6 +23,7 @@
 
 #include "base/result.h"
 #include "base/thread_pool.h"
+#include "engine/draft_model.h"
 #include "engine/prompt_lookup.h"
 #include "model/arch/kv_cache.h"
 #include "model/arch/model.h"
@@ -50,20 +53,27 @@ class Generator {
  public:
   // Checks n_ctx >= 1, batch_tokens >= 1 and that the KV cache fits in the
   // memory available (/proc/meminfo MemAvailable; skipped when unreadable),
-  // then builds the generator. Errors: InvalidArgument (n_ctx or
-  // batch_tokens < 1), ResourceExhausted ("the KV cache for 1 slot x N tokens
-  // needs X; this machine has Y available (MemAvailable); lower --ctx", or
-  // the allocation itself failed).
+  // then builds the generator. With `draft_model` (borrowed; must outlive
+  // the generator) it also checks that the draft's vocabulary is the
+  // target's (CheckDraftVocabulary) and that both KV caches fit. Errors:
+  // InvalidArgument (n_ctx or batch_tokens < 1; the vocabularies differ),
+  // ResourceExhausted ("the KV cache for 1 slot x N tokens needs X; this
+  // machine has Y available (MemAvailable); lower --ctx", prefixed "draft
+  // model: " for the draft's, or the allocation itself failed).
   static Result<std::unique_ptr<Generator>> Create(
       const model::Model& model, ThreadPool& pool, int64_t n_ctx,
-      int64_t batch_tokens = 256, model::KvType kv_type = model::KvType::kF16);
+      int64_t batch_tokens = 256, model::KvType kv_type = model::KvType::kF16,
+      const model::Model* draft_model = nullptr);
 
   // Without the checks of Create (an allocation failure throws
   // std::bad_alloc). n_ctx: context length (KV cache positions).
-  // batch_tokens: prefill chunk. kv_type: KV cache element type.
+  // batch_tokens: prefill chunk. kv_type: KV cache element type (of the
+  // draft's cache too). draft_model: drafts for speculative decoding
+  // instead of prompt lookup (null: prompt lookup).
   Generator(const model::Model& model, ThreadPool& pool, int64_t n_ctx,
             int64_t batch_tokens = 256,
-            model::KvType kv_type = model::KvType::kF16);
+            model::KvType kv_type = model::KvType::kF16,
+            const model::Model* draft_model = nullptr);
 
   int64_t n_ctx() const { return cache_.n_ctx(); }
 
@@ -75,8 +85,10 @@ class Generator {
   // too large: ..." — never truncated silently), ResourceExhausted (out of
   // memory in the forward pass).
   //
-  // With `speculative.enabled`, decode steps verify prompt-lookup drafts
-  // (engine/prompt_lookup.h) in one forward pass of up to k + 1 tokens; each
+  // With `speculative.enabled`, decode steps verify drafts — the draft
+  // model's when the generator has one (engine/draft_model.h), else
+  // prompt-lookup ones (engine/prompt_lookup.h) — in one forward pass of up
+  // to k + 1 tokens; each
   // position's token is still sampled from that position's logits by the
   // same Sequence, and a draft is followed only while it matches, so the
   // tokens are those plain decoding samples (greedy and seeded alike, up to
@@ -98,6 +110,8 @@ class Generator {
   const model::Model& model_;
   model::Transformer transformer_;
   model::KvCache cache_;
+  std::unique_ptr<DraftModel> draft_;       // null: prompt lookup
+  std::optional<DraftSequence> draft_seq_;  // with draft_
 };
 
 }  // namespace redline::engine

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "base/logging.h"
+#include "engine/draft_model.h"
 #include "engine/kv_memory.h"
 #include "model/arch/kv_cache.h"
 #include "model/chat/chat_template.h"
@@ -63,6 +64,20 @@ Status CheckModelFiles(const ServerConfig& config) {
             .WithContext("model '" + spec.name + "'"));
     if (available)
       *available -= spec.parallel * model::KvCacheBytes(*mc, n_ctx, kv);
+    if (spec.draft_model.empty()) continue;
+    // The draft's caches (one per slot, of the target's context) come out
+    // of the same memory.
+    const std::string where =
+        "model '" + spec.name + "': --draft-model " + spec.draft_model;
+    auto draft_file = model::gguf::GgufFile::Open(spec.draft_model);
+    if (!draft_file.ok()) return draft_file.status().WithContext(where);
+    auto dc = model::ModelConfig::FromGguf(*draft_file);
+    if (!dc.ok()) return dc.status().WithContext(where);
+    RL_RETURN_IF_ERROR(
+        engine::CheckKvCacheFits(*dc, n_ctx, spec.parallel, kv, available)
+            .WithContext(where));
+    if (available)
+      *available -= spec.parallel * model::KvCacheBytes(*dc, n_ctx, kv);
   }
   return Status::Ok();
 }
@@ -136,6 +151,17 @@ bool InferenceServer::Impl::LoadModel(ServedModel& m, size_t index) {
   if (!loaded.ok())
     return fail("loading the model failed: " + loaded.status().ToString());
   m.model = std::move(loaded).value();
+  if (!spec.draft_model.empty()) {
+    lo.progress = nullptr;
+    auto draft = model::Model::Load(spec.draft_model, lo);
+    if (!draft.ok())
+      return fail("loading the draft model " + spec.draft_model +
+                  " failed: " + draft.status().ToString());
+    m.draft_model = std::move(draft).value();
+    if (Status s = engine::CheckDraftVocabulary(*m.model, *m.draft_model);
+        !s.ok())
+      return fail("--draft-model " + spec.draft_model + ": " + s.message());
+  }
   const double load_s = SecondsSince(t_start);
   m.startup.SetLoadSeconds(load_s);
   startup.SetLoadSeconds(load_s);
@@ -182,24 +208,38 @@ bool InferenceServer::Impl::LoadModel(ServedModel& m, size_t index) {
   eo.queue_budget_s = config.queue_budget_s;
   eo.prefix_cache = !config.no_prefix_cache;
   eo.kv_type = KvTypeOf(spec.kv_type);
-  eo.speculative.enabled = config.speculative;
+  eo.speculative.enabled = config.speculative || m.draft_model != nullptr;
   eo.speculative.max_draft_tokens = config.draft_max;
+  eo.draft_model = m.draft_model.get();
   auto engine = engine::Engine::Create(*m.model, *m.pool, eo);
   if (!engine.ok()) return fail(engine.status().ToString());
   m.engine = std::move(engine).value();
   m.engine_for_stats.store(m.engine.get());
   // The KV caches are the memory that grows with --parallel x --ctx; say
-  // how much they hold so a person can size both.
-  const int64_t kv_bytes =
+  // how much they hold so a person can size both (the draft model's are
+  // counted with the target's, and named).
+  int64_t kv_bytes =
       eo.parallel * model::KvCacheBytes(m.model->config(), m.n_ctx, eo.kv_type);
+  std::string draft_note;
+  if (m.draft_model != nullptr) {
+    const int64_t draft_bytes =
+        eo.parallel *
+        model::KvCacheBytes(m.draft_model->config(), m.n_ctx, eo.kv_type);
+    kv_bytes += draft_bytes;
+    draft_note =
+        fmt::format(" incl. {:.1f} MiB of draft model {} ({}, {} layers)",
+                    static_cast<double>(draft_bytes) / 1048576.0,
+                    spec.draft_model, m.draft_model->WeightTypeSummary(),
+                    m.draft_model->config().block_count);
+  }
   RL_LOG(kInfo,
          "serve: loaded '{}' from {} ({}, {} layers, vocab {}) in {:.2f} s; {} "
-         "threads, {} slots x {} tokens, KV cache {:.1f} MiB ({}), chat "
+         "threads, {} slots x {} tokens, KV cache {:.1f} MiB ({}){}, chat "
          "template: {}",
          spec.name, spec.path, m.model->WeightTypeSummary(),
          m.model->config().block_count, m.model->config().vocab_size, load_s,
          m.pool->num_threads(), eo.parallel, m.n_ctx,
-         static_cast<double>(kv_bytes) / 1048576.0, spec.kv_type,
+         static_cast<double>(kv_bytes) / 1048576.0, spec.kv_type, draft_note,
          m.chat->origin());
 
   m.startup.SetPhase(Phase::kWarming);

@@ -3,7 +3,8 @@
 // defaults applied to requests that omit a field.
 //
 // Ownership: the InferenceServer owns every ServedModel. The loader thread
-// fills `model`, `pool`, `engine`, `chat` and `n_ctx` before it posts
+// fills `model`, `draft_model`, `pool`, `engine`, `chat` and `n_ctx` before
+// it posts
 // "loaded" to the event loop, and never writes them again; after that the
 // loop and sessions read them. `startup` and `engine_for_stats` are
 // thread-safe.
@@ -35,6 +36,8 @@ struct ServedModel {
 
   // ---- loader (written before "loaded" is posted) ----
   std::unique_ptr<model::Model> model;
+  // spec.draft_model loaded (null: none); outlives the engine that runs it.
+  std::unique_ptr<model::Model> draft_model;
   std::unique_ptr<ThreadPool> pool;
   std::unique_ptr<engine::Engine> engine;
   std::unique_ptr<model::chat::ChatPrompt> chat;

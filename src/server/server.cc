@@ -339,6 +339,17 @@ void InferenceServer::Impl::RefreshMetrics() {
     mm.engine_busy_seconds->SetTotal(st.busy_seconds);
     for (size_t i = 0; i < mm.engine_stage_seconds.size(); ++i)
       mm.engine_stage_seconds[i]->SetTotal(st.stage_seconds[i]);
+    mm.spec_drafts->SetTotal(static_cast<double>(st.spec_drafts));
+    mm.spec_acceptance_rate->Set(
+        st.spec_draft_tokens > 0
+            ? static_cast<double>(st.spec_accepted_tokens) /
+                  static_cast<double>(st.spec_draft_tokens)
+            : 0.0);
+    mm.spec_tokens_per_pass->Set(
+        st.spec_drafts > 0
+            ? 1.0 + static_cast<double>(st.spec_accepted_tokens) /
+                        static_cast<double>(st.spec_drafts)
+            : 0.0);
     const engine::EngineOptions& o = e->options();
     mm.cache_config_info
         ->Labels({sm.spec.name, "1", std::to_string(st.kv_capacity_tokens),

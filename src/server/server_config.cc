@@ -148,6 +148,7 @@ Status FinalizeConfig(ServerConfig* c) {
     if (m.parallel == 0) m.parallel = c->parallel;
     if (m.batch_tokens == 0) m.batch_tokens = c->batch_tokens;
     if (m.kv_type.empty()) m.kv_type = c->kv_type;
+    if (m.draft_model.empty()) m.draft_model = c->draft_model;
     if (m.chat_template_file.empty() && m.chat_template_name.empty()) {
       m.chat_template_file = c->chat_template_file;
       m.chat_template_name = c->chat_template_name;
@@ -204,9 +205,12 @@ std::string DescribeConfig(ServerConfig config) {
   });
   for (const ModelSpec& m : config.models) {
     out += fmt::format(
-        "  model {}: {} (threads {}, ctx {}, parallel {}, batch {}, kv {}{})\n",
+        "  model {}: {} (threads {}, ctx {}, parallel {}, batch {}, kv "
+        "{}{}{})\n",
         m.name, m.path, m.threads, m.ctx_tokens, m.parallel, m.batch_tokens,
         m.kv_type,
+        m.draft_model.empty() ? std::string()
+                              : fmt::format(", draft model {}", m.draft_model),
         m.aliases.empty()
             ? std::string()
             : fmt::format(", aliases {}", fmt::join(m.aliases, ",")));
@@ -286,11 +290,14 @@ Status ParseConfigYaml(
             m.chat_template_name = x.as<std::string>();
           } else if (k == "chat-template-file") {
             m.chat_template_file = x.as<std::string>();
+          } else if (k == "draft-model") {
+            m.draft_model = x.as<std::string>();
           } else {
             return Status::InvalidArgument(
                 where(f.first, "models." + k) +
                 ": unknown key (path, name, aliases, ctx, parallel, threads, "
-                "batch, kv-type, chat-template, chat-template-file)");
+                "batch, kv-type, chat-template, chat-template-file, "
+                "draft-model)");
           }
         }
         if (m.path.empty())

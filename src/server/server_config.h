@@ -42,6 +42,9 @@ struct ModelSpec {
   int parallel = 0;
   int64_t batch_tokens = 0;
   std::string kv_type;
+  // Draft model (GGUF) for speculative decoding of this model; empty:
+  // --draft-model (which may be empty too: prompt lookup, if speculative).
+  std::string draft_model;
 };
 
 // Applied to a request field that the request does not set (llama.cpp's
@@ -117,6 +120,10 @@ struct ServerConfig {
   // verified per sequence per step.
   bool speculative = false;
   int draft_max = 8;
+  // Drafts from this small model (same vocabulary, checked at load) instead
+  // of prompt lookup; implies speculative. Applies to every model without a
+  // draft_model of its own in the config file's models: list.
+  std::string draft_model;
   // Admission by expected wait: a request whose estimated time to a slot
   // (recent service time x its queue position / slots) exceeds this is
   // refused with 429 at once, so admitted requests keep their latency under
@@ -307,8 +314,13 @@ void VisitServerFlags(ServerConfig& c, Visitor&& v) {
     "Prompt-lookup speculative decoding (same output; faster when answers "
     "repeat their input); requests opt out with \"speculative\": false",
     FlagKind::kOption);
+  v(c.draft_model, "--model-draft,--draft-model",
+    "Speculative decoding with drafts from this small GGUF model (same "
+    "vocabulary as the model, checked at load; implies --speculative)",
+    FlagKind::kOption);
   v(c.draft_max, "--draft-max",
-    "Most draft tokens verified per sequence per step with --speculative",
+    "Most draft tokens verified per sequence per step with --speculative "
+    "or --draft-model",
     FlagKind::kOption);
   v(c.otlp_endpoint, "--otlp-endpoint",
     "Export request traces over OTLP/HTTP JSON to this URL (.../v1/traces; "

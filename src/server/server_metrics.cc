@@ -161,6 +161,18 @@ ModelMetrics::ModelMetrics(MetricFamilies& r, std::string_view prefix,
                                "requests / capacity (0-1).",
                                model_only)
                         .Labels({m});
+  spec_acceptance_rate =
+      &r.AddGauge(p + "spec_decode_acceptance_rate",
+                  "Speculative draft tokens accepted / verified since start "
+                  "(0 until a draft was verified).",
+                  model_only)
+           .Labels({m});
+  spec_tokens_per_pass =
+      &r.AddGauge(p + "spec_decode_tokens_per_pass",
+                  "Tokens a drafting sequence gets per target forward pass "
+                  "since start: 1 + accepted / drafts (0 until a draft).",
+                  model_only)
+           .Labels({m});
   cache_config_info = &r.AddGauge(
       p + "cache_config_info",
       "KV-cache configuration (value 1): block_size (tokens per block; 1), "
@@ -263,6 +275,12 @@ ModelMetrics::ModelMetrics(MetricFamilies& r, std::string_view prefix,
         &stages.Labels({m, std::string(model::ForwardStageKey(
                                static_cast<model::ForwardStage>(i)))}));
   }
+  spec_drafts =
+      &r.AddCounter(p + "spec_decode_drafts_total",
+                    "Speculative drafts verified (one per sequence per step "
+                    "that had a draft).",
+                    model_only)
+           .Labels({m});
 
   // Latency histograms.
   auto& ttft = r.AddHistogram(p + "time_to_first_token_seconds",

@@ -93,6 +93,7 @@ class ModelMetrics {
   telemetry::Counter* engine_busy_seconds;   // mirrored from the engine
   // [kNumForwardStages], mirrored from the engine's stage timers.
   std::vector<telemetry::Counter*> engine_stage_seconds;
+  telemetry::Counter* spec_drafts;  // mirrored from the engine
   // Histograms.
   telemetry::Histogram* itl;
   telemetry::Histogram* tpot;
@@ -107,6 +108,10 @@ class ModelMetrics {
   telemetry::Gauge* waiting;
   telemetry::Gauge* waiting_prompt_tokens;
   telemetry::Gauge* kv_cache_usage;
+  // Speculative decoding since start: accepted / draft tokens, and tokens
+  // per target pass of drafting sequences (1 + accepted / drafts).
+  telemetry::Gauge* spec_acceptance_rate;
+  telemetry::Gauge* spec_tokens_per_pass;
   telemetry::Gauge* load_progress;
   telemetry::Gauge* load_time;
   telemetry::Gauge* warmup_time;

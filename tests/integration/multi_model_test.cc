@@ -275,7 +275,8 @@ TEST_F(MultiModelTest, YamlConfigListsModelsWithTheirOwnSettings) {
     out << "port: 0\nparallel: 3\nmodels:\n"
         << "  - path: " << light_ << "\n    name: light\n    ctx: 256\n"
         << "  - path: " << full_
-        << "\n    name: full\n    aliases: [big]\n    parallel: 1\n";
+        << "\n    name: full\n    aliases: [big]\n    parallel: 1\n"
+        << "    draft-model: " << light_ << "\n";
   }
   std::vector<ModelSpec> models;
   std::vector<std::pair<std::string, std::vector<std::string>>> flags;
@@ -290,6 +291,15 @@ TEST_F(MultiModelTest, YamlConfigListsModelsWithTheirOwnSettings) {
   EXPECT_EQ(c.models[0].parallel, 3);  // inherited
   EXPECT_EQ(c.models[1].parallel, 1);
   EXPECT_EQ(c.models[1].aliases, std::vector<std::string>{"big"});
+  // A draft model of its own; the other inherits --draft-model (none).
+  EXPECT_EQ(c.models[1].draft_model, light_);
+  EXPECT_TRUE(c.models[0].draft_model.empty());
+  ServerConfig global;
+  global.draft_model = "d.gguf";
+  global.models = models;
+  ASSERT_TRUE(FinalizeConfig(&global).ok());
+  EXPECT_EQ(global.models[0].draft_model, "d.gguf");
+  EXPECT_EQ(global.models[1].draft_model, light_);
 
   {
     std::ofstream out(path);

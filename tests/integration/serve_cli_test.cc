@@ -1,7 +1,7 @@
 // The serving defects a new user met, tried through the shipped binary:
 // `model = ...` in a config file, `--host localhost`, a context whose KV
-// cache cannot fit (refused before "listening"), and `run`'s default
-// context. Each command is bounded by `timeout`; loopback only.
+// cache cannot fit (refused before "listening"), `run`'s default context,
+// and `--draft-model` (same output as without; another vocabulary refused). Each command is bounded by `timeout`; loopback only.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -129,6 +129,67 @@ TEST_F(ServeCliTest, RunDefaultsToTheTrainedContextAndWarnsBeyondIt) {
   EXPECT_NE(ReadFile(log).find("exceeds the model's trained context"),
             std::string::npos)
       << ReadFile(log);
+}
+
+// The last line of stdout with --print-ids: the generated ids.
+std::string LastLine(const std::string& text) {
+  std::string t = text;
+  while (!t.empty() && t.back() == '\n') t.pop_back();
+  const size_t nl = t.find_last_of('\n');
+  return nl == std::string::npos ? t : t.substr(nl + 1);
+}
+
+TEST_F(ServeCliTest, RunWithADraftModelPrintsThePlainTokens) {
+  ThreadPool pool(1);
+  auto spec = model::SyntheticPreset("tiny");
+  ASSERT_TRUE(spec.ok());
+  spec->block_count = 1;
+  spec->embedding_length = 32;
+  spec->feed_forward_length = 96;
+  const std::string draft = (dir_ / "draft.gguf").string();
+  ASSERT_TRUE(
+      model::WriteSyntheticModel(*spec, kernels::DType::kQ8_0, 4, draft, pool)
+          .ok());
+  spec->vocab_size = 1024;
+  const std::string other = (dir_ / "other_vocab.gguf").string();
+  ASSERT_TRUE(
+      model::WriteSyntheticModel(*spec, kernels::DType::kQ8_0, 4, other, pool)
+          .ok());
+  const std::string bin = "timeout 60 " + std::string(RL_REDLINE_BIN);
+  const std::string common = " run -q -m " + model_ +
+                             " -p 'the cat sat on the mat' -n 24 --temp 0 "
+                             "--ignore-eos --print-ids -t 1";
+  const std::string out = (dir_ / "run_out.txt").string();
+  const std::string err = (dir_ / "run_err.txt").string();
+  ASSERT_EQ(Shell(bin + common + " > " + out + " 2> " + err), 0)
+      << ReadFile(err);
+  const std::string plain = LastLine(ReadFile(out));
+  for (const std::string& d : {draft, model_}) {
+    ASSERT_EQ(Shell(bin + common + " -md " + d + " --draft-max 4 > " + out +
+                    " 2> " + err),
+              0)
+        << ReadFile(err);
+    EXPECT_EQ(LastLine(ReadFile(out)), plain) << d;
+    EXPECT_NE(ReadFile(err).find("drafts from the draft model"),
+              std::string::npos)
+        << ReadFile(err);
+  }
+  // Another vocabulary: a clear error and a failing exit status, from run
+  // and from serve (before it is ready).
+  EXPECT_EQ(Shell(bin + common + " --draft-model " + other + " > " + out +
+                  " 2> " + err),
+            1);
+  EXPECT_NE(ReadFile(err).find("the draft model's vocabulary has 1024 tokens"),
+            std::string::npos)
+      << ReadFile(err);
+  const int serve_code =
+      Shell(bin + " serve -m " + model_ + " --draft-model " + other +
+            " --port 0 --threads 1 --ctx 256 > " + err + " 2>&1");
+  EXPECT_NE(serve_code, 0);
+  EXPECT_NE(serve_code, 124) << "did not exit: " << ReadFile(err);
+  EXPECT_NE(ReadFile(err).find("the draft model's vocabulary has 1024 tokens"),
+            std::string::npos)
+      << ReadFile(err);
 }
 
 }  // namespace
