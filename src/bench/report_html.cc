@@ -310,6 +310,7 @@ std::string RenderHtml(const BenchReport& r) {
        "Verdicts use error-adjusted distributions: each failed request counts "
        "as +&infin;.</p>\n";
 
+  h += RenderBottleneckHtml(r);
   h += "<h2>Configuration</h2><table class=\"kv\">";
   for (const auto& [k, v] : r.config)
     h += fmt::format("<tr><td>{}</td><td>{}</td></tr>", HtmlEscape(k),
@@ -405,6 +406,7 @@ std::string RenderHtml(const BenchReport& r) {
   const TimeSeries& ts = r.series;
   auto ms_fmt = [](double us) { return FormatUs(us); };
   auto s_fmt = [](double s) { return fmt::format("{:.3g}s", s); };
+  h += RenderDecompositionHtml(r);
   h += "<h2>Charts</h2><div class=\"charts\">";
   {
     ChartOptions o;

@@ -65,9 +65,22 @@ struct FakePlan {
   int64_t ping_us = 0;
   // Close the connection without answering.
   bool drop_before_headers = false;
+  // Prefill cost per prompt token (prompt tokens = prompt characters / 4),
+  // added to ttft: a prefill-bound server.
+  int64_t prefill_ns_per_token = 0;
+  // Decode slows with concurrency: the gap becomes
+  // gap x (1 + gap_growth x (requests in service at admission - 1)),
+  // counted when the request starts service (a decode-bound server).
+  double gap_growth = 0;
+  // Send the breakdown: `timings` in the finish chunk (streaming) or the
+  // Server-Timing header and body `timings` (non-streaming), with the true
+  // queue (arrival -> service start), prefill (service start -> first chunk
+  // written), decode (first -> last chunk written) and e2e.
+  bool timings = true;
 
   // Parses "ttft=120ms;gap=20ms;tokens=16;status=503;no_done=1" (durations
-  // need a unit) on top of `base`. Unknown keys are errors.
+  // need a unit; also prefill_per_token=200us, gap_growth=0.5, timings=0)
+  // on top of `base`. Unknown keys are errors.
   static Result<FakePlan> Parse(std::string_view text, const FakePlan& base);
 };
 
@@ -82,6 +95,11 @@ struct FakeTruth {
   std::string path;
   // The request body.
   std::string body;
+  // The traceparent header as received ("" when none).
+  std::string traceparent;
+  // What the server sent as its breakdown (ms; -1 when it sent none).
+  double queue_ms = -1, prefill_ms = -1, decode_ms = -1;
+  int prompt_tokens = 0;
 };
 
 struct FakeServerOptions {
