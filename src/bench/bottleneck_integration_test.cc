@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <boost/json.hpp>
 #include <cstdio>
 #include <filesystem>
@@ -17,6 +18,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "bench/command.h"
 #include "bench/decomposition.h"
@@ -201,7 +203,9 @@ TEST_F(BottleneckScenarioTest, TraceIdsOfTheSlowestRequestsAreListed) {
     const std::string id(slowest[i].at("trace_id").as_string());
     EXPECT_TRUE(seen.count(id)) << id;
     // The text lists the five slowest, the HTML all ten.
-    if (i < 5) EXPECT_NE(text_.find(id), std::string::npos) << text_;
+    if (i < 5) {
+      EXPECT_NE(text_.find(id), std::string::npos) << text_;
+    }
     EXPECT_NE(html_.find(id), std::string::npos);
   }
   const json::array& pct = traces.at("percentile").as_array();
@@ -280,6 +284,7 @@ void CheckAgainstTruth(bool stream) {
   for (const auto& t : server.Truths())
     truth[telemetry::ParseTraceparent(t.traceparent)->trace_id.Hex()] = t;
   int checked = 0;
+  std::map<Part, std::vector<double>> parts;
   for (const RequestRecord& r : run->records) {
     ASSERT_TRUE(r.ok()) << r.error_detail;
     ASSERT_TRUE(truth.count(r.trace_id)) << r.trace_id;
@@ -295,20 +300,30 @@ void CheckAgainstTruth(bool stream) {
     for (double v : d->part_ms) sum += v;
     const RequestLatencies lat = ComputeLatencies(r);
     EXPECT_NEAR(sum * 1000, static_cast<double>(*lat.e2e_sched_us), 1.5);
-    // The server's parts are the plan's, give or take a late timer, and
-    // what is left for the network is small on loopback.
+    // The server's parts are the plan's, give or take a late timer (never
+    // early: a late first chunk shortens decode, whose chunks keep their
+    // absolute schedule, but not the two together), and what is left for
+    // the network is never negative beyond rounding on loopback.
     const auto part = [&](Part p) { return d->part_ms[static_cast<int>(p)]; };
     EXPECT_GE(part(Part::kPrefill), 29);
-    EXPECT_LT(part(Part::kPrefill), 30 + 25);
-    if (stream) {
-      EXPECT_GE(part(Part::kDecode), 39);
-    }
-    EXPECT_LT(part(Part::kDecode), 40 + 25);
+    EXPECT_GE(part(Part::kPrefill) + part(Part::kDecode), 69);
     EXPECT_GT(part(Part::kNetwork), -1);
-    EXPECT_LT(part(Part::kNetwork), 25);
+    for (Part p : kAllParts) parts[p].push_back(part(p));
     checked++;
   }
   EXPECT_EQ(checked, 16);
+  // Upper bounds on the median: a stalled timer on a busy machine can make
+  // one request late, but not half of them; counting the queue in a server
+  // part would add a whole service time (70 ms).
+  auto median = [&](Part p) {
+    std::vector<double> v = parts[p];
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  EXPECT_LT(median(Part::kPrefill), 30 + 25);
+  EXPECT_LT(median(Part::kDecode), 40 + 25);
+  EXPECT_LT(median(Part::kNetwork), 25);
+  EXPECT_LT(median(Part::kClient), 25);
   // The second user waits for the first one's service: most requests queue
   // for close to a whole service time (70 ms).
   const Decomposition d = BuildDecomposition(run->records, run->start_ns, 1);
