@@ -59,18 +59,18 @@ bool Known(double v) { return !std::isnan(v); }
 
 // "queue 12 % of p50 -> 71 % of p99": how a part grows into the tail.
 std::string ShareLine(const BottleneckInput& in, Part p) {
-  return fmt::format("{} is {} of the time of the median request and {} at p99 "
-                     "(E2E p50 {}, p99 {})",
-                     PartKey(p), Pct(Share(in.share_p50, p)),
-                     Pct(Share(in.share_p99, p)), Ms(in.e2e_p50_ms),
-                     Ms(in.e2e_p99_ms));
+  return fmt::format(
+      "{} is {} of the time of the median request and {} at p99 "
+      "(E2E p50 {}, p99 {})",
+      PartKey(p), Pct(Share(in.share_p50, p)), Pct(Share(in.share_p99, p)),
+      Ms(in.e2e_p50_ms), Ms(in.e2e_p99_ms));
 }
 
 bool HasTiming(const BottleneckInput& in) { return in.timing_coverage > 0; }
 
 std::optional<Finding> MemoryRule(const BottleneckInput& in) {
-  const bool swapping =
-      Known(in.swap_in_pages_per_s) && in.swap_in_pages_per_s >= kSwapInPagesPerS;
+  const bool swapping = Known(in.swap_in_pages_per_s) &&
+                        in.swap_in_pages_per_s >= kSwapInPagesPerS;
   const bool near_limit = Known(in.memory_used_fraction) &&
                           in.memory_used_fraction >= kMemoryFraction;
   if (!swapping && !near_limit) return std::nullopt;
@@ -102,7 +102,8 @@ std::optional<Finding> KvRule(const BottleneckInput& in) {
   if (score == 0) return std::nullopt;
   Finding f;
   f.cause = Cause::kKvCache;
-  f.title = "KV-cache bound: requests wait for, or are evicted from, cache space";
+  f.title =
+      "KV-cache bound: requests wait for, or are evicted from, cache space";
   f.score = score;
   f.evidence.push_back(
       fmt::format("KV-cache usage reached {}", Pct(in.kv_usage_max)));
@@ -132,9 +133,9 @@ std::optional<Finding> ClientRule(const BottleneckInput& in) {
         "dispatch delay p99 {}",
         Pct(share), Ms(in.dispatch_p99_ms)));
   if (cpu)
-    f.evidence.push_back(fmt::format(
-        "bench used {} of a CPU (its loop runs on one thread)",
-        Pct(in.client_cpu)));
+    f.evidence.push_back(
+        fmt::format("bench used {} of a CPU (its loop runs on one thread)",
+                    Pct(in.client_cpu)));
   if (in.max_connections > 0)
     f.evidence.push_back(fmt::format(
         "--max-connections {}: requests beyond it wait in the client",
@@ -339,10 +340,11 @@ BottleneckReport FindBottleneck(const BottleneckInput& in) {
     if (in.ok_requests == 0) {
       none.evidence.push_back("no successful request to analyse");
     } else if (HasTiming(in)) {
-      const auto top = std::max_element(in.share_p99.begin(),
-                                        in.share_p99.end()) -
-                       in.share_p99.begin();
-      none.evidence.push_back(ShareLine(in, kAllParts[static_cast<size_t>(top)]));
+      const auto top =
+          std::max_element(in.share_p99.begin(), in.share_p99.end()) -
+          in.share_p99.begin();
+      none.evidence.push_back(
+          ShareLine(in, kAllParts[static_cast<size_t>(top)]));
     }
     none.action =
         "no rule's threshold was crossed; raise the load (or --find-max-rate) "
@@ -374,8 +376,7 @@ std::vector<Knee> FindKnees(const CapacityResult& capacity) {
         k.breaks_rps = rate;
     }
     for (const auto& [rate, v] : by[t]) {
-      if (v == StepVerdict::kPass &&
-          (k.breaks_rps == 0 || rate < k.breaks_rps))
+      if (v == StepVerdict::kPass && (k.breaks_rps == 0 || rate < k.breaks_rps))
         k.holds_rps = std::max(k.holds_rps, rate);
     }
     out.push_back(std::move(k));

@@ -104,9 +104,9 @@ struct Finding {
 
 // Where one SLO breaks in a capacity search.
 struct Knee {
-  std::string threshold;   // as written
-  double holds_rps = 0;    // highest rate below the break where it passed
-  double breaks_rps = 0;   // lowest rate where it failed (0: never)
+  std::string threshold;  // as written
+  double holds_rps = 0;   // highest rate below the break where it passed
+  double breaks_rps = 0;  // lowest rate where it failed (0: never)
 };
 
 struct BottleneckReport {

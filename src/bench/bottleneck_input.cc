@@ -94,7 +94,8 @@ void FromScrape(std::span<const ScrapeSeries> scrape, double span_s,
   const ScrapeSeries* waiting = Find(scrape, "num_requests_waiting");
   const ScrapeSeries* running = Find(scrape, "num_requests_running");
   if (waiting && running) {
-    const Samples w = InWindow(*waiting, span_s), r = InWindow(*running, span_s);
+    const Samples w = InWindow(*waiting, span_s),
+                  r = InWindow(*running, span_s);
     if (!w.value.empty() && !r.value.empty()) {
       in.waiting_max = *std::max_element(w.value.begin(), w.value.end());
       in.running_max = *std::max_element(r.value.begin(), r.value.end());
@@ -140,8 +141,8 @@ void FromScrape(std::span<const ScrapeSeries> scrape, double span_s,
   if (const ScrapeSeries* sw = Find(scrape, "swap_in_pages_total")) {
     const Samples s = InWindow(*sw, span_s);
     if (s.value.size() >= 2 && s.t_s.back() > s.t_s.front())
-      in.swap_in_pages_per_s = (s.value.back() - s.value.front()) /
-                               (s.t_s.back() - s.t_s.front());
+      in.swap_in_pages_per_s =
+          (s.value.back() - s.value.front()) / (s.t_s.back() - s.t_s.front());
   }
 }
 
@@ -161,8 +162,8 @@ void ItlVsConcurrency(const RunResult& run, BottleneckInput& in) {
     if (r.phase != Phase::kMeasure || !r.ok() || r.chunk_ns.size() < 2)
       continue;
     const int64_t t = r.t_send_ns;
-    const auto started = std::upper_bound(sends.begin(), sends.end(), t) -
-                         sends.begin();
+    const auto started =
+        std::upper_bound(sends.begin(), sends.end(), t) - sends.begin();
     const auto ended =
         std::upper_bound(ends.begin(), ends.end(), t) - ends.begin();
     const double itl = Ms(r.chunk_ns.back() - r.chunk_ns.front()) /
@@ -196,7 +197,8 @@ BottleneckInput GatherBottleneckInput(const RunResult& run,
                                       int max_connections) {
   BottleneckInput in;
   in.max_connections = max_connections;
-  if (run.wall_seconds > 0.5) in.client_cpu = run.cpu_seconds / run.wall_seconds;
+  if (run.wall_seconds > 0.5)
+    in.client_cpu = run.cpu_seconds / run.wall_seconds;
   std::vector<double> e2e, dispatch, prompt, first;
   // (E2E, dispatch) of each ok request, for the client's share without
   // server timing.

@@ -89,8 +89,8 @@ Decomposition BuildDecomposition(std::span<const RequestRecord> records,
     double sum = 0;
     for (double v : d->part_ms) sum += v;
     const int64_t sched = r.t_sched_ns != 0 ? r.t_sched_ns : r.t_send_ns;
-    out.max_sum_error_ms = std::max(
-        out.max_sum_error_ms, std::abs(sum - Ms(E2eEndNs(r) - sched)));
+    out.max_sum_error_ms =
+        std::max(out.max_sum_error_ms, std::abs(sum - Ms(E2eEndNs(r) - sched)));
     rows.emplace_back(std::move(*d), r.t_end_ns);
   }
   out.decomposed = static_cast<int64_t>(rows.size());
@@ -150,11 +150,11 @@ Decomposition BuildDecomposition(std::span<const RequestRecord> records,
   for (size_t b = 0; b < buckets; ++b)
     s.t_s[b] = static_cast<double>(b) * s.bucket_s;
   for (const auto& [d, end] : rows) {
-    const size_t b = end <= start_ns ? 0
-                                     : std::min(buckets - 1,
-                                                static_cast<size_t>(
-                                                    (end - start_ns) /
-                                                    bucket_ns));
+    const size_t b =
+        end <= start_ns
+            ? 0
+            : std::min(buckets - 1,
+                       static_cast<size_t>((end - start_ns) / bucket_ns));
     s.requests[b]++;
     for (int i = 0; i < kNumParts; ++i) s.part_ms[i][b] += d.part_ms[i];
   }
@@ -167,8 +167,8 @@ Decomposition BuildDecomposition(std::span<const RequestRecord> records,
   return out;
 }
 
-TraceIds BuildTraceIds(std::span<const RequestRecord> records,
-                       int64_t start_ns, size_t slowest) {
+TraceIds BuildTraceIds(std::span<const RequestRecord> records, int64_t start_ns,
+                       size_t slowest) {
   TraceIds out;
   std::vector<const RequestRecord*> ok;
   for (const RequestRecord& r : records) {

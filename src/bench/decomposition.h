@@ -86,8 +86,8 @@ struct DecompositionSeries {
 };
 
 struct Decomposition {
-  int64_t ok_requests = 0;  // measured successful requests
-  int64_t decomposed = 0;   // of those, with the server's timing
+  int64_t ok_requests = 0;   // measured successful requests
+  int64_t decomposed = 0;    // of those, with the server's timing
   bool has_gateway = false;  // any request carried gateway;dur
   PartArray mean_ms{};
   double mean_total_ms = 0;
@@ -121,8 +121,8 @@ struct TraceIds {
 };
 
 // Over the measurement phase's successful requests.
-TraceIds BuildTraceIds(std::span<const RequestRecord> records,
-                       int64_t start_ns, size_t slowest = 10);
+TraceIds BuildTraceIds(std::span<const RequestRecord> records, int64_t start_ns,
+                       size_t slowest = 10);
 
 }  // namespace redline::bench
 

@@ -103,8 +103,8 @@ std::vector<RequestRecord> TailFromQueue() {
   for (uint64_t i = 0; i < 200; ++i) {
     const bool tail = i >= 196;
     const double queue = tail ? 400 : 1;
-    RequestRecord r = Streamed(i, static_cast<double>(i) * 20, 0.1,
-                               queue + 20, queue + 20 + 60 + 0.5);
+    RequestRecord r = Streamed(i, static_cast<double>(i) * 20, 0.1, queue + 20,
+                               queue + 20 + 60 + 0.5);
     Timing(r, queue, 20, 60);
     out.push_back(r);
   }
@@ -181,8 +181,7 @@ TEST(TraceIdsTest, SlowestFirstAndThePercentileRequests) {
   // E2E values are 10..109 ms, one each: p99 is the 99th, 108 ms.
   EXPECT_NEAR(t.percentile[2].e2e_ms, 108, 1e-6);
   EXPECT_NEAR(t.percentile[0].e2e_ms, 59, 1e-6);
-  EXPECT_EQ(t.percentile[2].trace_id,
-            rs[t.percentile[2].request_id].trace_id);
+  EXPECT_EQ(t.percentile[2].trace_id, rs[t.percentile[2].request_id].trace_id);
   EXPECT_FALSE(t.percentile[2].trace_id.empty());
 }
 

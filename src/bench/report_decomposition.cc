@@ -59,8 +59,8 @@ json::object TracedJson(const TracedRequest& t) {
                  {"ttft_ms", t.ttft_ms >= 0 ? json::value(t.ttft_ms)
                                             : json::value(nullptr)},
                  {"t_s", t.t_s}};
-  o["parts_ms"] = t.parts ? json::value(PartsJson(t.parts->part_ms))
-                          : json::value(nullptr);
+  o["parts_ms"] =
+      t.parts ? json::value(PartsJson(t.parts->part_ms)) : json::value(nullptr);
   return o;
 }
 
@@ -69,9 +69,10 @@ std::string KneeLine(const Knee& k) {
     return fmt::format("{} held at every rate tried (up to {:.2f} req/s)",
                        k.threshold, k.holds_rps);
   if (k.holds_rps <= 0)
-    return fmt::format("{} broke at {:.2f} req/s, the lowest rate that was "
-                       "judged",
-                       k.threshold, k.breaks_rps);
+    return fmt::format(
+        "{} broke at {:.2f} req/s, the lowest rate that was "
+        "judged",
+        k.threshold, k.breaks_rps);
   return fmt::format("{} holds to {:.2f} req/s and breaks at {:.2f} req/s",
                      k.threshold, k.holds_rps, k.breaks_rps);
 }
@@ -85,7 +86,8 @@ std::string StackedChart(const Decomposition& d) {
   for (size_t b = 0; b < s.t_s.size(); ++b) {
     if (s.requests[b] == 0) continue;
     double sum = 0;
-    for (Part p : kAllParts) sum += std::max(0.0, s.part_ms[static_cast<int>(p)][b]);
+    for (Part p : kAllParts)
+      sum += std::max(0.0, s.part_ms[static_cast<int>(p)][b]);
     y1 = std::max(y1, sum);
   }
   std::string h = fmt::format(
@@ -120,13 +122,13 @@ std::string StackedChart(const Decomposition& d) {
       h += fmt::format(
           "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" "
           "fill=\"{}\"><title>{:.1f} s: {} {}</title></rect>",
-          L + bw * static_cast<double>(b) + bw * 0.1, y, bw * 0.8,
-          ph * v / y1, kPartColors[static_cast<int>(p)], s.t_s[b], PartKey(p),
-          Ms(v));
+          L + bw * static_cast<double>(b) + bw * 0.1, y, bw * 0.8, ph * v / y1,
+          kPartColors[static_cast<int>(p)], s.t_s[b], PartKey(p), Ms(v));
       acc += v;
     }
   }
-  const double step = std::max(1.0, std::ceil(static_cast<double>(s.t_s.size()) / 8));
+  const double step =
+      std::max(1.0, std::ceil(static_cast<double>(s.t_s.size()) / 8));
   for (size_t b = 0; b < s.t_s.size(); b += static_cast<size_t>(step)) {
     h += fmt::format(
         "<text class=\"tick\" x=\"{:.1f}\" y=\"{:.1f}\" "
@@ -171,8 +173,8 @@ void AttachBottleneck(BenchReport& report, const RunResult& run,
 std::string RenderBottleneckText(const BenchReport& r) {
   if (!r.bottleneck) return "";
   const BottleneckReport& b = *r.bottleneck;
-  std::string out = fmt::format("bottleneck ({}): {}\n", b.scope,
-                                b.primary.title);
+  std::string out =
+      fmt::format("bottleneck ({}): {}\n", b.scope, b.primary.title);
   for (const std::string& e : b.primary.evidence) out += "  · " + e + "\n";
   if (!b.primary.action.empty()) out += "  → " + b.primary.action + "\n";
   for (const Finding& f : b.others)
@@ -202,15 +204,16 @@ std::string RenderDecompositionText(const BenchReport& r) {
       out += fmt::format("  {} {:.0f} %\n", PartKey(at.dominant),
                          100 * at.Share(at.dominant));
     }
-    out += fmt::format("  {:<6} {:>10} {:>10}", "mean", "",
-                       Ms(d.mean_total_ms));
+    out +=
+        fmt::format("  {:<6} {:>10} {:>10}", "mean", "", Ms(d.mean_total_ms));
     for (Part p : kAllParts)
       if (ShowPart(d, p))
         out += fmt::format(" {:>10}", Ms(d.mean_ms[static_cast<int>(p)]));
     out += "\n";
   } else if (d.ok_requests > 0) {
-    out += "\nwhere the time goes: the server sent no timing (Server-Timing "
-           "or `timings`), so E2E is not decomposed\n";
+    out +=
+        "\nwhere the time goes: the server sent no timing (Server-Timing "
+        "or `timings`), so E2E is not decomposed\n";
   }
   const TraceIds& t = r.trace_ids;
   if (t.sent && !t.percentile.empty()) {
@@ -231,7 +234,8 @@ std::string RenderBottleneckHtml(const BenchReport& r) {
   if (!r.bottleneck) return "";
   const BottleneckReport& b = *r.bottleneck;
   std::string h = fmt::format(
-      "<h2>Bottleneck</h2><div id=\"bottleneck\" data-cause=\"{}\"><p><b>{}</b> "
+      "<h2>Bottleneck</h2><div id=\"bottleneck\" "
+      "data-cause=\"{}\"><p><b>{}</b> "
       "<span class=\"muted\">({})</span></p><ul>",
       CauseKey(b.primary.cause), HtmlEscape(b.primary.title),
       HtmlEscape(b.scope));
@@ -299,11 +303,12 @@ std::string RenderDecompositionHtml(const BenchReport& r) {
     auto row = [&](const TracedRequest& q) {
       std::string largest = "–";
       if (q.parts) {
-        const auto i = std::max_element(q.parts->part_ms.begin(),
-                                        q.parts->part_ms.end()) -
-                       q.parts->part_ms.begin();
-        largest = fmt::format("{} {}", PartKey(kAllParts[static_cast<size_t>(i)]),
-                              Ms(q.parts->part_ms[static_cast<size_t>(i)]));
+        const auto i =
+            std::max_element(q.parts->part_ms.begin(), q.parts->part_ms.end()) -
+            q.parts->part_ms.begin();
+        largest =
+            fmt::format("{} {}", PartKey(kAllParts[static_cast<size_t>(i)]),
+                        Ms(q.parts->part_ms[static_cast<size_t>(i)]));
       }
       h += fmt::format(
           "<tr><td>{}</td><td><code>{}</code></td><td>{}</td><td>{}</td>"
@@ -328,8 +333,8 @@ void AddObservabilityJson(const BenchReport& r, json::object& o) {
     for (const Knee& k : b.knees)
       knees.push_back(json::object{
           {"threshold", k.threshold},
-          {"holds_rps", k.holds_rps > 0 ? json::value(k.holds_rps)
-                                        : json::value(nullptr)},
+          {"holds_rps",
+           k.holds_rps > 0 ? json::value(k.holds_rps) : json::value(nullptr)},
           {"breaks_rps", k.breaks_rps > 0 ? json::value(k.breaks_rps)
                                           : json::value(nullptr)}});
     bo["scope"] = b.scope;

@@ -569,8 +569,8 @@ void Runner::Dispatch(int64_t t_sched, Phase phase, UserState* user,
     if (given == prep.http.headers.end()) {
       const telemetry::TraceId trace = telemetry::NewTraceId();
       prep.http.headers.push_back(
-          {"traceparent", telemetry::FormatTraceparent(
-                              trace, telemetry::NewSpanId(), true)});
+          {"traceparent",
+           telemetry::FormatTraceparent(trace, telemetry::NewSpanId(), true)});
       r.trace_id = trace.Hex();
     } else if (auto ctx = telemetry::ParseTraceparent(given->value)) {
       r.trace_id = ctx->trace_id.Hex();

@@ -102,8 +102,9 @@ Scraper::Scraper(std::string url, std::vector<std::string> filter,
       filter_(std::move(filter)),
       max_series_(max_series) {
   if (filter_.empty()) {
-    filter_ = {"cpu", "memory", "resident", "queue",  "waiting", "running",
-               "kv",  "cache",  "batch",    "tokens", "requests", "swap", "preempt"};
+    filter_ = {"cpu",      "memory", "resident", "queue", "waiting",
+               "running",  "kv",     "cache",    "batch", "tokens",
+               "requests", "swap",   "preempt"};
   }
   auto parsed = http::ParseUrl(url_);
   if (parsed.ok()) {

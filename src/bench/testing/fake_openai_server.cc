@@ -137,7 +137,8 @@ struct FakeOpenAiServer::Stream
                               : std::min(now_ns, t0_ns + plan.ttft_us * kUs);
     const int64_t last = last_chunk_ns != 0 ? last_chunk_ns : now_ns;
     t.queue_ms = static_cast<double>(t0_ns - t_received_ns) / 1e6;
-    t.prefill_ms = static_cast<double>(std::max<int64_t>(0, first - t0_ns)) / 1e6;
+    t.prefill_ms =
+        static_cast<double>(std::max<int64_t>(0, first - t0_ns)) / 1e6;
     t.ttft_ms = static_cast<double>(first - t_received_ns) / 1e6;
     t.decode_ms = static_cast<double>(std::max<int64_t>(0, last - first)) / 1e6;
     t.e2e_ms = static_cast<double>(now_ns - t_received_ns) / 1e6;
@@ -421,10 +422,9 @@ void FakeOpenAiServer::Handle(http::ServerRequest&& request,
   s->plan.ttft_us += static_cast<int64_t>(s->prompt_tokens) *
                      s->plan.prefill_ns_per_token / kUs;
   auto service_ns = [&] {
-    return (s->plan.ttft_us +
-            static_cast<int64_t>(
-                std::max(0, s->plan.reasoning + s->plan.tokens - 1)) *
-                s->plan.gap_us) *
+    return (s->plan.ttft_us + static_cast<int64_t>(std::max(
+                                  0, s->plan.reasoning + s->plan.tokens - 1)) *
+                                  s->plan.gap_us) *
            kUs;
   };
   if (options_.slots > 0) {
@@ -507,10 +507,9 @@ void FakeOpenAiServer::Handle(http::ServerRequest&& request,
         headers.push_back({"Server-Timing", api::FormatServerTiming(*t)});
         self->RecordTimings(*t);
       }
-      self->writer->Respond(
-          200, headers,
-          api::BuildResponse(self->kind, self->id, {choice}, u,
-                             t ? &*t : nullptr));
+      self->writer->Respond(200, headers,
+                            api::BuildResponse(self->kind, self->id, {choice},
+                                               u, t ? &*t : nullptr));
       self->RecordDone(http::NowNs(), u.completion_tokens);
       self->Done();
     };
