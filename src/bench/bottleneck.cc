@@ -77,7 +77,7 @@ std::optional<Finding> MemoryRule(const BottleneckInput& in) {
   Finding f;
   f.cause = Cause::kMemory;
   f.title = "memory pressure: the server is swapping or near its memory limit";
-  f.score = 0.95;
+  f.score = 1.0;  // ahead of everything: a swapping server is slow at all
   if (swapping)
     f.evidence.push_back(fmt::format("swap-in {:.0f} pages/s during the run",
                                      in.swap_in_pages_per_s));
@@ -95,7 +95,10 @@ std::optional<Finding> KvRule(const BottleneckInput& in) {
   const bool refusals = in.preemptions > 0 || in.http_429 > 0;
   double score = 0;
   if (in.kv_usage_max >= kKvFull) {
-    score = refusals ? 0.9 : 0.8;
+    // A full cache that turns requests away is the limit whatever the
+    // shares say; full alone may just be a well-used cache.
+    // (1: it outranks every share; a tie goes to the earlier cause.)
+    score = refusals ? 1.0 : 0.8;
   } else if (in.kv_usage_max >= kKvHigh && refusals) {
     score = 0.75;
   }

@@ -176,6 +176,28 @@ TEST_F(BottleneckScenarioTest, OneConnectionForManyUsersIsTheClient) {
   EXPECT_GT(P99Share(r, "client"), 0.4) << Explain(r);
 }
 
+TEST_F(BottleneckScenarioTest, FullKvCacheThatRefusesIsKvBound) {
+  // Four requests of ~100 prompt tokens fill a 300-token cache; one in four
+  // is refused with 429. Decode dominates every request's time, but the
+  // cache is the limit.
+  FakeServerOptions so;
+  so.kv_capacity_tokens = 300;
+  so.plan_fn = [](uint64_t i, const http::ServerRequest&, const FakePlan& b) {
+    FakePlan p = b;
+    p.ttft_us = 5'000;
+    p.gap_us = 10'000;
+    p.tokens = 16;
+    if (i % 4 == 1) p.status = 429;
+    return p;
+  };
+  auto s = Server(so);
+  BenchCommandOptions o = Options(*s, 4, 48, 16);
+  o.input_tokens = "100";
+  o.scrape = "http://127.0.0.1:" + std::to_string(s->port()) + "/metrics";
+  const json::object r = Run(o);
+  EXPECT_EQ(Cause(r), "kv_cache") << Explain(r);
+}
+
 TEST_F(BottleneckScenarioTest, TraceIdsOfTheSlowestRequestsAreListed) {
   FakeServerOptions so;
   so.plan_fn = [](uint64_t i, const http::ServerRequest&, const FakePlan& b) {

@@ -130,7 +130,7 @@ TEST(BottleneckTest, FullKvCacheWithPreemptionsOutranksTheQueueItCauses) {
   in.preemptions = 14;
   BottleneckReport b = FindBottleneck(in);
   EXPECT_EQ(b.primary.cause, Cause::kKvCache);
-  EXPECT_NEAR(b.primary.score, 0.9, 1e-9);
+  EXPECT_NEAR(b.primary.score, 1.0, 1e-9);
   ASSERT_FALSE(b.others.empty());
   EXPECT_EQ(b.others[0].cause, Cause::kQueueing);
 }

@@ -339,6 +339,23 @@ std::string FakeOpenAiServer::SlotGauges() const {
       waiting, running);
 }
 
+std::string FakeOpenAiServer::KvGauge() const {
+  if (options_.kv_capacity_tokens <= 0) return "";
+  const int64_t now = http::NowNs();
+  int64_t held = 0;
+  for (const auto& [ptr, stream] : streams_) {
+    if (stream->t0_ns <= now)
+      held +=
+          stream->prompt_tokens + stream->plan.reasoning + stream->plan.tokens;
+  }
+  const double usage =
+      std::min(1.0, static_cast<double>(held) /
+                        static_cast<double>(options_.kv_capacity_tokens));
+  return fmt::format(
+      "# TYPE fake_kv_cache_usage_perc gauge\nfake_kv_cache_usage_perc {}\n",
+      usage);
+}
+
 void FakeOpenAiServer::Handle(http::ServerRequest&& request,
                               std::shared_ptr<http::ResponseWriter> writer) {
   const std::string_view path = request.Path();
@@ -358,9 +375,8 @@ void FakeOpenAiServer::Handle(http::ServerRequest&& request,
           fmt::format(
               "# TYPE fake_requests_total counter\nfake_requests_total {}\n"
               "# TYPE fake_queue_depth "
-              "gauge\nfake_queue_depth{{model=\"fake\"}} {}\n"
-              "fake_kv_cache_usage_ratio 0.{}\n{}",
-              n, n % 7, n % 10, SlotGauges()));
+              "gauge\nfake_queue_depth{{model=\"fake\"}} {}\n{}{}",
+              n, n % 7, KvGauge(), SlotGauges()));
     } else {
       writer->Respond(404, {{"Content-Type", "application/json"}},
                       api::BuildErrorBody(FakeError(

@@ -119,6 +119,11 @@ struct FakeServerOptions {
   // G/D/c queue whose capacity is slots / service time. /metrics then
   // reports fake_num_requests_waiting and fake_num_requests_running.
   int slots = 0;
+  // > 0: /metrics reports fake_kv_cache_usage_perc, the prompt and output
+  // tokens of the requests in service over this capacity (at most 1). The
+  // cache does not gate admission; it is a signal for the bench's
+  // bottleneck finder. 0: no KV gauge.
+  int64_t kv_capacity_tokens = 0;
   // Routes answered besides the completions: GET /health and /readyz (200),
   // GET /metrics (a few Prometheus series).
 };
@@ -142,6 +147,8 @@ class FakeOpenAiServer {
   struct Stream;
   // Prometheus lines of the slot model (loop thread).
   std::string SlotGauges() const;
+  // The KV usage line (loop thread); "" without kv_capacity_tokens.
+  std::string KvGauge() const;
   void Handle(http::ServerRequest&& request,
               std::shared_ptr<http::ResponseWriter> writer);
 
