@@ -45,7 +45,8 @@ struct BottleneckInput {
   // Requests with the server's timing / successful requests.
   double timing_coverage = 0;
   // Share of each part in the total (client + E2E) of the requests near p50
-  // and p99 of E2E, indexed by Part; all 0 without server timing.
+  // and p99 of that total, indexed by Part; without server timing only the
+  // client's share is set (from dispatch delay).
   PartArray share_p50{}, share_p99{};
 
   // ---- relations across requests (Spearman rank correlation, NaN with

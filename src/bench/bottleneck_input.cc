@@ -250,8 +250,11 @@ BottleneckInput GatherBottleneckInput(const RunResult& run,
     for (Part p : kAllParts) (*dst)[static_cast<int>(p)] = at.Share(p);
   }
   if (decomposition.decomposed == 0 && !client.empty()) {
-    // Without server timing the client's own share is still known.
-    std::sort(client.begin(), client.end());
+    // Without server timing the client's own share is still known; ranked
+    // by the total, as the decomposition is.
+    std::sort(client.begin(), client.end(), [](const auto& a, const auto& b) {
+      return a.first + a.second < b.first + b.second;
+    });
     auto share = [&](double q) {
       const size_t k = static_cast<size_t>(std::clamp<double>(
           std::ceil(q * static_cast<double>(client.size())) - 1, 0,

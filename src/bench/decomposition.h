@@ -60,14 +60,18 @@ struct RequestDecomposition {
 // nullopt unless `r` succeeded, was sent and carried the server's timing.
 std::optional<RequestDecomposition> Decompose(const RequestRecord& r);
 
-// The parts of the requests near one percentile of E2E.
+// The parts of the requests near one percentile of the decomposed total
+// (dispatch delay + E2E, i.e. e2e_sched): ranked by the total, not by E2E
+// alone, so that a client that sends late shows in its tail.
 struct DecompositionAt {
   double percentile = 0;  // 50, 95, 99
-  double e2e_ms = 0;      // E2E of the request at that rank (nearest rank)
-  // Mean over the requests whose E2E rank is within 0.5 % of n of it (at
+  // The total of the request at that rank (nearest rank): the percentile.
+  double rank_total_ms = 0;
+  // Means over the requests whose rank is within 0.5 % of n of it (at
   // least that one request): one request alone is noisy, a wide window
   // would mix in the body of the distribution.
   int64_t requests = 0;
+  double e2e_ms = 0;
   double total_ms = 0;
   PartArray part_ms{};
   Part dominant = Part::kDecode;  // largest part

@@ -133,6 +133,25 @@ TEST(DecompositionTest, PercentileRowsShowWhichPartMakesTheTail) {
   }
 }
 
+TEST(DecompositionTest, RowsRankByTheTotalSoALateClientShows) {
+  // The same E2E for every request; four were sent 300 ms late. Ranked by
+  // E2E the p99 row would be any request; ranked by the total it is them.
+  std::vector<RequestRecord> rs;
+  for (uint64_t i = 0; i < 200; ++i) {
+    const double late = i % 50 == 7 ? 300 : 0.05;
+    RequestRecord r =
+        Streamed(i, static_cast<double>(i) * 20, late, 10, 20 + 0.001 * i);
+    Timing(r, 0, 9.5, 10);
+    rs.push_back(r);
+  }
+  const Decomposition d = BuildDecomposition(rs, kT0, 1);
+  ASSERT_EQ(d.at.size(), 3u);
+  EXPECT_EQ(d.at[0].dominant, Part::kDecode);
+  EXPECT_EQ(d.at[2].dominant, Part::kClient);
+  EXPECT_GT(d.at[2].Share(Part::kClient), 0.9);
+  EXPECT_NEAR(d.at[2].rank_total_ms, 320, 0.5);
+}
+
 TEST(DecompositionTest, SeriesBucketsByFinishTime) {
   const std::vector<RequestRecord> rs = TailFromQueue();
   const Decomposition d = BuildDecomposition(rs, kT0, 1);

@@ -188,8 +188,10 @@ std::string RenderDecompositionText(const BenchReport& r) {
   const Decomposition& d = r.decomposition;
   std::string out;
   if (d.decomposed > 0) {
-    out += fmt::format("\nwhere the time goes (E2E by part; {}):\n",
-                       CoverageLine(d));
+    out += fmt::format(
+        "\nwhere the time goes (dispatch delay + E2E by part, at percentiles "
+        "of that total; {}):\n",
+        CoverageLine(d));
     out += fmt::format("  {:<6} {:>10} {:>10}", "", "e2e", "total");
     for (Part p : kAllParts)
       if (ShowPart(d, p)) out += fmt::format(" {:>10}", PartKey(p));
@@ -278,8 +280,9 @@ std::string RenderDecompositionHtml(const BenchReport& r) {
   } else {
     h += "<p class=\"muted\">" + HtmlEscape(CoverageLine(d)) +
          ". Each row is the mean of the requests nearest that percentile of "
-         "E2E; the parts add up to the total (dispatch delay + E2E).</p>";
-    h += "<table id=\"decomposition\"><tr><th>E2E</th><th>e2e</th><th>"
+         "the total (dispatch delay + E2E, i.e. e2e_sched); the parts add up "
+         "to it.</p>";
+    h += "<table id=\"decomposition\"><tr><th>percentile</th><th>e2e</th><th>"
          "total</th>";
     for (Part p : kAllParts)
       if (ShowPart(d, p)) h += fmt::format("<th>{}</th>", PartKey(p));
@@ -358,6 +361,7 @@ void AddObservabilityJson(const BenchReport& r, json::object& o) {
       PartArray shares{};
       for (Part p : kAllParts) shares[static_cast<int>(p)] = a.Share(p);
       at.push_back(json::object{{"percentile", a.percentile},
+                                {"rank_total_ms", a.rank_total_ms},
                                 {"e2e_ms", a.e2e_ms},
                                 {"requests", a.requests},
                                 {"total_ms", a.total_ms},
