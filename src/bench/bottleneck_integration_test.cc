@@ -176,6 +176,20 @@ TEST_F(BottleneckScenarioTest, OneConnectionForManyUsersIsTheClient) {
   EXPECT_GT(P99Share(r, "client"), 0.4) << Explain(r);
 }
 
+TEST_F(BottleneckScenarioTest, TimeTheServerDoesNotAccountForIsNetwork) {
+  // 40 ms before each answer starts that the server leaves out of its
+  // timing (as a slow proxy in front of it would add).
+  FakeServerOptions so;
+  so.default_plan.unaccounted_us = 40'000;
+  so.default_plan.ttft_us = 4'000;
+  so.default_plan.gap_us = 2'000;
+  so.default_plan.tokens = 4;
+  auto s = Server(so);
+  const json::object r = Run(Options(*s, 2, 24, 4));
+  EXPECT_EQ(Cause(r), "network") << Explain(r);
+  EXPECT_GT(P99Share(r, "network"), 0.5) << Explain(r);
+}
+
 TEST_F(BottleneckScenarioTest, FullKvCacheThatRefusesIsKvBound) {
   // Four requests of ~100 prompt tokens fill a 300-token cache; one in four
   // is refused with 429. Decode dominates every request's time, but the

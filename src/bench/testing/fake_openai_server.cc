@@ -91,6 +91,8 @@ Result<FakePlan> FakePlan::Parse(std::string_view text, const FakePlan& base) {
       st = flag(&p.usage);
     } else if (key == "drop") {
       st = flag(&p.drop_before_headers);
+    } else if (key == "unaccounted") {
+      st = dur(&p.unaccounted_us);
     } else if (key == "timings") {
       st = flag(&p.timings);
     } else if (key == "prefill_per_token") {
@@ -136,7 +138,9 @@ struct FakeOpenAiServer::Stream
                               ? first_write_ns
                               : std::min(now_ns, t0_ns + plan.ttft_us * kUs);
     const int64_t last = last_chunk_ns != 0 ? last_chunk_ns : now_ns;
-    t.queue_ms = static_cast<double>(t0_ns - t_received_ns) / 1e6;
+    t.queue_ms =
+        static_cast<double>(t0_ns - t_received_ns - plan.unaccounted_us * kUs) /
+        1e6;
     t.prefill_ms =
         static_cast<double>(std::max<int64_t>(0, first - t0_ns)) / 1e6;
     t.ttft_ms = static_cast<double>(first - t_received_ns) / 1e6;
@@ -450,6 +454,7 @@ void FakeOpenAiServer::Handle(http::ServerRequest&& request,
     auto slot = std::min_element(slot_free_ns_.begin(), slot_free_ns_.end());
     s->t0_ns = std::max(request.t_received_ns, *slot);
   }
+  s->t0_ns += s->plan.unaccounted_us * kUs;
   if (s->plan.gap_growth > 0) {
     // Requests in service when this one starts, itself included.
     int64_t running = 1;

@@ -77,9 +77,14 @@ struct FakePlan {
   // queue (arrival -> service start), prefill (service start -> first chunk
   // written), decode (first -> last chunk written) and e2e.
   bool timings = true;
+  // Time the server spends before its schedule starts that it leaves out of
+  // its timings (a slow proxy, parsing, the wire): bench sees it as
+  // network.
+  int64_t unaccounted_us = 0;
 
   // Parses "ttft=120ms;gap=20ms;tokens=16;status=503;no_done=1" (durations
-  // need a unit; also prefill_per_token=200us, gap_growth=0.5, timings=0)
+  // need a unit; also prefill_per_token=200us, gap_growth=0.5, timings=0,
+  // unaccounted=50ms)
   // on top of `base`. Unknown keys are errors.
   static Result<FakePlan> Parse(std::string_view text, const FakePlan& base);
 };
