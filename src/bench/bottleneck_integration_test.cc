@@ -190,6 +190,25 @@ TEST_F(BottleneckScenarioTest, TimeTheServerDoesNotAccountForIsNetwork) {
   EXPECT_GT(P99Share(r, "network"), 0.5) << Explain(r);
 }
 
+TEST_F(BottleneckScenarioTest, GatewayShareFromServerTiming) {
+  // Non-streaming, so the gateway's share rides in Server-Timing.
+  FakeServerOptions so;
+  so.default_plan.gateway_us = 30'000;
+  so.default_plan.ttft_us = 4'000;
+  so.default_plan.gap_us = 1'000;
+  so.default_plan.tokens = 4;
+  auto s = Server(so);
+  BenchCommandOptions o = Options(*s, 2, 20, 4);
+  o.no_stream = true;
+  const json::object r = Run(o);
+  EXPECT_EQ(Cause(r), "gateway") << Explain(r);
+  EXPECT_TRUE(r.at("decomposition").at("has_gateway").as_bool());
+  const json::object& mean = r.at("decomposition").at("mean_ms").as_object();
+  EXPECT_NEAR(mean.at("gateway").to_number<double>(), 30, 0.01);
+  EXPECT_LT(mean.at("network").to_number<double>(), 15) << Explain(r);
+  EXPECT_NE(text_.find("gateway"), std::string::npos);
+}
+
 TEST_F(BottleneckScenarioTest, FullKvCacheThatRefusesIsKvBound) {
   // Four requests of ~100 prompt tokens fill a 300-token cache; one in four
   // is refused with 429. Decode dominates every request's time, but the

@@ -93,6 +93,8 @@ Result<FakePlan> FakePlan::Parse(std::string_view text, const FakePlan& base) {
       st = flag(&p.drop_before_headers);
     } else if (key == "unaccounted") {
       st = dur(&p.unaccounted_us);
+    } else if (key == "gateway") {
+      st = dur(&p.gateway_us);
     } else if (key == "timings") {
       st = flag(&p.timings);
     } else if (key == "prefill_per_token") {
@@ -139,7 +141,8 @@ struct FakeOpenAiServer::Stream
                               : std::min(now_ns, t0_ns + plan.ttft_us * kUs);
     const int64_t last = last_chunk_ns != 0 ? last_chunk_ns : now_ns;
     t.queue_ms =
-        static_cast<double>(t0_ns - t_received_ns - plan.unaccounted_us * kUs) /
+        static_cast<double>(t0_ns - t_received_ns -
+                            (plan.unaccounted_us + plan.gateway_us) * kUs) /
         1e6;
     t.prefill_ms =
         static_cast<double>(std::max<int64_t>(0, first - t0_ns)) / 1e6;
@@ -454,7 +457,7 @@ void FakeOpenAiServer::Handle(http::ServerRequest&& request,
     auto slot = std::min_element(slot_free_ns_.begin(), slot_free_ns_.end());
     s->t0_ns = std::max(request.t_received_ns, *slot);
   }
-  s->t0_ns += s->plan.unaccounted_us * kUs;
+  s->t0_ns += (s->plan.unaccounted_us + s->plan.gateway_us) * kUs;
   if (s->plan.gap_growth > 0) {
     // Requests in service when this one starts, itself included.
     int64_t running = 1;
@@ -525,7 +528,12 @@ void FakeOpenAiServer::Handle(http::ServerRequest&& request,
       std::optional<api::ServerTimings> t;
       if (self->plan.timings) {
         t = self->Timings(http::NowNs());
-        headers.push_back({"Server-Timing", api::FormatServerTiming(*t)});
+        std::string timing = api::FormatServerTiming(*t);
+        if (self->plan.gateway_us > 0)
+          timing = api::AppendServerTiming(
+              timing, "gateway",
+              static_cast<double>(self->plan.gateway_us) / 1000);
+        headers.push_back({"Server-Timing", std::move(timing)});
         self->RecordTimings(*t);
       }
       self->writer->Respond(200, headers,

@@ -81,10 +81,14 @@ struct FakePlan {
   // its timings (a slow proxy, parsing, the wire): bench sees it as
   // network.
   int64_t unaccounted_us = 0;
+  // Like unaccounted, but reported as a gateway's own share
+  // (`gateway;dur` appended to Server-Timing, as a gateway in front would;
+  // headers go out first, so only on non-streaming answers).
+  int64_t gateway_us = 0;
 
   // Parses "ttft=120ms;gap=20ms;tokens=16;status=503;no_done=1" (durations
   // need a unit; also prefill_per_token=200us, gap_growth=0.5, timings=0,
-  // unaccounted=50ms)
+  // unaccounted=50ms, gateway=5ms)
   // on top of `base`. Unknown keys are errors.
   static Result<FakePlan> Parse(std::string_view text, const FakePlan& base);
 };
