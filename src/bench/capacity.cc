@@ -587,6 +587,11 @@ Result<CapacityRun> FindMaxRate(const RunConfig& base, Workload& workload,
           p.tail_s, p.drain_s, p.drained ? "" : " (not idle)",
           StepVerdictName(p.verdict),
           p.reason.empty() ? "" : " (" + p.reason + ")"));
+      if (p.verdict == StepVerdict::kFail &&
+          (out.knee_rps == 0 || rate < out.knee_rps)) {
+        out.knee_rps = rate;
+        out.knee_run = run;
+      }
       if (p.pass()) {
         passes.emplace_back(rate, std::move(run));
       } else {

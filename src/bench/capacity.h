@@ -62,6 +62,10 @@ struct CapacityOptions {
 struct CapacityRun {
   CapacityResult result;
   RunResult best_run;  // the run at the capacity rate (or the last step)
+  // The step that failed at the lowest rate (what breaks first: the
+  // bottleneck finder reads it); empty when no step failed.
+  RunResult knee_run;
+  double knee_rps = 0;
   bool found = false;
 };
 

@@ -188,6 +188,7 @@ Result<Plan> BuildPlan(const BenchCommandOptions& o) {
   rc.seed = o.seed;
   rc.debug_requests = std::max<int64_t>(0, o.debug_requests);
   rc.realtime = o.realtime;
+  rc.send_traceparent = !o.no_traceparent;
   rc.cold_requests = std::max(0, o.cold_requests);
 
   // Load model.
@@ -586,6 +587,9 @@ int RunBenchCommand(const BenchCommandOptions& o,
 
   RunResult run;
   std::optional<CapacityResult> capacity;
+  // A search's bottleneck is read at the knee: the lowest rate that failed.
+  RunResult knee_run;
+  double knee_rps = 0;
   if (o.find_max_rate) {
     auto co_or = CapacityOptionsFrom(o);
     if (!co_or.ok()) {
@@ -609,6 +613,8 @@ int RunBenchCommand(const BenchCommandOptions& o,
     }
     capacity = cap->result;
     run = std::move(cap->best_run);
+    knee_run = std::move(cap->knee_run);
+    knee_rps = cap->knee_rps;
   } else {
     auto result = RunLoad(rc, workload);
     if (!result.ok()) {
@@ -653,6 +659,19 @@ int RunBenchCommand(const BenchCommandOptions& o,
     if (scraper->samples() == 0)
       report.warnings.push_back(
           fmt::format("no successful scrape of {}", scraper->url()));
+  }
+
+  if (!knee_run.records.empty()) {
+    const std::vector<ScrapeSeries> series =
+        scraper ? scraper->Series(knee_run.start_ns)
+                : std::vector<ScrapeSeries>();
+    AttachBottleneck(
+        report, knee_run, series, o.max_connections,
+        fmt::format("the step at {:.2f} req/s, the lowest rate that failed",
+                    knee_rps));
+  } else {
+    AttachBottleneck(report, run, report.scrape, o.max_connections,
+                     capacity ? "the step at the capacity rate" : "the run");
   }
 
   fmt::print(out, "{}", RenderText(report));

@@ -45,6 +45,8 @@ struct BenchCommandOptions {
   int cold_requests = 1;
   uint64_t seed = 1;
   bool realtime = false;  // SCHED_FIFO for the load thread (see RunConfig)
+  // Do not send a W3C traceparent per request (RunConfig::send_traceparent).
+  bool no_traceparent = false;
 
   // Workload (ignored with --scenario, which defines tasks).
   std::string prompt =

@@ -115,6 +115,23 @@ struct RequestRecord {
   bool done_seen = false;
   bool finish_seen = false;
 
+  // The W3C trace id bench sent in `traceparent` (32 lowercase hex digits),
+  // empty when none was sent (docs/OBSERVABILITY.md#bench).
+  std::string trace_id;
+  // The server's own breakdown in ms (docs/OBSERVABILITY.md), -1 when not
+  // sent: from the Server-Timing header (non-streaming) or the `timings` of
+  // the final chunk (streaming); gateway_ms is the gateway's own share
+  // (`gateway;dur`).
+  double server_queue_ms = -1;
+  double server_prefill_ms = -1;
+  double server_decode_ms = -1;
+  double server_e2e_ms = -1;
+  double gateway_ms = -1;
+  // True when the server sent at least its prefill and decode parts.
+  bool has_server_timing() const {
+    return server_prefill_ms >= 0 && server_decode_ms >= 0;
+  }
+
   bool ok() const { return error == ErrorClass::kNone; }
   bool sent() const { return t_send_ns != 0; }
 

@@ -305,6 +305,9 @@ BenchReport BuildReport(const RunResult& run, const ReportInputs& in) {
   rep.cdf_ttft = BuildCdf(m.Hist(Metric::kTtft));
   rep.cdf_e2e = BuildCdf(m.Hist(Metric::kE2e));
   rep.max_error_rate = in.max_error_rate;
+  rep.decomposition =
+      BuildDecomposition(run.records, run.start_ns, rep.series.bucket_s);
+  rep.trace_ids = BuildTraceIds(run.records, run.start_ns);
   DecideVerdict(rep);
   return rep;
 }

@@ -11,13 +11,17 @@
 #ifndef REDLINE_BENCH_REPORT_H_
 #define REDLINE_BENCH_REPORT_H_
 
+#include <boost/json/fwd.hpp>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "bench/bottleneck.h"
 #include "bench/config_echo.h"
+#include "bench/decomposition.h"
 #include "bench/metrics.h"
 #include "bench/quantile_ci.h"
 #include "bench/runner.h"
@@ -215,6 +219,12 @@ struct BenchReport {
   // The first failure of each error class with the start of its body
   // (RunResult::first_errors).
   std::vector<ErrorSample> first_errors;
+  // Where the time went and which requests to open in a trace viewer
+  // (docs/OBSERVABILITY.md#bench), filled by BuildReport.
+  Decomposition decomposition;
+  TraceIds trace_ids;
+  // The bottleneck finder's verdict (AttachBottleneck).
+  std::optional<BottleneckReport> bottleneck;
 };
 
 struct ReportInputs {
@@ -238,7 +248,27 @@ BenchReport BuildReport(const RunResult& run, const ReportInputs& inputs);
 // threshold was given.
 void DecideVerdict(BenchReport& report);
 
+// Runs the bottleneck finder (bench/bottleneck.h) on `run` (the report's
+// run, or for a search the step at the knee) with `scrape` (its series
+// relative to run.start_ns) and sets report.bottleneck; for a search it adds
+// the knees. `scope` says what was analysed (report_decomposition.cc).
+void AttachBottleneck(BenchReport& report, const RunResult& run,
+                      std::span<const ScrapeSeries> scrape, int max_connections,
+                      std::string scope);
+
 // ---- renderers ----
+// The report's observability sections (report_decomposition.cc): the
+// bottleneck first (text and HTML put it at the top), then the E2E
+// decomposition by percentile and over time, and the traced requests.
+std::string RenderBottleneckText(const BenchReport& report);
+std::string RenderDecompositionText(const BenchReport& report);
+std::string RenderBottleneckHtml(const BenchReport& report);
+std::string RenderDecompositionHtml(const BenchReport& report);
+// Adds "bottleneck", "decomposition" and "traces" to the JSON result, and a
+// request's trace id and server timing to its JSONL line.
+void AddObservabilityJson(const BenchReport& report, boost::json::object& out);
+void AddRequestObservabilityJson(const RequestRecord& r,
+                                 boost::json::object& out);
 // The final table for the terminal (UTF-8; ✓/✗ per threshold).
 std::string RenderText(const BenchReport& report);
 // The JSON result (schema "redline.bench.result/2", docs/BENCH_JSON.md).

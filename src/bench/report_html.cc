@@ -139,6 +139,7 @@ std::string RenderHtml(const BenchReport& r) {
        "Verdicts use error-adjusted distributions: each failed request counts "
        "as +&infin;.</p>\n";
 
+  h += RenderBottleneckHtml(r);
   h += "<h2>Configuration</h2><table class=\"kv\" id=\"config\">";
   for (const auto& [k, v] : r.config)
     h += fmt::format("<tr><td>{}</td><td>{}</td></tr>", HtmlEscape(k),
@@ -247,6 +248,7 @@ std::string RenderHtml(const BenchReport& r) {
   terms.Use("ttft");
   terms.Use("e2e");
   terms.Use("dispatch_delay");
+  h += RenderDecompositionHtml(r);
   h += "<h2>Charts</h2><div class=\"charts\">";
   {
     ChartOptions o;

@@ -281,6 +281,7 @@ std::string RenderJson(const BenchReport& r) {
   }
   o["first_errors"] = std::move(first_errors);
   o["warnings"] = Arr(r.warnings);
+  AddObservabilityJson(r, o);
   o["client"] =
       json::object{{"cpu_seconds", r.cpu_seconds},
                    {"wall_seconds", r.wall_seconds},
@@ -490,6 +491,7 @@ std::string RenderRequestsJsonl(const RunResult& run,
       o["input_tokens_planned"] = r.input_tokens_planned;
     o["done"] = r.done_seen;
     o["finish"] = r.finish_seen;
+    AddRequestObservabilityJson(r, o);
     json::array chunks;
     chunks.reserve(r.chunk_ns.size());
     for (int64_t c : r.chunk_ns) chunks.push_back(c - t0);

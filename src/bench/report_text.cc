@@ -117,6 +117,7 @@ std::string RenderText(const BenchReport& r) {
          " · percentiles: nearest rank on HDR histograms (>= 3 significant "
          "digits) · ITL per chunk · "
          "verdicts on error-adjusted distributions (failed = ∞)\n\n";
+  out += RenderBottleneckText(r);
   if (r.cold && r.cold->attempted > 0) {
     const PhaseStats& c = *r.cold;
     out += fmt::format("cold (first request{}): ", c.attempted > 1 ? "s" : "");
@@ -144,6 +145,7 @@ std::string RenderText(const BenchReport& r) {
     PhaseSummary(out, *r.measure, "measurement");
     LatencyTable(out, *r.measure);
   }
+  out += RenderDecompositionText(r);
   if (!r.first_errors.empty()) {
     out += "\nfirst error of each class:\n";
     for (const ErrorSample& e : r.first_errors) {

@@ -16,6 +16,7 @@
 #include "api/error.h"
 #include "api/request.h"
 #include "api/response.h"
+#include "api/server_timing.h"
 #include "base/check.h"
 #include "base/logging.h"
 #include "bench/abort.h"
@@ -24,6 +25,7 @@
 #include "http/event_loop.h"
 #include "http/sse.h"
 #include "http/url.h"
+#include "telemetry/trace_context.h"
 
 namespace redline::bench {
 
@@ -150,6 +152,8 @@ class Exchange final : public http::ResponseHandler {
     error_detail_.clear();
     raw_.clear();
     debug_ = false;
+    timing_header_.clear();
+    timings_.reset();
     sse_.Reset();
   }
   // Marks this exchange for --debug-requests: the request is kept as sent.
@@ -202,7 +206,46 @@ class Exchange final : public http::ResponseHandler {
   std::string debug_method_, debug_target_, debug_request_;
   http::SseParser sse_;
   api::StreamChunk chunk_;
+  // The Server-Timing header as received ("" when none).
+  std::string timing_header_;
+  // `timings` of the final chunk or of the body.
+  std::optional<api::ServerTimings> timings_;
 };
+
+bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    const auto lower = [](char c) {
+      return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+    };
+    if (lower(a[i]) != lower(b[i])) return false;
+  }
+  return true;
+}
+
+// Fills the record's server breakdown: the body's or final chunk's
+// `timings` first (what a streaming answer can carry), then the
+// Server-Timing header, which is also where a gateway adds its own share.
+void ApplyServerTiming(const std::optional<api::ServerTimings>& timings,
+                       std::string_view header, RequestRecord& r) {
+  if (timings) {
+    r.server_queue_ms = timings->queue_ms;
+    r.server_prefill_ms = timings->prefill_ms;
+    r.server_decode_ms = timings->decode_ms;
+    r.server_e2e_ms = timings->e2e_ms;
+  }
+  if (header.empty()) return;
+  const std::vector<api::TimingEntry> entries = api::ParseServerTiming(header);
+  auto take = [&](std::string_view name, double* out) {
+    const double v = api::TimingOf(entries, name);
+    if (v >= 0 && *out < 0) *out = v;
+  };
+  take("queue", &r.server_queue_ms);
+  take("prefill", &r.server_prefill_ms);
+  take("decode", &r.server_decode_ms);
+  take("e2e", &r.server_e2e_ms);
+  take("gateway", &r.gateway_ms);
+}
 
 class Runner {
  public:
@@ -229,6 +272,8 @@ class Runner {
     o.max_connections_per_origin = c.max_connections;
     o.tls_verify = c.tls_verify;
     o.tls_ca_file = c.tls_ca_file;
+    // Server-Timing (docs/OBSERVABILITY.md) is read from the headers.
+    o.capture_headers = true;
     return o;
   }
 
@@ -318,6 +363,13 @@ void Exchange::OnSent(int64_t t_ns) {
 
 void Exchange::OnHeaders(const http::ResponseHead& head, int64_t) {
   status_ = head.status;
+  for (const http::Header& h : head.headers) {
+    if (EqualsIgnoreCase(h.name, "server-timing")) {
+      // Several Server-Timing fields are one list (RFC 9110 5.3).
+      if (!timing_header_.empty()) timing_header_ += ", ";
+      timing_header_ += h.value;
+    }
+  }
   is_2xx_ = status_ >= 200 && status_ <= 299;
   if (stream_ && is_2xx_ &&
       head.content_type.find("text/event-stream") == std::string::npos)
@@ -377,6 +429,7 @@ void Exchange::OnEvent(const http::SseEvent& e, int64_t t_ns) {
   if (has_content && r.t_first_output_ns == 0) r.t_first_output_ns = t_ns;
   if (chunk_.has_finish) finish_ = true;
   if (chunk_.usage) usage_ = chunk_.usage;
+  if (chunk_.timings) timings_ = chunk_.timings;
 }
 
 void Exchange::OnComplete(const http::TransportResult& result, int64_t t_ns) {
@@ -443,6 +496,7 @@ void Exchange::OnComplete(const http::TransportResult& result, int64_t t_ns) {
       error_detail_ = "error object in a 2xx body: " + parsed->error->message;
     } else {
       if (parsed->usage) usage_ = parsed->usage;
+      if (parsed->timings) timings_ = parsed->timings;
       if (keep_text_) text_ = parsed->content;
     }
   }
@@ -456,6 +510,7 @@ void Exchange::OnComplete(const http::TransportResult& result, int64_t t_ns) {
     }
   }
   r.error_detail = r.ok() ? std::string() : error_detail_;
+  ApplyServerTiming(timings_, timing_header_, r);
 
   // Token count (docs/METRICS.md#token-counts): server usage, else one token
   // per content chunk.
@@ -503,6 +558,24 @@ void Runner::Dispatch(int64_t t_sched, Phase phase, UserState* user,
   r.t_sched_ns = t_sched;
   r.input_tokens_planned = prep.input_tokens_planned;
   for (const http::Header& h : common_headers_) prep.http.headers.push_back(h);
+  if (cfg_.send_traceparent) {
+    // One new trace per request, sampled, so that a server that honours the
+    // caller's flag keeps it: "open the trace of your p99 request".
+    const auto given =
+        std::find_if(prep.http.headers.begin(), prep.http.headers.end(),
+                     [](const http::Header& h) {
+                       return EqualsIgnoreCase(h.name, "traceparent");
+                     });
+    if (given == prep.http.headers.end()) {
+      const telemetry::TraceId trace = telemetry::NewTraceId();
+      prep.http.headers.push_back(
+          {"traceparent",
+           telemetry::FormatTraceparent(trace, telemetry::NewSpanId(), true)});
+      r.trace_id = trace.Hex();
+    } else if (auto ctx = telemetry::ParseTraceparent(given->value)) {
+      r.trace_id = ctx->trace_id.Hex();
+    }
+  }
   prep.http.total_timeout_ms = cfg_.request_timeout_ms;
   prep.http.idle_timeout_ms = cfg_.idle_timeout_ms;
 

@@ -76,6 +76,12 @@ struct RunConfig {
   // for a short time slice instead (runner.cc, ShortSlice).
   bool realtime = false;
 
+  // Send a fresh W3C `traceparent` (sampled) with every request and keep its
+  // trace id in the record (RequestRecord::trace_id); `--no-traceparent`
+  // turns it off. A `traceparent` among `headers` is sent as given instead,
+  // and its trace id recorded.
+  bool send_traceparent = true;
+
   // Keep the first this many request/response exchanges in full
   // (RunResult::debug_exchanges; `bench --debug-requests N`).
   int64_t debug_requests = 0;

@@ -131,8 +131,9 @@ Scraper::Scraper(std::string url, std::vector<std::string> filter,
       filter_(std::move(filter)),
       max_series_(max_series) {
   if (filter_.empty()) {
-    filter_ = {"cpu", "memory", "resident", "queue",  "waiting", "running",
-               "kv",  "cache",  "batch",    "tokens", "requests"};
+    filter_ = {"cpu",      "memory", "resident", "queue", "waiting",
+               "running",  "kv",     "cache",    "batch", "tokens",
+               "requests", "swap",   "preempt"};
   }
   auto parsed = http::ParseUrl(url_);
   if (parsed.ok()) {

@@ -75,6 +75,9 @@ void SetupBench(CLI::App& sub, int* exit_code) {
   sub.add_flag("--realtime", o->realtime,
                "Run the load thread under SCHED_FIFO (needs CAP_SYS_NICE): "
                "on-time dispatch on busy machines");
+  sub.add_flag("--no-traceparent", o->no_traceparent,
+               "Do not send a W3C traceparent with each request (sent by "
+               "default; the reports list the trace ids of the slowest)");
   // Workload.
   sub.add_option("-p,--prompt", o->prompt, "Fixed prompt (default workload)");
   sub.add_option("-y,--system", o->system_prompt, "System prompt");

@@ -7,11 +7,13 @@
 #include <algorithm>
 #include <fstream>
 #include <future>
+#include <optional>
 
 #include "api/error.h"
 #include "api/models.h"
 #include "api/request.h"
 #include "api/response.h"
+#include "api/server_timing.h"
 #include "bench/units.h"
 #include "http/sse.h"
 
@@ -136,6 +138,20 @@ Result<FakePlan> FakePlan::Parse(std::string_view text, const FakePlan& base) {
       st = flag(&p.usage);
     } else if (key == "drop") {
       st = flag(&p.drop_before_headers);
+    } else if (key == "unaccounted") {
+      st = dur(&p.unaccounted_us);
+    } else if (key == "gateway") {
+      st = dur(&p.gateway_us);
+    } else if (key == "timings") {
+      st = flag(&p.timings);
+    } else if (key == "prefill_per_token") {
+      auto ns = ParseDurationNs(value);
+      st = ns.ok() ? Status::Ok() : ns.status();
+      if (ns.ok()) p.prefill_ns_per_token = *ns;
+    } else if (key == "gap_growth") {
+      auto v = ParseNumber(value);
+      st = v.ok() ? Status::Ok() : v.status();
+      if (v.ok()) p.gap_growth = *v;
     } else {
       return Status::InvalidArgument("unknown plan key '" + std::string(key) +
                                      "'");
@@ -161,6 +177,36 @@ struct FakeOpenAiServer::Stream
   int64_t last_write_ns = 0;
   size_t truth = SIZE_MAX;  // index into truths_, SIZE_MAX when not recorded
   int prompt_tokens = 0;
+  int64_t t_received_ns = 0;
+  int64_t end_ns = 0;  // planned end of service (ChunkTime of the last)
+  int64_t first_write_ns = 0, last_chunk_ns = 0;  // content/reasoning chunks
+
+  // The true breakdown so far (ms), as sent and recorded.
+  api::ServerTimings Timings(int64_t now_ns) const {
+    api::ServerTimings t;
+    const int64_t first = first_write_ns != 0
+                              ? first_write_ns
+                              : std::min(now_ns, t0_ns + plan.ttft_us * kUs);
+    const int64_t last = last_chunk_ns != 0 ? last_chunk_ns : now_ns;
+    t.queue_ms =
+        static_cast<double>(t0_ns - t_received_ns -
+                            (plan.unaccounted_us + plan.gateway_us) * kUs) /
+        1e6;
+    t.prefill_ms =
+        static_cast<double>(std::max<int64_t>(0, first - t0_ns)) / 1e6;
+    t.ttft_ms = static_cast<double>(first - t_received_ns) / 1e6;
+    t.decode_ms = static_cast<double>(std::max<int64_t>(0, last - first)) / 1e6;
+    t.e2e_ms = static_cast<double>(now_ns - t_received_ns) / 1e6;
+    return t;
+  }
+
+  void RecordTimings(const api::ServerTimings& t) {
+    if (truth == SIZE_MAX) return;
+    std::lock_guard<std::mutex> lock(server->mu_);
+    server->truths_[truth].queue_ms = t.queue_ms;
+    server->truths_[truth].prefill_ms = t.prefill_ms;
+    server->truths_[truth].decode_ms = t.decode_ms;
+  }
 
   int total() const { return plan.reasoning + plan.tokens; }
 
@@ -259,6 +305,8 @@ struct FakeOpenAiServer::Stream
       }
       const int64_t t = http::NowNs();
       Write(http::SseData(api::BuildChunk(kind, id, {f})));
+      if (first_write_ns == 0) first_write_ns = t;
+      last_chunk_ns = t;
       RecordChunk(t);
       next++;
       Arm();
@@ -270,7 +318,13 @@ struct FakeOpenAiServer::Stream
     if (!plan.no_finish) {
       api::ChunkChoice f;
       f.finish_reason = "stop";
-      Write(http::SseData(api::BuildChunk(kind, id, {f})));
+      if (plan.timings) {
+        const api::ServerTimings t = Timings(http::NowNs());
+        Write(http::SseData(api::BuildChunk(kind, id, {f}, nullptr, &t)));
+        RecordTimings(t);
+      } else {
+        Write(http::SseData(api::BuildChunk(kind, id, {f})));
+      }
     }
     if (include_usage && plan.usage) {
       api::Usage u;
@@ -418,6 +472,23 @@ std::string FakeOpenAiServer::ServerExposition() const {
   return out;
 }
 
+std::string FakeOpenAiServer::KvGauge() const {
+  if (options_.kv_capacity_tokens <= 0) return "";
+  const int64_t now = http::NowNs();
+  int64_t held = 0;
+  for (const auto& [ptr, stream] : streams_) {
+    if (stream->t0_ns <= now)
+      held +=
+          stream->prompt_tokens + stream->plan.reasoning + stream->plan.tokens;
+  }
+  const double usage =
+      std::min(1.0, static_cast<double>(held) /
+                        static_cast<double>(options_.kv_capacity_tokens));
+  return fmt::format(
+      "# TYPE fake_kv_cache_usage_perc gauge\nfake_kv_cache_usage_perc {}\n",
+      usage);
+}
+
 void FakeOpenAiServer::Handle(http::ServerRequest&& request,
                               std::shared_ptr<http::ResponseWriter> writer) {
   const std::string_view path = request.Path();
@@ -440,9 +511,8 @@ void FakeOpenAiServer::Handle(http::ServerRequest&& request,
           fmt::format(
               "# TYPE fake_requests_total counter\nfake_requests_total {}\n"
               "# TYPE fake_queue_depth "
-              "gauge\nfake_queue_depth{{model=\"fake\"}} {}\n"
-              "fake_kv_cache_usage_ratio 0.{}\n{}",
-              n, n % 7, n % 10, SlotGauges()));
+              "gauge\nfake_queue_depth{{model=\"fake\"}} {}\n{}{}",
+              n, n % 7, KvGauge(), SlotGauges()));
     } else {
       writer->Respond(404, {{"Content-Type", "application/json"}},
                       api::BuildErrorBody(FakeError(
@@ -496,24 +566,40 @@ void FakeOpenAiServer::Handle(http::ServerRequest&& request,
   s->include_usage = parsed->include_usage;
   s->t0_ns = request.t_received_ns;
   s->t_received_ns = request.t_received_ns;
+  size_t prompt_chars = 0;
+  for (const auto& m : parsed->messages) prompt_chars += m.content.size();
+  prompt_chars += parsed->prompt.size();
+  s->prompt_tokens = static_cast<int>(prompt_chars / 4);
+  // Prefill cost of the prompt, on top of the plan's fixed ttft.
+  s->plan.ttft_us += static_cast<int64_t>(s->prompt_tokens) *
+                     s->plan.prefill_ns_per_token / kUs;
+  auto service_ns = [&] {
+    return (s->plan.ttft_us + static_cast<int64_t>(std::max(
+                                  0, s->plan.reasoning + s->plan.tokens - 1)) *
+                                  s->plan.gap_us) *
+           kUs;
+  };
   if (options_.slots > 0) {
     // First come first served on the slot that frees first.
     if (slot_free_ns_.empty())
       slot_free_ns_.assign(static_cast<size_t>(options_.slots), 0);
     auto slot = std::min_element(slot_free_ns_.begin(), slot_free_ns_.end());
-    const int64_t service_ns =
-        (plan.ttft_us +
-         static_cast<int64_t>(std::max(0, plan.reasoning + plan.tokens - 1)) *
-             plan.gap_us) *
-        kUs;
     s->t0_ns = std::max(request.t_received_ns, *slot);
-    *slot = s->t0_ns + service_ns;
   }
+  s->t0_ns += (s->plan.unaccounted_us + s->plan.gateway_us) * kUs;
+  if (s->plan.gap_growth > 0) {
+    // Requests in service when this one starts, itself included.
+    int64_t running = 1;
+    for (const auto& [ptr, other] : streams_)
+      running += other->t0_ns <= s->t0_ns && s->t0_ns < other->end_ns;
+    s->plan.gap_us = static_cast<int64_t>(
+        static_cast<double>(s->plan.gap_us) *
+        (1 + s->plan.gap_growth * static_cast<double>(running - 1)));
+  }
+  s->end_ns = s->t0_ns + service_ns();
+  if (options_.slots > 0)
+    *std::min_element(slot_free_ns_.begin(), slot_free_ns_.end()) = s->end_ns;
   s->last_write_ns = request.t_received_ns;
-  size_t prompt_chars = 0;
-  for (const auto& m : parsed->messages) prompt_chars += m.content.size();
-  prompt_chars += parsed->prompt.size();
-  s->prompt_tokens = static_cast<int>(prompt_chars / 4);
   if (metrics_) metrics_->prompt_tokens += s->prompt_tokens;
   if (options_.record_truth) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -522,6 +608,8 @@ void FakeOpenAiServer::Handle(http::ServerRequest&& request,
     t.t_received_ns = request.t_received_ns;
     t.path = std::string(path);
     t.body = request.body;
+    t.traceparent = std::string(request.HeaderValue("traceparent"));
+    t.prompt_tokens = s->prompt_tokens;
     s->truth = truths_.size();
     truths_.push_back(std::move(t));
   }
@@ -565,9 +653,22 @@ void FakeOpenAiServer::Handle(http::ServerRequest&& request,
       api::FinalChoice choice;
       choice.text = std::move(content);
       choice.finish_reason = "stop";
-      self->writer->Respond(
-          200, {{"Content-Type", "application/json"}},
-          api::BuildResponse(self->kind, self->id, {choice}, u));
+      std::vector<http::Header> headers = {
+          {"Content-Type", "application/json"}};
+      std::optional<api::ServerTimings> t;
+      if (self->plan.timings) {
+        t = self->Timings(http::NowNs());
+        std::string timing = api::FormatServerTiming(*t);
+        if (self->plan.gateway_us > 0)
+          timing = api::AppendServerTiming(
+              timing, "gateway",
+              static_cast<double>(self->plan.gateway_us) / 1000);
+        headers.push_back({"Server-Timing", std::move(timing)});
+        self->RecordTimings(*t);
+      }
+      self->writer->Respond(200, headers,
+                            api::BuildResponse(self->kind, self->id, {choice},
+                                               u, t ? &*t : nullptr));
       self->RecordDone(http::NowNs(), u.completion_tokens);
       self->Done();
     };

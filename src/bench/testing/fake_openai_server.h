@@ -65,9 +65,31 @@ struct FakePlan {
   int64_t ping_us = 0;
   // Close the connection without answering.
   bool drop_before_headers = false;
+  // Prefill cost per prompt token (prompt tokens = prompt characters / 4),
+  // added to ttft: a prefill-bound server.
+  int64_t prefill_ns_per_token = 0;
+  // Decode slows with concurrency: the gap becomes
+  // gap x (1 + gap_growth x (requests in service at admission - 1)),
+  // counted when the request starts service (a decode-bound server).
+  double gap_growth = 0;
+  // Send the breakdown: `timings` in the finish chunk (streaming) or the
+  // Server-Timing header and body `timings` (non-streaming), with the true
+  // queue (arrival -> service start), prefill (service start -> first chunk
+  // written), decode (first -> last chunk written) and e2e.
+  bool timings = true;
+  // Time the server spends before its schedule starts that it leaves out of
+  // its timings (a slow proxy, parsing, the wire): bench sees it as
+  // network.
+  int64_t unaccounted_us = 0;
+  // Like unaccounted, but reported as a gateway's own share
+  // (`gateway;dur` appended to Server-Timing, as a gateway in front would;
+  // headers go out first, so only on non-streaming answers).
+  int64_t gateway_us = 0;
 
   // Parses "ttft=120ms;gap=20ms;tokens=16;status=503;no_done=1" (durations
-  // need a unit) on top of `base`. Unknown keys are errors.
+  // need a unit; also prefill_per_token=200us, gap_growth=0.5, timings=0,
+  // unaccounted=50ms, gateway=5ms)
+  // on top of `base`. Unknown keys are errors.
   static Result<FakePlan> Parse(std::string_view text, const FakePlan& base);
 };
 
@@ -82,6 +104,11 @@ struct FakeTruth {
   std::string path;
   // The request body.
   std::string body;
+  // The traceparent header as received ("" when none).
+  std::string traceparent;
+  // What the server sent as its breakdown (ms; -1 when it sent none).
+  double queue_ms = -1, prefill_ms = -1, decode_ms = -1;
+  int prompt_tokens = 0;
 };
 
 struct FakeServerOptions {
@@ -101,6 +128,11 @@ struct FakeServerOptions {
   // G/D/c queue whose capacity is slots / service time. /metrics then
   // reports fake_num_requests_waiting and fake_num_requests_running.
   int slots = 0;
+  // > 0: /metrics reports fake_kv_cache_usage_perc, the prompt and output
+  // tokens of the requests in service over this capacity (at most 1). The
+  // cache does not gate admission; it is a signal for the bench's
+  // bottleneck finder. 0: no KV gauge.
+  int64_t kv_capacity_tokens = 0;
   // Routes answered besides the completions: GET /health and /readyz (200),
   // GET /metrics (a few Prometheus series).
   // Non-empty ("redline_", "vllm:"): /metrics exports a server's set under
@@ -134,6 +166,8 @@ class FakeOpenAiServer {
   std::string SlotGauges() const;
   // The metrics_prefix exposition (loop thread).
   std::string ServerExposition() const;
+  // The KV usage line (loop thread); "" without kv_capacity_tokens.
+  std::string KvGauge() const;
   void Handle(http::ServerRequest&& request,
               std::shared_ptr<http::ResponseWriter> writer);
 
