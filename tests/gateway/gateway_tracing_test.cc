@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <boost/json.hpp>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -337,6 +338,19 @@ class Child {
       _exit(127);
     }
   }
+  // Waits (bounded) for the child to exit; its exit code, or -1.
+  int Wait(std::chrono::seconds limit) {
+    const auto end = std::chrono::steady_clock::now() + limit;
+    while (pid_ > 0 && std::chrono::steady_clock::now() < end) {
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return -1;
+  }
   ~Child() {
     if (pid_ <= 0) return;
     kill(pid_, SIGKILL);
@@ -445,6 +459,46 @@ TEST_F(GatewayTracingTest, OneTraceFromTheClientThroughTheGatewayIntoServe) {
   EXPECT_GE(chunks, 2) << "a prompt longer than --batch takes several passes";
   EXPECT_EQ(Attr(*prefill, "redline.prefill.chunks"), std::to_string(chunks));
   EXPECT_FALSE(Attr(*decode, "redline.steps").empty());
+  EXPECT_TRUE(receiver.errors().empty()) << receiver.errors()[0];
+
+  // `redline bench` through the gateway: the trace id it reports for its
+  // slowest request has the whole path, gateway and serve, in the receiver,
+  // and its decomposition has the gateway's share and serve's parts.
+  const std::string json_path = (dir / "bench.json").string();
+  const std::string bench_log = (dir / "bench.log").string();
+  {
+    Child bench(
+        {RL_REDLINE_BIN, "bench", "--url",
+         "http://127.0.0.1:" + std::to_string(port_) + "/v1", "-m", "tiny",
+         "--requests", "12", "--users", "2", "-n", "4", "--json", json_path},
+        bench_log);
+    ASSERT_EQ(bench.Wait(std::chrono::seconds(90)), 0) << ReadFile(bench_log);
+  }
+  boost::system::error_code ec;
+  const boost::json::value report = boost::json::parse(ReadFile(json_path), ec);
+  ASSERT_FALSE(ec) << ReadFile(json_path).substr(0, 400);
+  const boost::json::value& slowest =
+      report.at("traces").at("slowest").as_array().at(0);
+  const std::string tid(slowest.at("trace_id").as_string());
+  ASSERT_EQ(tid.size(), 32u);
+  const boost::json::object& parts = slowest.at("parts_ms").as_object();
+  EXPECT_GE(parts.at("gateway").to_number<double>(), 0.0);
+  EXPECT_GT(parts.at("prefill").to_number<double>(), 0.0);
+  ASSERT_TRUE(Eventually(
+      [&] {
+        return Named(SpansOf(receiver, "redline-gateway", tid), "upstream") !=
+                   nullptr &&
+               Named(SpansOf(receiver, "redline-serve", tid), "decode") !=
+                   nullptr;
+      },
+      15s))
+      << tid;
+  const auto bgw = SpansOf(receiver, "redline-gateway", tid);
+  const auto bsv = SpansOf(receiver, "redline-serve", tid);
+  EXPECT_EQ(Named(bsv, "chat")->parent_span_id,
+            Named(bgw, "upstream")->span_id);
+  EXPECT_FALSE(Attr(*Named(bgw, "chat"), "gen_ai.request.model").empty());
+  EXPECT_FALSE(Attr(*Named(bsv, "chat"), "gen_ai.usage.output_tokens").empty());
   EXPECT_TRUE(receiver.errors().empty()) << receiver.errors()[0];
   std::filesystem::remove_all(dir);
 }

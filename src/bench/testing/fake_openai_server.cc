@@ -177,7 +177,6 @@ struct FakeOpenAiServer::Stream
   int64_t last_write_ns = 0;
   size_t truth = SIZE_MAX;  // index into truths_, SIZE_MAX when not recorded
   int prompt_tokens = 0;
-  int64_t t_received_ns = 0;
   int64_t end_ns = 0;  // planned end of service (ChunkTime of the last)
   int64_t first_write_ns = 0, last_chunk_ns = 0;  // content/reasoning chunks
 
