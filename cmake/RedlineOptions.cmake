@@ -69,10 +69,16 @@ function(rl_add_test name)
     # arguments, which keeps only the first label. Instead, a ctest include
     # file that runs after the discovered tests' (TEST_INCLUDE_FILES keeps
     # order) labels every test in ${name}_TESTS with the whole list.
+    # The label "serial" also makes ctest run those tests alone (RUN_SERIAL):
+    # latency-measuring tests whose verdicts a parallel neighbour would skew.
+    set(serial "")
+    if("serial" IN_LIST ARG_LABELS)
+      set(serial " RUN_SERIAL TRUE")
+    endif()
     set(labels_file "${CMAKE_CURRENT_BINARY_DIR}/${name}_labels.cmake")
     file(WRITE "${labels_file}"
       "foreach(t IN LISTS ${name}_TESTS)\n"
-      "  set_tests_properties(\"\${t}\" PROPERTIES LABELS \"${ARG_LABELS}\")\n"
+      "  set_tests_properties(\"\${t}\" PROPERTIES LABELS \"${ARG_LABELS}\"${serial})\n"
       "endforeach()\n")
     set_property(DIRECTORY APPEND PROPERTY TEST_INCLUDE_FILES "${labels_file}")
   endif()
