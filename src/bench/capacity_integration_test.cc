@@ -253,7 +253,10 @@ TEST_F(CapacitySearchTest, StepsShortOfSamplesAreNeitherPassNorFail) {
   o.warmup = "100ms";
   int code = 0;
   const json::object cap = RunJson(o, &code);
-  EXPECT_EQ(code, kExitSloFailed);
+  // No capacity: the SLO code, or the invalid-run code when a loaded
+  // machine could not send a 200 ms step's rate on time (the send-rate
+  // check); never a pass.
+  EXPECT_TRUE(code == kExitSloFailed || code == kExitInvalidRun) << code;
   EXPECT_EQ(cap.at("capacity_rps").as_double(), 0);
   for (const json::value& step : cap.at("curve").as_array()) {
     // No percentile verdict; a step can still fail on something that needs
