@@ -25,6 +25,12 @@ inline void CpuRelax() {
 // core while the engine waits for requests.
 constexpr auto kSpinBeforeSleep = std::chrono::microseconds(2000);
 
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 }  // namespace
 
 int PhysicalCoreCount() {
@@ -84,7 +90,9 @@ void ThreadPool::WorkerLoop(int index) {
     // `job` may belong to that next job: skip, the loop picks it up.
     if (generation_.load(std::memory_order_seq_cst) != gen) continue;
     if (job != nullptr) {
+      const int64_t t0 = NowNs();
       (*job)(index);
+      busy_ns_.fetch_add(NowNs() - t0, std::memory_order_relaxed);
       pending_.fetch_sub(1, std::memory_order_acq_rel);
     } else {
       // A ParallelFor: register, then make sure it is still the one we woke
@@ -101,14 +109,18 @@ void ThreadPool::WorkerLoop(int index) {
 
 void ThreadPool::Run(const std::function<void(int)>& fn) {
   if (num_threads_ == 1) {
+    const int64_t t0 = NowNs();
     fn(0);
+    busy_ns_.fetch_add(NowNs() - t0, std::memory_order_relaxed);
     return;
   }
   job_.store(&fn, std::memory_order_seq_cst);
   pending_.store(num_threads_ - 1, std::memory_order_release);
   generation_.fetch_add(1, std::memory_order_acq_rel);
   generation_.notify_all();
+  const int64_t t0 = NowNs();
   fn(0);
+  busy_ns_.fetch_add(NowNs() - t0, std::memory_order_relaxed);
   // Spin first (workers usually finish within microseconds of us), then
   // yield: on an oversubscribed machine a descheduled worker needs our core.
   for (int spins = 0; pending_.load(std::memory_order_acquire) != 0; ++spins) {
@@ -122,9 +134,13 @@ void ThreadPool::Run(const std::function<void(int)>& fn) {
 }
 
 void ThreadPool::RunChunks(int thread_index) {
+  const int64_t t0 = NowNs();
   for (;;) {
     const int64_t c = next_chunk_.fetch_add(1, std::memory_order_relaxed);
-    if (c >= for_chunks_) return;
+    if (c >= for_chunks_) {
+      busy_ns_.fetch_add(NowNs() - t0, std::memory_order_relaxed);
+      return;
+    }
     const int64_t u0 = for_units_ * c / for_chunks_;
     const int64_t u1 = for_units_ * (c + 1) / for_chunks_;
     const int64_t begin = u0 * for_grain_;
@@ -141,7 +157,9 @@ void ThreadPool::ParallelFor(
   grain = std::max<int64_t>(grain, 1);
   const int64_t units = (n + grain - 1) / grain;
   if (num_threads_ == 1 || units == 1) {
+    const int64_t t0 = NowNs();
     fn(0, n, 0);
+    busy_ns_.fetch_add(NowNs() - t0, std::memory_order_relaxed);
     return;
   }
   // A few chunks per thread: small enough that a late thread's share is

@@ -28,6 +28,12 @@ class ThreadPool {
 
   int num_threads() const { return num_threads_; }
 
+  // Nanoseconds the threads (the caller as worker 0 included) have spent
+  // running jobs, summed over threads, since construction; its rate over
+  // num_threads() is the pool's busy ratio, the rest is spinning, sleeping
+  // and waiting for the slowest thread. Thread-safe (relaxed).
+  int64_t busy_ns() const { return busy_ns_.load(std::memory_order_relaxed); }
+
   // Calls fn(thread_index) once on each of the num_threads() threads and
   // returns when all calls have returned.
   void Run(const std::function<void(int thread_index)>& fn);
@@ -53,6 +59,9 @@ class ThreadPool {
   std::atomic<uint64_t> generation_{0};
   std::atomic<int> pending_{0};
   std::atomic<bool> stop_{false};
+  // Two clock reads per thread per job: tens of ns against the microseconds
+  // a job takes.
+  std::atomic<int64_t> busy_ns_{0};
 
   // ParallelFor state: chunks handed out through next_chunk_; workers that
   // wake up late find none left and never touch a finished job (they check

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <thread>
 #include <vector>
 
 namespace redline {
@@ -31,6 +33,26 @@ TEST(ThreadPoolTest, RunCallsEveryThreadAndManyJobsInARow) {
     pool.Run([&](int t) { total += t + 1; });
   }
   EXPECT_EQ(total.load(), 2000 * (1 + 2 + 3));
+}
+
+TEST(ThreadPoolTest, BusyTimeCountsTheJobsOfEveryThread) {
+  using namespace std::chrono;
+  for (int threads : {1, 2}) {
+    ThreadPool pool(threads);
+    const int64_t before = pool.busy_ns();
+    const auto t0 = steady_clock::now();
+    // 8 units of 2 ms of sleep: at least 16 ms of job time in all.
+    pool.ParallelFor(8, 1, [](int64_t b, int64_t e, int) {
+      std::this_thread::sleep_for(milliseconds(2 * (e - b)));
+    });
+    pool.Run([](int) { std::this_thread::sleep_for(milliseconds(2)); });
+    const int64_t wall =
+        duration_cast<nanoseconds>(steady_clock::now() - t0).count();
+    const int64_t busy = pool.busy_ns() - before;
+    EXPECT_GE(busy, (16 + 2 * threads) * 1'000'000) << threads;
+    // No thread is busy for longer than the calls lasted.
+    EXPECT_LE(busy, threads * wall + 1'000'000) << threads;
+  }
 }
 
 TEST(ThreadPoolTest, PhysicalCoresPositive) {

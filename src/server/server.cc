@@ -337,6 +337,11 @@ void InferenceServer::Impl::RefreshMetrics() {
     mm.spec_accepted_tokens->SetTotal(
         static_cast<double>(st.spec_accepted_tokens));
     mm.engine_busy_seconds->SetTotal(st.busy_seconds);
+    if (sm.pool) {
+      mm.pool_busy_seconds->SetTotal(static_cast<double>(sm.pool->busy_ns()) /
+                                     1e9);
+      mm.pool_threads->Set(sm.pool->num_threads());
+    }
     for (size_t i = 0; i < mm.engine_stage_seconds.size(); ++i)
       mm.engine_stage_seconds[i]->SetTotal(st.stage_seconds[i]);
     mm.spec_drafts->SetTotal(static_cast<double>(st.spec_drafts));

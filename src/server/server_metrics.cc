@@ -265,6 +265,18 @@ ModelMetrics::ModelMetrics(MetricFamilies& r, std::string_view prefix,
                     "the fraction of time the model is busy.",
                     model_only)
            .Labels({m});
+  pool_busy_seconds =
+      &r.AddCounter(p + "thread_pool_busy_seconds_total",
+                    "Time the model's thread pool threads spent running "
+                    "kernels, summed over threads; rate / threads is the "
+                    "pool's busy ratio.",
+                    model_only)
+           .Labels({m});
+  pool_threads = &r.AddGauge(p + "thread_pool_threads",
+                             "Threads in the model's thread pool (the engine's "
+                             "owner thread included).",
+                             model_only)
+                      .Labels({m});
   auto& stages = r.AddCounter(
       p + "engine_stage_seconds_total",
       "Forward-pass time by stage (matrix products by kind, attention, "

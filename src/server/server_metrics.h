@@ -91,6 +91,8 @@ class ModelMetrics {
   telemetry::Counter* spec_draft_tokens;     // mirrored from the engine
   telemetry::Counter* spec_accepted_tokens;  // mirrored from the engine
   telemetry::Counter* engine_busy_seconds;   // mirrored from the engine
+  telemetry::Counter* pool_busy_seconds;     // the model's thread pool
+  telemetry::Gauge* pool_threads;
   // [kNumForwardStages], mirrored from the engine's stage timers.
   std::vector<telemetry::Counter*> engine_stage_seconds;
   telemetry::Counter* spec_drafts;  // mirrored from the engine

@@ -36,6 +36,7 @@ void TracingSink::OnAdmitted(const api::ResponseIdentity& id, int choices) {
 void TracingSink::OnDelta(int index, std::string text,
                           std::vector<api::LogprobEntry> logprobs,
                           const api::Usage& so_far) {
+  if (first_delta_unix_ns_ == 0) first_delta_unix_ns_ = telemetry::UnixNowNs();
   inner_->OnDelta(index, std::move(text), std::move(logprobs), so_far);
 }
 
@@ -91,6 +92,9 @@ void TracingSink::OnComplete(const api::Usage& usage,
                                           static_cast<double>(et.steps)});
   trace_->AddSpan("decode", root, a + Ms(t.ttft_ms),
                   a + Ms(t.ttft_ms + t.decode_ms), std::move(decode_attrs));
+  if (first_delta_unix_ns_ > 0)
+    trace_->AddSpan("respond", root, first_delta_unix_ns_,
+                    telemetry::UnixNowNs());
   if (!slots_.empty()) {
     std::string slots;
     for (int64_t s : slots_) {

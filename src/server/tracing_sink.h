@@ -9,7 +9,9 @@
 // the request's arrival; `arrival_unix_ns` anchors them on the wall clock.
 // The prefill span has one child per prefill chunk (forward pass), with the
 // chunk's tokens and the pass's batch size; the decode span carries the
-// slot and the batch sizes of the request's steps.
+// slot and the batch sizes of the request's steps. A `respond` span runs
+// from the first text handed to the transport to the end: for a stream, the
+// time it was being written.
 //
 // Threading and ownership: as the wrapped sink (the session's thread); owns
 // the inner sink, shares the trace with the request's other stages, borrows
@@ -60,6 +62,7 @@ class TracingSink : public SessionSink {
   // slots of every choice.
   engine::RequestTimings engine_timings_;
   std::vector<int64_t> slots_;
+  int64_t first_delta_unix_ns_ = 0;  // the first text handed to the transport
   bool admitted_ = false;
   bool ended_ = false;
 };

@@ -234,16 +234,18 @@ TEST_F(ServeTracingTest, TraceFileIsValidTraceEventJson) {
   boost::system::error_code ec;
   json::value v = json::parse(ss.str(), ec);
   ASSERT_FALSE(ec) << ss.str().substr(0, 400);
-  int complete = 0, chunks = 0;
+  int complete = 0, chunks = 0, responds = 0;
   for (const json::value& e : v.as_array()) {
     if (e.at("ph").as_string() != "X") continue;
     ++complete;
     chunks += e.at("name").as_string() == "prefill chunk";
+    responds += e.at("name").as_string() == "respond";
   }
-  // Root, parse, chat_template+tokenize, queue, prefill, decode, and at
-  // least one prefill chunk per request.
+  // Root, parse, chat_template+tokenize, queue, prefill, decode, respond,
+  // and at least one prefill chunk per request.
   EXPECT_GE(chunks, 3);
-  EXPECT_EQ(complete, 3 * 6 + chunks);
+  EXPECT_EQ(responds, 3);
+  EXPECT_EQ(complete, 3 * 7 + chunks);
 }
 
 }  // namespace

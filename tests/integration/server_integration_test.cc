@@ -235,6 +235,12 @@ TEST_F(ServerTest, EngineBusyAndStageTimesAreOnMetrics) {
   }
   EXPECT_GT(stages, 0.5 * busy);
   EXPECT_LE(stages, busy * 1.05 + 1e-4);
+  const std::string model = std::string("{model_name=\"") + kModelName + "\"}";
+  const double threads = MetricValue(m, "redline_thread_pool_threads" + model);
+  EXPECT_GE(threads, 1);
+  const double pool_busy =
+      MetricValue(m, "redline_thread_pool_busy_seconds_total" + model);
+  EXPECT_GT(pool_busy, 0);
 }
 
 TEST_F(ServerTest, ChatStreamingFramingMatchesNonStreaming) {
