@@ -19,6 +19,7 @@
 
 #include "bench/metrics.h"
 #include "bench/quantile_ci.h"
+#include "bench/route_stats.h"
 #include "bench/runner.h"
 #include "bench/scrape.h"
 #include "bench/threshold.h"
@@ -204,6 +205,9 @@ struct BenchReport {
   // The first failure of each error class with the start of its body
   // (RunResult::first_errors).
   std::vector<ErrorSample> first_errors;
+  // Measured requests by the route that answered (x-redline-route); empty
+  // when no response named one.
+  std::vector<RouteStats> routes;
 };
 
 struct ReportInputs {

@@ -21,6 +21,7 @@
 #include "bench/abort.h"
 #include "bench/histogram.h"
 #include "bench/metrics.h"
+#include "bench/route_stats.h"
 #include "http/event_loop.h"
 #include "http/sse.h"
 #include "http/url.h"
@@ -229,6 +230,9 @@ class Runner {
     o.max_connections_per_origin = c.max_connections;
     o.tls_verify = c.tls_verify;
     o.tls_ca_file = c.tls_ca_file;
+    // Only the route header (per-route latency in the report).
+    o.capture_headers = true;
+    o.capture_only = {std::string(kRouteHeader)};
     return o;
   }
 
@@ -318,6 +322,7 @@ void Exchange::OnSent(int64_t t_ns) {
 
 void Exchange::OnHeaders(const http::ResponseHead& head, int64_t) {
   status_ = head.status;
+  for (const http::Header& h : head.headers) Rec().route = h.value;
   is_2xx_ = status_ >= 200 && status_ <= 299;
   if (stream_ && is_2xx_ &&
       head.content_type.find("text/event-stream") == std::string::npos)

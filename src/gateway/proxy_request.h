@@ -53,6 +53,9 @@ struct ForwardPlan {
   std::vector<http::Header> headers;  // forwarded end-to-end headers
   std::string request_id;             // echoed as X-Request-Id
   int64_t t_received_ns = 0;
+  // Also receives the request's overhead (the cache's per-verdict
+  // histogram); null: only the pool's.
+  telemetry::Histogram* extra_overhead = nullptr;
 };
 
 class ProxyRequest {

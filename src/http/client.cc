@@ -14,6 +14,7 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/http/basic_parser.hpp>
 #include <boost/beast/http/error.hpp>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -94,8 +95,11 @@ namespace {
 // Forwards Beast's parse events to a ResponseHandler.
 class ResponseParser final : public bhttp::basic_parser<false> {
  public:
-  ResponseParser(ResponseHandler* handler, bool capture_headers)
-      : handler_(handler), capture_headers_(capture_headers) {
+  ResponseParser(ResponseHandler* handler, bool capture_headers,
+                 const std::vector<std::string>* capture_only)
+      : handler_(handler),
+        capture_headers_(capture_headers),
+        capture_only_(capture_only) {
     // Streams can be long; the body size is the server's business.
     body_limit(boost::none);
     eager(true);
@@ -119,7 +123,7 @@ class ResponseParser final : public bhttp::basic_parser<false> {
                      boost::beast::string_view value, error_code&) override {
     if (name == bhttp::field::content_type)
       head_.content_type.assign(value.data(), value.size());
-    if (capture_headers_) {
+    if (capture_headers_ && Wanted(name_string)) {
       head_.headers.push_back(
           {std::string(name_string.data(), name_string.size()),
            std::string(value.data(), value.size())});
@@ -148,8 +152,22 @@ class ResponseParser final : public bhttp::basic_parser<false> {
   }
   void on_finish_impl(error_code&) override {}
 
+  bool Wanted(boost::beast::string_view name) const {
+    if (capture_only_ == nullptr || capture_only_->empty()) return true;
+    for (const std::string& w : *capture_only_) {
+      if (w.size() != name.size()) continue;
+      bool same = true;
+      for (size_t i = 0; i < w.size() && same; ++i)
+        same = std::tolower(static_cast<unsigned char>(w[i])) ==
+               std::tolower(static_cast<unsigned char>(name[i]));
+      if (same) return true;
+    }
+    return false;
+  }
+
   ResponseHandler* handler_;
   bool capture_headers_;
+  const std::vector<std::string>* capture_only_;
   int64_t t_ns_ = 0;
   bool head_reported_ = false;
   ResponseHead head_;
@@ -438,7 +456,8 @@ struct Connection : std::enable_shared_from_this<Connection> {
             self->phase = Phase::kReading;
             self->last_activity = NowNs();
             self->parser.emplace(self->handler,
-                                 self->impl->options.capture_headers);
+                                 self->impl->options.capture_headers,
+                                 &self->impl->options.capture_only);
             self->Read();
           });
     });
