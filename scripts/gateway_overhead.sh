@@ -119,7 +119,7 @@ try:
     e = m["latency_us"]["e2e"]["success"]
     req = m["requests"]
     print(f'{e["p50"]:.0f} {e["p99"]:.0f} {req.get("completed", req.get("ok", "?"))} '
-          f'{m["errors"]["all"]}')
+          f'{m["errors"]["all"]["count"]}')
 except Exception as ex:  # a failed run: no numbers
     print(f"nan nan 0 {type(ex).__name__}")
 EOF

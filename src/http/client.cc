@@ -14,6 +14,7 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/http/basic_parser.hpp>
 #include <boost/beast/http/error.hpp>
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <chrono>
@@ -213,10 +214,18 @@ struct Client::Impl : std::enable_shared_from_this<Client::Impl> {
   void Shutdown();
   // Deadlines are checked by one sweep timer for all requests instead of a
   // timer per request (which would cost timer-queue work and a timerfd
-  // update per request). Timeouts fire at most kSweepIntervalNs late.
-  void EnsureSweep();
+  // update per request). The sweep is armed for the earliest deadline of
+  // the requests in progress, not at a fixed period: a loop that proxies
+  // short requests would otherwise wake every 5 ms for nothing. A request's
+  // deadlines only move later while it runs (the idle limit follows
+  // activity), so a sweep that finds nothing due re-arms for the new
+  // earliest one. At least kSweepIntervalNs ahead (bounded re-arming);
+  // timeouts fire at most that late.
+  void EnsureSweep(int64_t deadline_ns);
   void Sweep();
   static constexpr int64_t kSweepIntervalNs = 5'000'000;
+  int64_t sweep_at_ns = 0;        // when the armed sweep runs
+  uint64_t sweep_generation = 0;  // a re-arm voids the earlier wait
 
   asio::io_context& io;
   ClientOptions options;
@@ -340,7 +349,7 @@ struct Connection : std::enable_shared_from_this<Connection> {
     return d;
   }
 
-  void ArmTimer() { impl->EnsureSweep(); }
+  void ArmTimer() { impl->EnsureSweep(NextDeadline()); }
 
   void OnTimer() {
     const int64_t now = NowNs();
@@ -653,15 +662,22 @@ struct Connection : std::enable_shared_from_this<Connection> {
   size_t rlen = 0;
 };
 
-void Client::Impl::EnsureSweep() {
-  if (sweeping || closed || active.empty()) return;
+void Client::Impl::EnsureSweep(int64_t deadline_ns) {
+  if (closed || active.empty() || deadline_ns <= 0) return;
+  const int64_t at = std::max(deadline_ns, NowNs() + kSweepIntervalNs);
+  if (sweeping && sweep_at_ns <= at) return;
   sweeping = true;
-  sweep_timer.expires_after(std::chrono::nanoseconds(kSweepIntervalNs));
-  sweep_timer.async_wait([self = shared_from_this()](const error_code& ec) {
-    self->sweeping = false;
-    if (ec || self->closed) return;
-    self->Sweep();
-  });
+  sweep_at_ns = at;
+  const uint64_t gen = ++sweep_generation;
+  sweep_timer.expires_at(asio::steady_timer::time_point(
+      std::chrono::nanoseconds(at)));
+  sweep_timer.async_wait(
+      [self = shared_from_this(), gen](const error_code& ec) {
+        if (gen != self->sweep_generation) return;  // re-armed since
+        self->sweeping = false;
+        if (ec || self->closed) return;
+        self->Sweep();
+      });
 }
 
 void Client::Impl::Sweep() {
@@ -674,7 +690,12 @@ void Client::Impl::Sweep() {
   for (auto& c : due) {
     if (c->handler != nullptr) c->OnTimer();
   }
-  EnsureSweep();
+  int64_t next = 0;
+  for (Connection* c : active) {
+    const int64_t d = c->NextDeadline();
+    if (d > 0 && (next == 0 || d < next)) next = d;
+  }
+  EnsureSweep(next);
 }
 
 Pool& Client::Impl::GetPool(const Origin& origin) {

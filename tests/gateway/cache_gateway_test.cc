@@ -203,6 +203,12 @@ TEST_F(CacheGatewayTest, RepeatedWorkloadHitsWithByteIdenticalAnswers) {
   }
   EXPECT_EQ(f.requests(), upstream) << "the second pass never went upstream";
   EXPECT_EQ(Metric(port, "cache_hits_total", {"tier=\"local\""}), 6);
+  // The gateway's own time, by verdict: every hit and every miss observed.
+  EXPECT_EQ(Metric(port, "cache_overhead_seconds_count",
+                   {"result=\"hit\"", "tier=\"local\""}),
+            6);
+  EXPECT_EQ(Metric(port, "cache_overhead_seconds_count", {"result=\"miss\""}),
+            6);
   // An alias resolves to the same key.
   HttpResponse alias =
       Post(port, Q("What is fact number 0?", false, "fake-alias"));
