@@ -16,6 +16,12 @@
 #
 # Usage: scripts/gateway_overhead.sh [--duration 20s] [--rate 1000]
 #          [--rounds 2] [--bin DIR] [--only proxy|cache] [--keep DIR]
+#          [--gateway-bin PATH] [--nice N]
+# --gateway-bin: another `redline` for the gateway only (compare two
+#        builds under the same load generator).
+# --nice: run every process of the measurement at this niceness (e.g. -10,
+#        needs root), so that other work on a shared machine (compilers)
+#        preempts it less; the processes use a few % of a core each.
 # --bin: the directory holding `redline` (and `fake_openai_server`, else
 #        found in ../src/bench) (default build/ci/bin; build them with
 #        `cmake --build build/ci --target redline fake_openai_server`).
@@ -28,6 +34,8 @@ rounds=2
 bin="$root/build/ci/bin"
 only=""
 keep=""
+gateway_bin=""
+nice_level=""
 while (($#)); do
   case $1 in
     --duration) duration=$2; shift 2 ;;
@@ -35,8 +43,10 @@ while (($#)); do
     --rounds) rounds=$2; shift 2 ;;
     --bin) bin=$2; shift 2 ;;
     --only) only=$2; shift 2 ;;
+    --gateway-bin) gateway_bin=$2; shift 2 ;;
+    --nice) nice_level=$2; shift 2 ;;
     --keep) keep=$2; shift 2 ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
     *) echo "gateway_overhead: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -48,8 +58,12 @@ fake=$bin/fake_openai_server
 for b in "$redline" "$fake"; do
   [[ -x $b ]] || { echo "gateway_overhead: $b not found (see --bin)" >&2; exit 2; }
 done
+gateway_bin=${gateway_bin:-$redline}
 command -v python3 >/dev/null || { echo "gateway_overhead: python3 needed" >&2; exit 2; }
 
+if [[ -n $nice_level ]]; then
+  renice -n "$nice_level" -p $$ >/dev/null || { echo "gateway_overhead: renice failed" >&2; exit 2; }
+fi
 tmp=${keep:-$(mktemp -d /tmp/gateway_overhead.XXXXXX)}
 mkdir -p "$tmp"
 pids=()
@@ -84,22 +98,26 @@ pids+=($!)
 wait_ready "http://127.0.0.1:$fake_port/health"
 upstream="http://127.0.0.1:$fake_port"
 
-start_gateway() {  # NAME CONFIG_YAML -> prints the base URL
+# Not in a subshell (its pid must reach `pids`): the URL lands in $gw_url.
+start_gateway() {  # NAME CONFIG_YAML
   local name=$1 config=$2
   printf '%s\n' "$config" >"$tmp/$name.yaml"
-  "$redline" gateway --config "$tmp/$name.yaml" --port 0 \
+  "$gateway_bin" gateway --config "$tmp/$name.yaml" --port 0 \
     --port-file "$tmp/$name.port" >"$tmp/$name.log" 2>&1 &
   pids+=($!)
   for _ in $(seq 100); do [[ -s $tmp/$name.port ]] && break; sleep 0.1; done
   local port
   port=$(cat "$tmp/$name.port")
-  wait_ready "http://127.0.0.1:$port/readyz"
-  echo "http://127.0.0.1:$port"
+  gw_url="http://127.0.0.1:$port"
+  wait_ready "$gw_url/readyz"
 }
 
+# max-in-flight far above what the rate needs: a machine stall must not
+# turn into the gateway's own 429s (nginx has no such limit).
 pool_yaml="pools:
   - name: fake
     models: [fake]
+    max-in-flight: 4096
     upstreams: [$upstream]"
 
 # One bench run; prints "p50_us p99_us requests errors".
@@ -177,12 +195,13 @@ for n in names:
 EOF
 }
 
-echo "gateway_overhead: $rounds round(s), $duration each at $rate req/s; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "gateway_overhead: $rounds round(s), $duration each at $rate req/s; load average $(cut -d' ' -f1-3 /proc/loadavg); niceness $(nice)"
 echo "  (work files in $tmp)"
 
 # --- proxy: direct, gateway, nginx ------------------------------------------
 if [[ -z $only || $only == proxy ]]; then
-  gw=$(start_gateway gw_proxy "$pool_yaml")
+  start_gateway gw_proxy "$pool_yaml"
+  gw=$gw_url
   nginx_url=""
   if command -v nginx >/dev/null 2>&1 || [[ -x /usr/sbin/nginx ]]; then
     nginx_bin=$(command -v nginx || echo /usr/sbin/nginx)
@@ -260,8 +279,10 @@ $pool_yaml"
   max-bytes: 0
   redis: redis://127.0.0.1:$redis_port
 $pool_yaml"
-  gw_a=$(start_gateway gw_cache "$cache_yaml")
-  gw_b=$(start_gateway gw_redis "$redis_yaml")
+  start_gateway gw_cache "$cache_yaml"
+  gw_a=$gw_url
+  start_gateway gw_redis "$redis_yaml"
+  gw_b=$gw_url
   # Stores the answer (in both tiers) before the hit runs.
   b_rate=10 b_duration=1s b_warmup=0s bench cache_prime "$gw_a" >/dev/null
   : >"$tmp/cache.txt"

@@ -87,10 +87,10 @@ void RouteTable(std::string& out, const std::vector<RouteStats>& routes) {
   out += fmt::format("  {:<12} {:>9} {:>7} {:>10} {:>10} {:>10}\n", "route",
                      "requests", "share", "e2e p50", "e2e p95", "e2e p99");
   for (const RouteStats& s : routes) {
-    out += fmt::format("  {:<12} {:>9} {:>6.1f}% {:>10} {:>10} {:>10}\n",
-                       s.route, s.requests, 100 * s.share,
-                       FormatUs(s.e2e_p50_us), FormatUs(s.e2e_p95_us),
-                       FormatUs(s.e2e_p99_us));
+    out +=
+        fmt::format("  {:<12} {:>9} {:>6.1f}% {:>10} {:>10} {:>10}\n", s.route,
+                    s.requests, 100 * s.share, FormatUs(s.e2e_p50_us),
+                    FormatUs(s.e2e_p95_us), FormatUs(s.e2e_p99_us));
   }
 }
 

@@ -31,9 +31,9 @@ std::vector<RouteStats> ComputeRouteStats(
     s.route = route;
     s.requests = a.requests;
     s.ok = a.ok;
-    s.share = total > 0 ? static_cast<double>(a.requests) /
-                              static_cast<double>(total)
-                        : 0;
+    s.share = total > 0
+                  ? static_cast<double>(a.requests) / static_cast<double>(total)
+                  : 0;
     s.e2e_p50_us = a.e2e.ValueAtPercentile(50);
     s.e2e_p95_us = a.e2e.ValueAtPercentile(95);
     s.e2e_p99_us = a.e2e.ValueAtPercentile(99);

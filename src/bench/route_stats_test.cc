@@ -45,9 +45,10 @@ TEST(RouteStatsTest, GroupsByRouteWithSharesAndSuccessOnlyLatency) {
   EXPECT_NEAR(s[1].e2e_p50_us, 500'000, 500);
   EXPECT_NEAR(s[1].e2e_p99_us, 900'000, 900);
 
-  EXPECT_TRUE(ComputeRouteStats(std::vector<RequestRecord>{Answered("", 1, true)},
-                                Phase::kMeasure)
-                  .empty());
+  EXPECT_TRUE(
+      ComputeRouteStats(std::vector<RequestRecord>{Answered("", 1, true)},
+                        Phase::kMeasure)
+          .empty());
 }
 
 }  // namespace

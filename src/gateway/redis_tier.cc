@@ -94,8 +94,7 @@ void RedisTier::Get(std::string key, GetFn done) {
   op.kind = Op::Kind::kGet;
   op.command = Format({"GET", key});
   op.get_done = done;
-  if (!Submit(std::move(op)))
-    loop_.Post([done] { done(Result::kError, {}); });
+  if (!Submit(std::move(op))) loop_.Post([done] { done(Result::kError, {}); });
 }
 
 void RedisTier::Set(std::string key, std::string value, int64_t ttl_ms) {
@@ -139,6 +138,7 @@ bool RedisTier::Submit(Op op) {
 
 void RedisTier::Send(Op& op) {
   op.t_sent_ns = http::NowNs();
+  op.seq = next_seq_++;
   socket_.Write(op.command);
   op.command.clear();
   op.command.shrink_to_fit();
@@ -158,8 +158,8 @@ void RedisTier::StartConnect() {
   auto on_closed = [this](const std::string&) { Drop(false); };
   auto on_connect = [this](const std::string& e) { OnConnected(e); };
   if (unix_path_.empty()) {
-    socket_.ConnectTcp(host_, static_cast<uint16_t>(port_), on_connect,
-                       on_data, on_closed);
+    socket_.ConnectTcp(host_, static_cast<uint16_t>(port_), on_connect, on_data,
+                       on_closed);
   } else {
     socket_.ConnectUnix(unix_path_, on_connect, on_data, on_closed);
   }
@@ -308,8 +308,9 @@ void RedisTier::EndPurge(const std::shared_ptr<PurgeState>& p, bool ok) {
 void RedisTier::ArmTimeout() {
   if (sent_.empty() || timeout_timer_armed_) return;
   timeout_timer_armed_ = true;
-  timeout_timer_.ExpireAt(sent_.front().t_sent_ns + options_.timeout_ms * kNsPerMs,
-                          [this] { OnTimeout(); });
+  timeout_timer_.ExpireAt(
+      sent_.front().t_sent_ns + options_.timeout_ms * kNsPerMs,
+      [this] { OnTimeout(); });
 }
 
 void RedisTier::OnTimeout() {
@@ -321,7 +322,21 @@ void RedisTier::OnTimeout() {
     ArmTimeout();  // the command it watched was answered; watch the next
     return;
   }
-  Drop(false);
+  // After a stall of the whole process the timer and the reply can be
+  // ready together, in either order: the reply's handler is already queued
+  // and runs before this posted check, so only a reply that truly did not
+  // come fails the connection.
+  const uint64_t seq = sent_.front().seq;
+  timeout_timer_armed_ = true;  // no re-arm until the check ran
+  loop_.Post([this, alive = alive_, seq] {
+    if (!*alive) return;
+    timeout_timer_armed_ = false;
+    if (!sent_.empty() && sent_.front().seq == seq) {
+      Drop(false);
+      return;
+    }
+    ArmTimeout();
+  });
 }
 
 void RedisTier::Fail(Op& op) {

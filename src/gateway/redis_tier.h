@@ -75,6 +75,7 @@ class RedisTier {
     enum class Kind { kSelect, kGet, kSet, kScan, kDel } kind = Kind::kGet;
     std::string command;  // RESP bytes
     int64_t t_sent_ns = 0;
+    uint64_t seq = 0;  // order of sending
     GetFn get_done;
     std::shared_ptr<PurgeState> purge;
   };
@@ -113,6 +114,7 @@ class RedisTier {
   http::Timer connect_timer_;
   http::Timer timeout_timer_;
   bool timeout_timer_armed_ = false;
+  uint64_t next_seq_ = 1;
   // Flipped by the destructor: a callback that destroyed this tier stops
   // the reply loop.
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);

@@ -6,6 +6,7 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
@@ -14,7 +15,6 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/http/basic_parser.hpp>
 #include <boost/beast/http/error.hpp>
-#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <chrono>
@@ -669,8 +669,8 @@ void Client::Impl::EnsureSweep(int64_t deadline_ns) {
   sweeping = true;
   sweep_at_ns = at;
   const uint64_t gen = ++sweep_generation;
-  sweep_timer.expires_at(asio::steady_timer::time_point(
-      std::chrono::nanoseconds(at)));
+  sweep_timer.expires_at(
+      asio::steady_timer::time_point(std::chrono::nanoseconds(at)));
   sweep_timer.async_wait(
       [self = shared_from_this(), gen](const error_code& ec) {
         if (gen != self->sweep_generation) return;  // re-armed since

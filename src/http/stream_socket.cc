@@ -180,16 +180,15 @@ void StreamSocket::ConnectUnix(const std::string& path, ConnectFn done,
   s.on_closed = std::move(on_closed);
   s.unix_sock.emplace(s.io);
   const uint64_t gen = s.generation;
-  s.unix_sock->async_connect(unix_stream::endpoint(path),
-                             [self = state_, gen](const error_code& ec) {
-                               if (gen != self->generation) return;
-                               if (ec) {
-                                 self->ConnectFailed(
-                                     gen, "connect: " + ec.message());
-                                 return;
-                               }
-                               self->Connected(gen);
-                             });
+  s.unix_sock->async_connect(
+      unix_stream::endpoint(path), [self = state_, gen](const error_code& ec) {
+        if (gen != self->generation) return;
+        if (ec) {
+          self->ConnectFailed(gen, "connect: " + ec.message());
+          return;
+        }
+        self->Connected(gen);
+      });
 }
 
 void StreamSocket::Write(std::string_view bytes) {

@@ -68,12 +68,18 @@ class RedisTierTest : public ::testing::Test {
  protected:
   RedisTierTest() {
     auto& r = registry_;
-    m_.get_errors = &r.AddCounter("get_errors", "", {}).Labels(std::vector<std::string>{});
-    m_.set_errors = &r.AddCounter("set_errors", "", {}).Labels(std::vector<std::string>{});
-    m_.refused = &r.AddCounter("refused", "", {}).Labels(std::vector<std::string>{});
-    m_.reconnects = &r.AddCounter("reconnects", "", {}).Labels(std::vector<std::string>{});
-    m_.get_latency = &r.AddHistogram("get_latency", "", {}, {0.001}).Labels(std::vector<std::string>{});
-    m_.set_latency = &r.AddHistogram("set_latency", "", {}, {0.001}).Labels(std::vector<std::string>{});
+    m_.get_errors =
+        &r.AddCounter("get_errors", "", {}).Labels(std::vector<std::string>{});
+    m_.set_errors =
+        &r.AddCounter("set_errors", "", {}).Labels(std::vector<std::string>{});
+    m_.refused =
+        &r.AddCounter("refused", "", {}).Labels(std::vector<std::string>{});
+    m_.reconnects =
+        &r.AddCounter("reconnects", "", {}).Labels(std::vector<std::string>{});
+    m_.get_latency = &r.AddHistogram("get_latency", "", {}, {0.001})
+                          .Labels(std::vector<std::string>{});
+    m_.set_latency = &r.AddHistogram("set_latency", "", {}, {0.001})
+                          .Labels(std::vector<std::string>{});
     m_.up = &r.AddGauge("up", "", {}).Labels(std::vector<std::string>{});
   }
   std::unique_ptr<RedisTier> Tier(const std::string& url, int queue = 1024) {
