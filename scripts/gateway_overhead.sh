@@ -120,7 +120,7 @@ pool_yaml="pools:
     max-in-flight: 4096
     upstreams: [$upstream]"
 
-# One bench run; prints "p50_us p99_us requests errors".
+# One bench run; prints "p50_us p90_us p99_us requests errors".
 bench() {  # NAME URL [extra bench args...]
   local name=$1 url=$2
   shift 2
@@ -136,10 +136,10 @@ try:
     m = r["phases"]["measure"]
     e = m["latency_us"]["e2e"]["success"]
     req = m["requests"]
-    print(f'{e["p50"]:.0f} {e["p99"]:.0f} {req.get("completed", req.get("ok", "?"))} '
+    print(f'{e["p50"]:.0f} {e["p90"]:.0f} {e["p99"]:.0f} {req.get("completed", req.get("ok", "?"))} '
           f'{m["errors"]["all"]["count"]}')
 except Exception as ex:  # a failed run: no numbers
-    print(f"nan nan 0 {type(ex).__name__}")
+    print(f"nan nan nan 0 {type(ex).__name__}")
 EOF
 }
 
@@ -185,13 +185,16 @@ for r in rows:
 def med(name, i):
     v = [float(r[i]) for r in rows if r[1] == name and r[i] != "nan"]
     return statistics.median(v) if v else float("nan")
-print(f"{'':<14}{'p50 us':>10}{'p99 us':>10}{'added p50':>12}{'added p99':>12}")
+head = f"{'':<14}{'p50 us':>10}{'p90 us':>10}{'p99 us':>10}"
+if ref:
+    head += f"{'added p50':>12}{'added p90':>12}{'added p99':>12}"
+print(head)
 for n in names:
-    p50, p99 = med(n, 2), med(n, 3)
+    p = [med(n, i) for i in (2, 3, 4)]
     extra = ""
     if ref and n != ref:
-        extra = f"{p50 - med(ref, 2):>12.0f}{p99 - med(ref, 3):>12.0f}"
-    print(f"{n:<14}{p50:>10.0f}{p99:>10.0f}{extra}")
+        extra = "".join(f"{v - med(ref, i):>12.0f}" for v, i in zip(p, (2, 3, 4)))
+    print(f"{n:<14}{p[0]:>10.0f}{p[1]:>10.0f}{p[2]:>10.0f}{extra}")
 EOF
 }
 
@@ -247,10 +250,10 @@ EOF
         gateway) url=$gw ;;
         nginx) url=$nginx_url; [[ -n $url ]] || continue ;;
       esac
-      read -r p50 p99 n err < <(bench "proxy_${cfg}_$r" "$url")
-      echo "$r $cfg $p50 $p99 $n $err" >>"$tmp/proxy.txt"
-      printf '  round %s %-8s p50 %6s us  p99 %6s us  (%s requests, errors %s)\n' \
-        "$r" "$cfg" "$p50" "$p99" "$n" "$err"
+      read -r p50 p90 p99 n err < <(bench "proxy_${cfg}_$r" "$url")
+      echo "$r $cfg $p50 $p90 $p99 $n $err" >>"$tmp/proxy.txt"
+      printf '  round %s %-8s p50 %6s us  p90 %6s us  p99 %6s us  (%s requests, errors %s)\n' \
+        "$r" "$cfg" "$p50" "$p90" "$p99" "$n" "$err"
     done
   done
   echo "proxy, median over rounds (added = minus direct):"
@@ -289,13 +292,13 @@ $pool_yaml"
   for r in $(seq "$rounds"); do
     for cfg in miss local_hit redis_hit; do
       case $cfg in
-        miss) read -r p50 p99 n err < <(bench "cache_miss_$r" "$gw_a" -H 'Cache-Control: no-cache') ;;
-        local_hit) read -r p50 p99 n err < <(bench "cache_local_$r" "$gw_a") ;;
-        redis_hit) read -r p50 p99 n err < <(bench "cache_redis_$r" "$gw_b") ;;
+        miss) read -r p50 p90 p99 n err < <(bench "cache_miss_$r" "$gw_a" -H 'Cache-Control: no-cache') ;;
+        local_hit) read -r p50 p90 p99 n err < <(bench "cache_local_$r" "$gw_a") ;;
+        redis_hit) read -r p50 p90 p99 n err < <(bench "cache_redis_$r" "$gw_b") ;;
       esac
-      echo "$r $cfg $p50 $p99 $n $err" >>"$tmp/cache.txt"
-      printf '  round %s %-9s p50 %6s us  p99 %6s us  (%s requests, errors %s)\n' \
-        "$r" "$cfg" "$p50" "$p99" "$n" "$err"
+      echo "$r $cfg $p50 $p90 $p99 $n $err" >>"$tmp/cache.txt"
+      printf '  round %s %-9s p50 %6s us  p90 %6s us  p99 %6s us  (%s requests, errors %s)\n' \
+        "$r" "$cfg" "$p50" "$p90" "$p99" "$n" "$err"
     done
   done
   echo "cache, median over rounds (the bar: hit p99 < 1000 us local, < 2000 us Redis):"
