@@ -209,6 +209,10 @@ void RedisTier::OnData(std::string_view data) {
     }
     Op op = std::move(sent_.front());
     sent_.pop_front();
+    if (op.expired) {  // already failed; the reply only keeps the order
+      freeReplyObject(r);
+      continue;
+    }
     OnReply(std::move(op), static_cast<redisReply*>(r));
     if (!*alive) return;
   }
@@ -307,36 +311,54 @@ void RedisTier::EndPurge(const std::shared_ptr<PurgeState>& p, bool ok) {
 
 void RedisTier::ArmTimeout() {
   if (sent_.empty() || timeout_timer_armed_) return;
+  // The first command not yet failed, or the oldest one's connection
+  // limit, whichever comes first.
+  const int64_t timeout_ns = options_.timeout_ms * kNsPerMs;
+  int64_t at = sent_.front().t_sent_ns + 4 * timeout_ns;
+  for (const Op& op : sent_) {
+    if (op.expired) continue;
+    at = std::min(at, op.t_sent_ns + timeout_ns);
+    break;
+  }
   timeout_timer_armed_ = true;
-  timeout_timer_.ExpireAt(
-      sent_.front().t_sent_ns + options_.timeout_ms * kNsPerMs,
-      [this] { OnTimeout(); });
+  timeout_timer_.ExpireAt(at, [this] { OnTimeout(); });
 }
 
 void RedisTier::OnTimeout() {
-  timeout_timer_armed_ = false;
-  if (sent_.empty()) return;
-  const int64_t deadline =
-      sent_.front().t_sent_ns + options_.timeout_ms * kNsPerMs;
-  if (http::NowNs() < deadline) {
-    ArmTimeout();  // the command it watched was answered; watch the next
-    return;
-  }
-  // After a stall of the whole process the timer and the reply can be
-  // ready together, in either order: the reply's handler is already queued
-  // and runs before this posted check, so only a reply that truly did not
-  // come fails the connection.
-  const uint64_t seq = sent_.front().seq;
-  timeout_timer_armed_ = true;  // no re-arm until the check ran
-  loop_.Post([this, alive = alive_, seq] {
+  // After a stall of the whole process the timer and replies can be ready
+  // together, in either order: the replies' handler is already queued and
+  // runs before this posted check, so only commands that truly got no
+  // answer fail. The timer stays marked armed until the check ran.
+  loop_.Post([this, alive = alive_] {
     if (!*alive) return;
     timeout_timer_armed_ = false;
-    if (!sent_.empty() && sent_.front().seq == seq) {
-      Drop(false);
-      return;
-    }
-    ArmTimeout();
+    Expire();
   });
+}
+
+void RedisTier::Expire() {
+  if (sent_.empty()) return;
+  const int64_t now = http::NowNs();
+  const int64_t timeout_ns = options_.timeout_ms * kNsPerMs;
+  if (now >= sent_.front().t_sent_ns + 4 * timeout_ns) {
+    Drop(false);
+    return;
+  }
+  // Sent in order, so they expire in order. Failed in place: a callback
+  // may submit more commands (appended behind these).
+  const std::shared_ptr<bool> alive = alive_;
+  for (size_t i = 0; i < sent_.size(); ++i) {
+    if (sent_[i].expired) continue;
+    if (now < sent_[i].t_sent_ns + timeout_ns) break;
+    sent_[i].expired = true;
+    Op failed;
+    failed.kind = sent_[i].kind;
+    failed.get_done = std::move(sent_[i].get_done);
+    failed.purge = std::move(sent_[i].purge);
+    Fail(failed);
+    if (!*alive || !connected_) return;
+  }
+  ArmTimeout();
 }
 
 void RedisTier::Fail(Op& op) {
@@ -380,6 +402,7 @@ void RedisTier::Drop(bool connect_failed) {
   sent_.clear();
   const std::shared_ptr<bool> alive = alive_;
   for (Op& op : sent) {
+    if (op.expired) continue;  // failed already
     Fail(op);
     if (!*alive) return;
   }

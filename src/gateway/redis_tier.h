@@ -2,9 +2,11 @@
 // loop (an http::StreamSocket, commands encoded and replies decoded by
 // hiredis), pipelined on one connection, so a lookup costs one round trip
 // to Redis and no thread hand-off. Redis is optional and never a point of
-// failure: every command has a timeout (`timeout_ms`; a command unanswered
-// that long drops the connection and fails every command on it, since the
-// replies would no longer line up), the connect has `connect_timeout_ms`;
+// failure: every command has a timeout (`timeout_ms`: unanswered that long
+// it fails, and its reply is dropped when it comes, so later replies still
+// line up); a connection whose oldest command is unanswered for 4 x
+// `timeout_ms` is closed and every command on it fails (Redis is stuck or
+// the connection dead); the connect has `connect_timeout_ms`;
 // after a failed connect operations fail at once and the tier reconnects
 // with exponential backoff (100 ms doubling to 5 s); commands beyond
 // `queue` (sent and unanswered, or waiting for the connection) are refused
@@ -75,7 +77,8 @@ class RedisTier {
     enum class Kind { kSelect, kGet, kSet, kScan, kDel } kind = Kind::kGet;
     std::string command;  // RESP bytes
     int64_t t_sent_ns = 0;
-    uint64_t seq = 0;  // order of sending
+    uint64_t seq = 0;      // order of sending
+    bool expired = false;  // timed out and failed; its reply is dropped
     GetFn get_done;
     std::shared_ptr<PurgeState> purge;
   };
@@ -92,6 +95,10 @@ class RedisTier {
   void Fail(Op& op);
   void ArmTimeout();
   void OnTimeout();
+  // Fails the commands past their timeout (their replies, when they come,
+  // are dropped); drops the connection when the oldest is past the
+  // connection's limit.
+  void Expire();
   void NextScan(const std::shared_ptr<PurgeState>& p);
   void EndPurge(const std::shared_ptr<PurgeState>& p, bool ok);
   static std::string Format(const std::vector<std::string_view>& args);

@@ -58,6 +58,9 @@ class RedisServer {
     }
   }
   uint16_t port() const { return port_; }
+  void Signal(int sig) {
+    if (pid_ > 0) kill(pid_, sig);
+  }
 
  private:
   pid_t pid_ = -1;
@@ -82,10 +85,11 @@ class RedisTierTest : public ::testing::Test {
                           .Labels(std::vector<std::string>{});
     m_.up = &r.AddGauge("up", "", {}).Labels(std::vector<std::string>{});
   }
-  std::unique_ptr<RedisTier> Tier(const std::string& url, int queue = 1024) {
+  std::unique_ptr<RedisTier> Tier(const std::string& url, int queue = 1024,
+                                  int64_t timeout_ms = 500) {
     RedisOptions o;
     o.url = url;
-    o.timeout_ms = 500;  // generous: a loaded test machine
+    o.timeout_ms = timeout_ms;  // generous by default: a loaded machine
     o.connect_timeout_ms = 500;
     o.queue = queue;
     return std::make_unique<RedisTier>(o, loop_, m_);
@@ -198,6 +202,60 @@ TEST_F(RedisTierTest, KilledOrUnreachableRedisFailsEveryOperationAtOnce) {
   for (int i = 0; i < 3; ++i)
     tiny->Get("k", [&](RedisTier::Result, std::string) { ++tiny_answered; });
   ASSERT_TRUE(RunUntil([&] { return tiny_answered == 3; }));
+}
+
+// A command that times out fails at once, and its late reply must not be
+// taken for the next command's (the connection may stay open).
+TEST_F(RedisTierTest, LateRepliesNeverAnswerLaterCommands) {
+  RedisServer redis;
+  if (!redis.Start()) GTEST_SKIP() << "redis-server not installed";
+  auto tier = Tier("redis://127.0.0.1:" + std::to_string(redis.port()), 1024,
+                   /*timeout_ms=*/100);
+  tier->Set("a", "value-a", 60000);
+  tier->Set("b", "value-b", 60000);
+  std::string b_first;
+  bool ready = false;
+  tier->Get("b", [&](RedisTier::Result, std::string v) {
+    b_first = std::move(v);
+    ready = true;
+  });
+  ASSERT_TRUE(RunUntil([&] { return ready; }));
+  ASSERT_EQ(b_first, "value-b");
+
+  redis.Signal(SIGSTOP);  // Redis hangs: the command times out
+  RedisTier::Result a_result = RedisTier::Result::kFound;
+  bool a_done = false;
+  tier->Get("a", [&](RedisTier::Result r, std::string) {
+    a_result = r;
+    a_done = true;
+  });
+  ASSERT_TRUE(RunUntil([&] { return a_done; }));
+  EXPECT_EQ(a_result, RedisTier::Result::kError);
+  redis.Signal(SIGCONT);  // the reply to "a" is on its way now
+  std::string b_after;
+  bool b_done = false;
+  tier->Get("b", [&](RedisTier::Result r, std::string v) {
+    b_after = r == RedisTier::Result::kFound ? std::move(v) : "error";
+    b_done = true;
+  });
+  ASSERT_TRUE(RunUntil([&] { return b_done; }));
+  // Either answered on the same connection after "a"'s late reply was
+  // dropped, or, had the connection hit its limit, failed or answered on a
+  // new one: never "value-a".
+  EXPECT_NE(b_after, "value-a");
+  // And the tier keeps working.
+  std::string b_last;
+  bool last_done = false;
+  ASSERT_TRUE(RunUntil([&] {
+    if (last_done && b_last == "value-b") return true;
+    last_done = false;
+    tier->Get("b", [&](RedisTier::Result, std::string v) {
+      b_last = std::move(v);
+      last_done = true;
+    });
+    return RunUntil([&] { return last_done; }, 2000) && b_last == "value-b";
+  }));
+  EXPECT_GE(m_.get_errors->value(), 1);
 }
 
 }  // namespace
