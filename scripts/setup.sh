@@ -9,7 +9,7 @@ packages=(
   libboost1.81-dev libboost-json1.81-dev libboost-url1.81-dev
   libcli11-dev libfmt-dev libspdlog-dev libpcre2-dev libssl-dev libyaml-cpp-dev
   libhiredis-dev libzstd-dev redis-server
-  libgtest-dev libgmock-dev libbenchmark-dev
+  libgtest-dev libgmock-dev libbenchmark-dev nginx
   prometheus chromium wrk python3-locust
 )
 # Node.js may come from elsewhere (its npm then conflicts with Debian's); add Debian's only when absent.

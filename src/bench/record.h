@@ -112,6 +112,9 @@ struct RequestRecord {
 
   // Arrival time c_j of each content/reasoning chunk, j = 1..K.
   std::vector<int64_t> chunk_ns;
+  // The route that answered (the response's x-redline-route header, from a
+  // routing gateway); empty when absent.
+  std::string route;
   bool done_seen = false;
   bool finish_seen = false;
 

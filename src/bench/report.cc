@@ -244,6 +244,7 @@ BenchReport BuildReport(const RunResult& run, const ReportInputs& in) {
   }
   rep.measure = ComputePhaseStats(run.records, Phase::kMeasure, rep.goodput,
                                   run.open_loop ? run.planned_measure : -1);
+  rep.routes = ComputeRouteStats(run.records, Phase::kMeasure);
 
   PhaseStatsSet set;
   set.cold = rep.cold ? &*rep.cold : nullptr;

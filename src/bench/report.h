@@ -24,6 +24,7 @@
 #include "bench/decomposition.h"
 #include "bench/metrics.h"
 #include "bench/quantile_ci.h"
+#include "bench/route_stats.h"
 #include "bench/runner.h"
 #include "bench/scrape.h"
 #include "bench/threshold.h"
@@ -225,6 +226,9 @@ struct BenchReport {
   TraceIds trace_ids;
   // The bottleneck finder's verdict (AttachBottleneck).
   std::optional<BottleneckReport> bottleneck;
+  // Measured requests by the route that answered (x-redline-route); empty
+  // when no response named one.
+  std::vector<RouteStats> routes;
 };
 
 struct ReportInputs {

@@ -280,6 +280,17 @@ std::string RenderJson(const BenchReport& r) {
                                         {"body", e.body}});
   }
   o["first_errors"] = std::move(first_errors);
+  json::array routes;
+  for (const RouteStats& s : r.routes) {
+    routes.push_back(json::object{{"route", s.route},
+                                  {"requests", s.requests},
+                                  {"ok", s.ok},
+                                  {"share", s.share},
+                                  {"e2e_p50_us", Num(s.e2e_p50_us)},
+                                  {"e2e_p95_us", Num(s.e2e_p95_us)},
+                                  {"e2e_p99_us", Num(s.e2e_p99_us)}});
+  }
+  o["routes"] = std::move(routes);
   o["warnings"] = Arr(r.warnings);
   AddObservabilityJson(r, o);
   o["client"] =
@@ -471,6 +482,7 @@ std::string RenderRequestsJsonl(const RunResult& run,
       o["turn"] = r.turn;
     }
     o["stream"] = r.streamed;
+    if (!r.route.empty()) o["route"] = r.route;
     o["status"] = r.http_status;
     o["class"] = ErrorClassKey(r.error);
     if (!r.ok()) {

@@ -80,6 +80,20 @@ void LatencyTable(std::string& out, const PhaseStats& s) {
 }
 
 // Text on one line, control characters escaped, cut at `limit` bytes.
+// Per-route share and E2E (x-redline-route), when the server named routes.
+void RouteTable(std::string& out, const std::vector<RouteStats>& routes) {
+  if (routes.empty()) return;
+  out += "\nper route (x-redline-route):\n";
+  out += fmt::format("  {:<12} {:>9} {:>7} {:>10} {:>10} {:>10}\n", "route",
+                     "requests", "share", "e2e p50", "e2e p95", "e2e p99");
+  for (const RouteStats& s : routes) {
+    out +=
+        fmt::format("  {:<12} {:>9} {:>6.1f}% {:>10} {:>10} {:>10}\n", s.route,
+                    s.requests, 100 * s.share, FormatUs(s.e2e_p50_us),
+                    FormatUs(s.e2e_p95_us), FormatUs(s.e2e_p99_us));
+  }
+}
+
 std::string OneLine(std::string_view text, size_t limit) {
   std::string out;
   for (size_t i = 0; i < text.size() && out.size() < limit; ++i) {
@@ -146,6 +160,7 @@ std::string RenderText(const BenchReport& r) {
     LatencyTable(out, *r.measure);
   }
   out += RenderDecompositionText(r);
+  RouteTable(out, r.routes);
   if (!r.first_errors.empty()) {
     out += "\nfirst error of each class:\n";
     for (const ErrorSample& e : r.first_errors) {

@@ -22,6 +22,7 @@
 #include "bench/abort.h"
 #include "bench/histogram.h"
 #include "bench/metrics.h"
+#include "bench/route_stats.h"
 #include "http/event_loop.h"
 #include "http/sse.h"
 #include "http/url.h"
@@ -272,8 +273,10 @@ class Runner {
     o.max_connections_per_origin = c.max_connections;
     o.tls_verify = c.tls_verify;
     o.tls_ca_file = c.tls_ca_file;
-    // Server-Timing (docs/OBSERVABILITY.md) is read from the headers.
+    // Server-Timing (docs/OBSERVABILITY.md) and the route header
+    // (per-route latency in the report); no other header is kept.
     o.capture_headers = true;
+    o.capture_only = {"server-timing", std::string(kRouteHeader)};
     return o;
   }
 
@@ -368,6 +371,8 @@ void Exchange::OnHeaders(const http::ResponseHead& head, int64_t) {
       // Several Server-Timing fields are one list (RFC 9110 5.3).
       if (!timing_header_.empty()) timing_header_ += ", ";
       timing_header_ += h.value;
+    } else if (EqualsIgnoreCase(h.name, kRouteHeader)) {
+      Rec().route = h.value;
     }
   }
   is_2xx_ = status_ >= 200 && status_ <= 299;

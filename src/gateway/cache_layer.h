@@ -195,6 +195,15 @@ class CacheLayer : public std::enable_shared_from_this<CacheLayer> {
  public:
   // Counts one answer's verdict (x-redline-cache) by class.
   void CountVerdict(const std::string& cls, const std::string& verdict);
+  // The gateway_cache_overhead_seconds child of a verdict and hit tier
+  // ("" when not a hit).
+  telemetry::Histogram* Overhead(const std::string& verdict,
+                                 const std::string& tier) {
+    return &overhead_->Labels({verdict, tier});
+  }
+
+ private:
+  telemetry::HistogramFamily* overhead_;
 };
 
 }  // namespace redline::gateway

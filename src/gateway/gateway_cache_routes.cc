@@ -338,8 +338,16 @@ void Gateway::Impl::ServeHit(const std::shared_ptr<Job>& job,
   if (job->route_index >= 0)
     route_e2e->Labels({job->route_name})
         .Observe(static_cast<double>(now - job->plan.t_received_ns) / 1e9);
+  const bool paced = job->cache.pace_original && entry->stream;
   cache->Replay(std::move(entry), job->client, std::move(h),
                 job->cache.pace_original);
+  // A hit is all gateway: arrival to the answer handed to the socket (a
+  // paced replay is left out: its length is the recording's pace).
+  if (!paced) {
+    cache->Overhead("hit", tier)
+        ->Observe(static_cast<double>(http::NowNs() - job->plan.t_received_ns) /
+                  1e9);
+  }
 }
 
 std::shared_ptr<http::ResponseWriter> Gateway::Impl::OutWriter(
@@ -367,6 +375,7 @@ std::shared_ptr<http::ResponseWriter> Gateway::Impl::OutWriter(
 void Gateway::Impl::Forward(const std::shared_ptr<Job>& job,
                             const std::string& verdict, bool leader) {
   if (stopped) return;
+  if (job->cache_on) job->plan.extra_overhead = cache->Overhead(verdict, "");
   Pool& pool = *job->target.pool;
   const RoutingConfig* rc = router ? &router->config() : nullptr;
   const int esc = rc != nullptr && !rc->escalate_to.empty()

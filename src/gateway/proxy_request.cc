@@ -604,8 +604,9 @@ std::vector<http::Header> ProxyRequest::ResponseHeaders(
 void ProxyRequest::RecordOverhead(int64_t t_event_ns) {
   if (overhead_pre_ns_ < 0) return;
   const int64_t post = std::max<int64_t>(http::NowNs() - t_event_ns, 0);
-  pool_.metrics().overhead->Observe(
-      static_cast<double>(overhead_pre_ns_ + post) / 1e9);
+  const double seconds = static_cast<double>(overhead_pre_ns_ + post) / 1e9;
+  pool_.metrics().overhead->Observe(seconds);
+  if (plan_.extra_overhead != nullptr) plan_.extra_overhead->Observe(seconds);
   overhead_pre_ns_ = -1;  // once per request
 }
 

@@ -57,6 +57,9 @@ struct ForwardPlan {
   // The request's trace (null when tracing is off); every attempt adds its
   // client span and sends its own traceparent.
   std::shared_ptr<GatewayTrace> trace;
+  // Also receives the request's overhead (the cache's per-verdict
+  // histogram); null: only the pool's.
+  telemetry::Histogram* extra_overhead = nullptr;
 };
 
 class ProxyRequest {

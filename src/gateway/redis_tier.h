@@ -1,33 +1,39 @@
-// The response cache's shared tier: Redis through hiredis, on one worker
-// thread with a bounded queue, so Redis I/O never blocks the gateway's
-// event loop. Redis is optional and never a point of failure: every
-// operation has a timeout (connect and command, in ms); when Redis is down
-// the worker fails operations at once and reconnects with exponential
-// backoff (100 ms doubling to 5 s); a full queue refuses at once. A failed
-// Get is reported as an error, which the cache counts as a bypass and
-// treats as a miss.
+// The response cache's shared tier: Redis, spoken on the gateway's own event
+// loop (an http::StreamSocket, commands encoded and replies decoded by
+// hiredis), pipelined on one connection, so a lookup costs one round trip
+// to Redis and no thread hand-off. Redis is optional and never a point of
+// failure: every command has a timeout (`timeout_ms`: unanswered that long
+// it fails, and its reply is dropped when it comes, so later replies still
+// line up); a connection whose oldest command is unanswered for 4 x
+// `timeout_ms` is closed and every command on it fails (Redis is stuck or
+// the connection dead); the connect has `connect_timeout_ms`;
+// after a failed connect operations fail at once and the tier reconnects
+// with exponential backoff (100 ms doubling to 5 s); commands beyond
+// `queue` (sent and unanswered, or waiting for the connection) are refused
+// at once. A failed Get is reported as an error, which the cache counts as
+// a bypass and treats as a miss.
 //
-// Callbacks run on the event loop (posted). Ownership: owns the worker
-// thread and the connection; the destructor stops the worker (operations
-// still queued are dropped without their callbacks). Thread-safety: Get,
-// Set and Purge from the loop thread; the counters from any thread.
+// Callbacks run on the loop thread, never from inside Get/Set/Purge.
+// Ownership: owns the connection; the destructor drops operations in
+// progress without calling their callbacks. Thread-safety: loop thread
+// only (construct, call and destroy there); the counters from any thread.
 #ifndef REDLINE_GATEWAY_REDIS_TIER_H_
 #define REDLINE_GATEWAY_REDIS_TIER_H_
 
-#include <atomic>
-#include <condition_variable>
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <mutex>
-#include <optional>
+#include <memory>
 #include <string>
-#include <thread>
+#include <string_view>
+#include <vector>
 
 #include "http/event_loop.h"
+#include "http/stream_socket.h"
 #include "telemetry/metrics.h"
 
-struct redisContext;
+struct redisReader;
+struct redisReply;
 
 namespace redline::gateway {
 
@@ -66,18 +72,36 @@ class RedisTier {
   void Purge(std::string prefix, PurgeFn done);
 
  private:
+  struct PurgeState;
   struct Op {
-    enum class Kind { kGet, kSet, kPurge } kind = Kind::kGet;
-    std::string key, value;
-    int64_t ttl_ms = 0;
+    enum class Kind { kSelect, kGet, kSet, kScan, kDel } kind = Kind::kGet;
+    std::string command;  // RESP bytes
+    int64_t t_sent_ns = 0;
+    uint64_t seq = 0;      // order of sending
+    bool expired = false;  // timed out and failed; its reply is dropped
     GetFn get_done;
-    PurgeFn purge_done;
+    std::shared_ptr<PurgeState> purge;
   };
-  bool Enqueue(Op op);
-  void Run();
-  bool Connect();
-  void Execute(Op& op);
-  void Drop();
+  // Queues (and, when connected, sends) one command; false: refused.
+  bool Submit(Op op);
+  void Send(Op& op);
+  void StartConnect();
+  void OnConnected(const std::string& error);
+  void OnData(std::string_view data);
+  void OnReply(Op op, redisReply* reply);
+  // Fails every operation and closes the connection; `connect_failed`
+  // starts the backoff.
+  void Drop(bool connect_failed);
+  void Fail(Op& op);
+  void ArmTimeout();
+  void OnTimeout();
+  // Fails the commands past their timeout (their replies, when they come,
+  // are dropped); drops the connection when the oldest is past the
+  // connection's limit.
+  void Expire();
+  void NextScan(const std::shared_ptr<PurgeState>& p);
+  void EndPurge(const std::shared_ptr<PurgeState>& p, bool ok);
+  static std::string Format(const std::vector<std::string_view>& args);
 
   const RedisOptions options_;
   http::EventLoop& loop_;
@@ -86,16 +110,21 @@ class RedisTier {
   int port_ = 6379;
   int db_ = 0;
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<Op> queue_;  // guarded by mu_
-  bool stop_ = false;     // guarded by mu_
-  std::thread worker_;
-
-  // Worker thread only.
-  redisContext* ctx_ = nullptr;
+  http::StreamSocket socket_;
+  redisReader* reader_ = nullptr;
+  bool connected_ = false;
+  bool connecting_ = false;
   int64_t next_connect_ns_ = 0;
   int64_t backoff_ms_ = 100;
+  std::deque<Op> waiting_;  // before the connection is up
+  std::deque<Op> sent_;     // unanswered, in order
+  http::Timer connect_timer_;
+  http::Timer timeout_timer_;
+  bool timeout_timer_armed_ = false;
+  uint64_t next_seq_ = 1;
+  // Flipped by the destructor: a callback that destroyed this tier stops
+  // the reply loop.
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 
 }  // namespace redline::gateway

@@ -19,8 +19,8 @@
 //
 // Bounds: at most `max_idle_lanes` idle lanes are kept; busy lanes are
 // bounded by the caller (the pool's max_in_flight). Cost per lane: one
-// socket, a 16 KiB read buffer, and while busy, the client's 5 ms deadline
-// sweep.
+// socket, a 16 KiB read buffer, and while busy, the client's deadline
+// sweep (armed for the call's earliest limit, not periodic).
 #ifndef REDLINE_GATEWAY_UPSTREAM_TRANSPORT_H_
 #define REDLINE_GATEWAY_UPSTREAM_TRANSPORT_H_
 

@@ -6,6 +6,7 @@
 
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <boost/asio/connect.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
@@ -14,6 +15,7 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/http/basic_parser.hpp>
 #include <boost/beast/http/error.hpp>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -94,8 +96,11 @@ namespace {
 // Forwards Beast's parse events to a ResponseHandler.
 class ResponseParser final : public bhttp::basic_parser<false> {
  public:
-  ResponseParser(ResponseHandler* handler, bool capture_headers)
-      : handler_(handler), capture_headers_(capture_headers) {
+  ResponseParser(ResponseHandler* handler, bool capture_headers,
+                 const std::vector<std::string>* capture_only)
+      : handler_(handler),
+        capture_headers_(capture_headers),
+        capture_only_(capture_only) {
     // Streams can be long; the body size is the server's business.
     body_limit(boost::none);
     eager(true);
@@ -119,7 +124,7 @@ class ResponseParser final : public bhttp::basic_parser<false> {
                      boost::beast::string_view value, error_code&) override {
     if (name == bhttp::field::content_type)
       head_.content_type.assign(value.data(), value.size());
-    if (capture_headers_) {
+    if (capture_headers_ && Wanted(name_string)) {
       head_.headers.push_back(
           {std::string(name_string.data(), name_string.size()),
            std::string(value.data(), value.size())});
@@ -148,8 +153,22 @@ class ResponseParser final : public bhttp::basic_parser<false> {
   }
   void on_finish_impl(error_code&) override {}
 
+  bool Wanted(boost::beast::string_view name) const {
+    if (capture_only_ == nullptr || capture_only_->empty()) return true;
+    for (const std::string& w : *capture_only_) {
+      if (w.size() != name.size()) continue;
+      bool same = true;
+      for (size_t i = 0; i < w.size() && same; ++i)
+        same = std::tolower(static_cast<unsigned char>(w[i])) ==
+               std::tolower(static_cast<unsigned char>(name[i]));
+      if (same) return true;
+    }
+    return false;
+  }
+
   ResponseHandler* handler_;
   bool capture_headers_;
+  const std::vector<std::string>* capture_only_;
   int64_t t_ns_ = 0;
   bool head_reported_ = false;
   ResponseHead head_;
@@ -195,10 +214,18 @@ struct Client::Impl : std::enable_shared_from_this<Client::Impl> {
   void Shutdown();
   // Deadlines are checked by one sweep timer for all requests instead of a
   // timer per request (which would cost timer-queue work and a timerfd
-  // update per request). Timeouts fire at most kSweepIntervalNs late.
-  void EnsureSweep();
+  // update per request). The sweep is armed for the earliest deadline of
+  // the requests in progress, not at a fixed period: a loop that proxies
+  // short requests would otherwise wake every 5 ms for nothing. A request's
+  // deadlines only move later while it runs (the idle limit follows
+  // activity), so a sweep that finds nothing due re-arms for the new
+  // earliest one. At least kSweepIntervalNs ahead (bounded re-arming);
+  // timeouts fire at most that late.
+  void EnsureSweep(int64_t deadline_ns);
   void Sweep();
   static constexpr int64_t kSweepIntervalNs = 5'000'000;
+  int64_t sweep_at_ns = 0;        // when the armed sweep runs
+  uint64_t sweep_generation = 0;  // a re-arm voids the earlier wait
 
   asio::io_context& io;
   ClientOptions options;
@@ -322,7 +349,7 @@ struct Connection : std::enable_shared_from_this<Connection> {
     return d;
   }
 
-  void ArmTimer() { impl->EnsureSweep(); }
+  void ArmTimer() { impl->EnsureSweep(NextDeadline()); }
 
   void OnTimer() {
     const int64_t now = NowNs();
@@ -438,7 +465,8 @@ struct Connection : std::enable_shared_from_this<Connection> {
             self->phase = Phase::kReading;
             self->last_activity = NowNs();
             self->parser.emplace(self->handler,
-                                 self->impl->options.capture_headers);
+                                 self->impl->options.capture_headers,
+                                 &self->impl->options.capture_only);
             self->Read();
           });
     });
@@ -634,15 +662,22 @@ struct Connection : std::enable_shared_from_this<Connection> {
   size_t rlen = 0;
 };
 
-void Client::Impl::EnsureSweep() {
-  if (sweeping || closed || active.empty()) return;
+void Client::Impl::EnsureSweep(int64_t deadline_ns) {
+  if (closed || active.empty() || deadline_ns <= 0) return;
+  const int64_t at = std::max(deadline_ns, NowNs() + kSweepIntervalNs);
+  if (sweeping && sweep_at_ns <= at) return;
   sweeping = true;
-  sweep_timer.expires_after(std::chrono::nanoseconds(kSweepIntervalNs));
-  sweep_timer.async_wait([self = shared_from_this()](const error_code& ec) {
-    self->sweeping = false;
-    if (ec || self->closed) return;
-    self->Sweep();
-  });
+  sweep_at_ns = at;
+  const uint64_t gen = ++sweep_generation;
+  sweep_timer.expires_at(
+      asio::steady_timer::time_point(std::chrono::nanoseconds(at)));
+  sweep_timer.async_wait(
+      [self = shared_from_this(), gen](const error_code& ec) {
+        if (gen != self->sweep_generation) return;  // re-armed since
+        self->sweeping = false;
+        if (ec || self->closed) return;
+        self->Sweep();
+      });
 }
 
 void Client::Impl::Sweep() {
@@ -655,7 +690,12 @@ void Client::Impl::Sweep() {
   for (auto& c : due) {
     if (c->handler != nullptr) c->OnTimer();
   }
-  EnsureSweep();
+  int64_t next = 0;
+  for (Connection* c : active) {
+    const int64_t d = c->NextDeadline();
+    if (d > 0 && (next == 0 || d < next)) next = d;
+  }
+  EnsureSweep(next);
 }
 
 Pool& Client::Impl::GetPool(const Origin& origin) {

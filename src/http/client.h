@@ -49,6 +49,10 @@ struct ClientOptions {
   // When true, OnHeaders receives every response header; otherwise only the
   // fields in ResponseHead that are always filled.
   bool capture_headers = false;
+  // With capture_headers: when non-empty, only headers with these names
+  // (case-insensitive) are kept, so a caller that wants one header does not
+  // pay for copying all of them.
+  std::vector<std::string> capture_only;
 };
 
 struct ClientRequest {

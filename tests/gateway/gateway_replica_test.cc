@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -419,6 +420,67 @@ TEST_F(GatewayReplicaTest, EscalatesOnLowMeanLogprobFromRealReplicas) {
   EXPECT_EQ(r.Header("x-redline-escalated"), "");
   EXPECT_NE(r.body.find("\"logprobs\":null"), std::string::npos) << r.body;
   EXPECT_EQ(r.body.find("\"logprob\":"), std::string::npos) << r.body;
+}
+
+// A llama.cpp server as an upstream next to a redline serve replica, in one
+// pool (the bar). Runs only when REDLINE_LLAMA_SERVER names the
+// llama-server binary; the model is REDLINE_LLAMA_MODEL, else the shared
+// test data's stories260K.gguf.
+TEST_F(GatewayReplicaTest, LlamaCppServerWorksNextToARedlineReplica) {
+  const char* bin = std::getenv("REDLINE_LLAMA_SERVER");
+  if (bin == nullptr || access(bin, X_OK) != 0)
+    GTEST_SKIP() << "REDLINE_LLAMA_SERVER does not name llama-server";
+  std::string gguf;
+  if (const char* m = std::getenv("REDLINE_LLAMA_MODEL")) {
+    gguf = m;
+  } else {
+    gguf = std::string(RL_SOURCE_DIR) +
+           "/../shared/testdata/models/stories260K.gguf";
+  }
+  if (!std::filesystem::exists(gguf))
+    GTEST_SKIP() << "no model for llama-server at " << gguf;
+  StartReplica(0);
+  const uint16_t llama_port = ClosedPort();
+  ports_.push_back(llama_port);
+  const std::string log = (dir_ / "llama.log").string();
+  replicas_.push_back(std::make_unique<Child>(
+      std::vector<std::string>{bin, "-m", gguf, "--host", "127.0.0.1", "--port",
+                               std::to_string(llama_port), "-c", "512", "-np",
+                               "2", "-t", "1"},
+      log));
+  ASSERT_TRUE(Eventually(
+      [&] { return Http(llama_port, "GET", "/health").status == 200; }, 60s))
+      << ReadFile(log);
+  PoolSpec pool = ReplicaPool(PolicyKind::kRoundRobin);
+  // One name for both: redline serve answers to its alias, llama-server
+  // to whatever it is asked.
+  pool.models = {{"tiny", {}, {}}};
+  StartGateway(pool);  // both routable: llama-server's probe fell back to
+                       // /health
+
+  std::map<std::string, int> by_upstream;
+  for (int i = 0; i < 8; ++i) {
+    const bool stream = i % 2 == 1;
+    HttpResponse r = Http(port_, "POST", "/v1/chat/completions",
+                          ChatBody("tiny", {"Once upon a time"}, stream, 8));
+    ASSERT_EQ(r.status, 200) << r.body;
+    const std::string up = r.Header("X-Gateway-Upstream");
+    ++by_upstream[up];
+    if (stream) {
+      StreamRead s = ReadStream(r);
+      EXPECT_TRUE(s.done) << up << ": " << r.body;
+      EXPECT_FALSE(s.error_event) << up;
+    } else {
+      auto parsed = api::ParseResponse(r.body);
+      ASSERT_TRUE(parsed.ok()) << up << ": " << r.body;
+      EXPECT_FALSE(parsed->error.has_value()) << up << ": " << r.body;
+      EXPECT_GE(parsed->num_choices, 1) << up;
+    }
+  }
+  // Round robin over both: each answered half, streamed and not.
+  EXPECT_EQ(by_upstream["r0"], 4);
+  EXPECT_EQ(by_upstream["r1"], 4);
+  EXPECT_EQ(MetricSum(Metrics(), "redline_gateway_upstream_errors_total"), 0);
 }
 
 TEST_F(GatewayReplicaTest, TheBinaryServesAndRefusesBadConfigs) {
