@@ -92,11 +92,11 @@ void PrepareQuantized(const KernelTable& kernels, const float* x, int64_t cols,
       reinterpret_cast<int32_t*>(qs + layout.qs_bytes + layout.d_bytes);
   auto* sums16 = reinterpret_cast<int32_t*>(qs + layout.qs_bytes +
                                             layout.d_bytes + layout.s_bytes);
-  auto* tiles = qs + layout.qs_bytes + layout.d_bytes + layout.s_bytes +
-                layout.s16_bytes;
+  auto* tiles =
+      qs + layout.qs_bytes + layout.d_bytes + layout.s_bytes + layout.s16_bytes;
   auto* tile_d = reinterpret_cast<float*>(tiles + layout.tiles_bytes);
-  const Q8Activations xq{qs,     d, sums, sums16, layout.qs_stride,
-                         layout.d_stride};
+  const Q8Activations xq{
+      qs, d, sums, sums16, layout.qs_stride, layout.d_stride};
   const bool pack = kernels.pack_q8_tiles != nullptr && layout.n_tiles > 0;
   // Each range quantizes its tokens, then packs the tiles they complete
   // (ranges are whole tiles except the last).

@@ -56,8 +56,8 @@ bool HasQuantizer(DType type) {
 
 // Types with packed kernels (packed.h).
 bool Packable(DType type) {
-  return type == DType::kQ8_0 || type == DType::kQ4_0 ||
-         type == DType::kQ4_K || type == DType::kQ6_K;
+  return type == DType::kQ8_0 || type == DType::kQ4_0 || type == DType::kQ4_K ||
+         type == DType::kQ6_K;
 }
 
 // Packed types whose kernels sum blocks in the reference's order exactly.
@@ -756,7 +756,6 @@ TEST(PackedLayoutTest, BytesAreWhereTheHeaderSays) {
   }
 }
 
-
 // The K-quant panel bytes packed.h documents, element by element: every
 // row's quant bits, scales and fp16 fields found where the header says, and
 // padding rows all zero.
@@ -772,9 +771,9 @@ TEST(PackedLayoutTest, KQuantBytesAreWhereTheHeaderSays) {
         const uint8_t* block = m.packed.data() +
                                p * PackedPanelBytes(type, kCols) +
                                i * block_bytes;
-        const uint8_t* file =
-            row < m.rows ? m.RowView().Row(row) + i * BlockBytes(type)
-                         : nullptr;
+        const uint8_t* file = row < m.rows
+                                  ? m.RowView().Row(row) + i * BlockBytes(type)
+                                  : nullptr;
         auto lane = [&](int64_t run, int64_t g, int64_t k) {
           return block[run + (g * 16 + r) * 4 + k];
         };
@@ -792,11 +791,13 @@ TEST(PackedLayoutTest, KQuantBytesAreWhereTheHeaderSays) {
               }
             }
           }
-          const uint8_t* s = file ? file + offsetof(BlockQ4_K, scales) : nullptr;
+          const uint8_t* s =
+              file ? file + offsetof(BlockQ4_K, scales) : nullptr;
           for (int k = 0; k < 8; ++k) {
             int sc = 0, mn = 0;
             if (s != nullptr) {
-              sc = k < 4 ? s[k] & 63 : (s[k + 4] & 0xf) | ((s[k - 4] >> 6) << 4);
+              sc =
+                  k < 4 ? s[k] & 63 : (s[k + 4] & 0xf) | ((s[k - 4] >> 6) << 4);
               mn = k < 4 ? s[k + 4] & 63 : (s[k + 4] >> 4) | ((s[k] >> 6) << 4);
             }
             ASSERT_EQ(block[2048 + k * 16 + r], sc) << where << " scale " << k;
@@ -813,10 +814,9 @@ TEST(PackedLayoutTest, KQuantBytesAreWhereTheHeaderSays) {
             for (int64_t g = 0; g < 8; ++g) {
               for (int64_t k = 0; k < 4; ++k) {
                 for (int64_t c = 0; c < 2; ++c) {
-                  const uint8_t want =
-                      file ? file[offsetof(BlockQ6_K, ql) + 64 * n + 32 * c +
-                                  4 * g + k]
-                           : 0;
+                  const uint8_t want = file ? file[offsetof(BlockQ6_K, ql) +
+                                                   64 * n + 32 * c + 4 * g + k]
+                                            : 0;
                   ASSERT_EQ(lane(0, (n * 2 + c) * 8 + g, k), want) << where;
                 }
                 const uint8_t want_h =

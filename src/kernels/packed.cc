@@ -45,8 +45,10 @@ void PackQ4K(const WeightView& w, int64_t row0, int64_t i, uint8_t* dst) {
     // The 12 scale bytes as ref/kquants.cc's ScaleMinK4 reads them.
     const uint8_t* s = b.scales;
     for (int k = 0; k < 8; ++k) {
-      const int sc = k < 4 ? s[k] & 63 : (s[k + 4] & 0xf) | ((s[k - 4] >> 6) << 4);
-      const int m = k < 4 ? s[k + 4] & 63 : (s[k + 4] >> 4) | ((s[k] >> 6) << 4);
+      const int sc =
+          k < 4 ? s[k] & 63 : (s[k + 4] & 0xf) | ((s[k - 4] >> 6) << 4);
+      const int m =
+          k < 4 ? s[k + 4] & 63 : (s[k + 4] >> 4) | ((s[k] >> 6) << 4);
       dst[P::kScales + k * kPackRows + r] = static_cast<uint8_t>(sc);
       dst[P::kMins + k * kPackRows + r] = static_cast<uint8_t>(m);
     }

@@ -75,15 +75,15 @@ struct PackedBlock<DType::kQ4_0> {
 template <>
 struct PackedBlock<DType::kQ4_K> {
   static constexpr int64_t kQuantBytes = kQkSuper / 2 * kPackRows;  // 2048
-  static constexpr int64_t kScales = kQuantBytes;                  // u8 sc
-  static constexpr int64_t kMins = kScales + 8 * kPackRows;        // u8 m
-  static constexpr int64_t kD = kMins + 8 * kPackRows;             // fp16 d
-  static constexpr int64_t kDmin = kD + 2 * kPackRows;             // fp16
-  static constexpr int64_t kBytes = kDmin + 2 * kPackRows;         // 2368
+  static constexpr int64_t kScales = kQuantBytes;                   // u8 sc
+  static constexpr int64_t kMins = kScales + 8 * kPackRows;         // u8 m
+  static constexpr int64_t kD = kMins + 8 * kPackRows;              // fp16 d
+  static constexpr int64_t kDmin = kD + 2 * kPackRows;              // fp16
+  static constexpr int64_t kBytes = kDmin + 2 * kPackRows;          // 2368
 };
 template <>
 struct PackedBlock<DType::kQ6_K> {
-  static constexpr int64_t kQh = kQkSuper / 2 * kPackRows;         // 2048
+  static constexpr int64_t kQh = kQkSuper / 2 * kPackRows;            // 2048
   static constexpr int64_t kScales = kQh + kQkSuper / 4 * kPackRows;  // 3072
   static constexpr int64_t kD = kScales + 16 * kPackRows;             // 3328
   static constexpr int64_t kBytes = kD + 2 * kPackRows;               // 3360

@@ -135,9 +135,10 @@ void KPanelTile(const MatMulArgs& a, const uint8_t* first_panel,
         for (int p = 0; p < P; ++p) {
 #pragma GCC unroll 8
           for (int64_t l = 0; l < kLines; ++l) {
-            _mm_prefetch(reinterpret_cast<const char*>(
-                             block[p] + kSuperBytes<kType> + (k * kLines + l) * 64),
-                         _MM_HINT_T0);
+            _mm_prefetch(
+                reinterpret_cast<const char*>(block[p] + kSuperBytes<kType> +
+                                              (k * kLines + l) * 64),
+                _MM_HINT_T0);
           }
         }
       }
@@ -168,24 +169,22 @@ void KPanelTile(const MatMulArgs& a, const uint8_t* first_panel,
           const __m512i w = WeightGroup<kType>(block[p], k, g);
 #pragma GCC unroll 8
           for (int t = 0; t < T; ++t) {
-            dot[p][t][chain] =
-                _mm512_dpbusd_epi32(dot[p][t][chain], w, xb[t]);
+            dot[p][t][chain] = _mm512_dpbusd_epi32(dot[p][t][chain], w, xb[t]);
           }
         }
       }
 #pragma GCC unroll 4
       for (int p = 0; p < P; ++p) {
         if constexpr (kQ4) {
-          const __m512i sc =
-              _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(
+          const __m512i sc = _mm512_cvtepu8_epi32(
+              _mm_loadu_si128(reinterpret_cast<const __m128i*>(
                   block[p] + Block::kScales + k * kPackRows)));
-          const __m512 m = _mm512_cvtepi32_ps(
-              _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(
+          const __m512 m = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(
+              _mm_loadu_si128(reinterpret_cast<const __m128i*>(
                   block[p] + Block::kMins + k * kPackRows))));
 #pragma GCC unroll 8
           for (int t = 0; t < T; ++t) {
-            const __m512i d =
-                _mm512_add_epi32(dot[p][t][0], dot[p][t][1]);
+            const __m512i d = _mm512_add_epi32(dot[p][t][0], dot[p][t][1]);
             const __m512 dx = _mm512_set1_ps(xd[t][b]);
             sb[p][t] = _mm512_fmadd_ps(
                 _mm512_cvtepi32_ps(_mm512_mullo_epi32(d, sc)), dx, sb[p][t]);
@@ -194,11 +193,11 @@ void KPanelTile(const MatMulArgs& a, const uint8_t* first_panel,
             mn[p][t] = _mm512_fmadd_ps(m, dxs, mn[p][t]);
           }
         } else {
-          const __m512i sc0 =
-              _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(
+          const __m512i sc0 = _mm512_cvtepi8_epi32(
+              _mm_loadu_si128(reinterpret_cast<const __m128i*>(
                   block[p] + Block::kScales + 2 * k * kPackRows)));
-          const __m512i sc1 =
-              _mm512_cvtepi8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(
+          const __m512i sc1 = _mm512_cvtepi8_epi32(
+              _mm_loadu_si128(reinterpret_cast<const __m128i*>(
                   block[p] + Block::kScales + (2 * k + 1) * kPackRows)));
 #pragma GCC unroll 8
           for (int t = 0; t < T; ++t) {
@@ -223,7 +222,8 @@ void KPanelTile(const MatMulArgs& a, const uint8_t* first_panel,
 #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) {
         acc[p][t] = _mm512_fmadd_ps(d, sb[p][t], acc[p][t]);
-        if constexpr (kQ4) acc[p][t] = _mm512_fnmadd_ps(dmin, mn[p][t], acc[p][t]);
+        if constexpr (kQ4)
+          acc[p][t] = _mm512_fnmadd_ps(dmin, mn[p][t], acc[p][t]);
       }
     }
   }
