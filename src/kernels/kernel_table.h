@@ -148,6 +148,8 @@ void MatMulPackedRowsQ8_0(const MatMulArgs& args, int64_t row_begin,
                           int64_t row_end);
 void MatMulPackedRowsQ4_0(const MatMulArgs& args, int64_t row_begin,
                           int64_t row_end);
+void MatMulPackedRowsQ5_0(const MatMulArgs& args, int64_t row_begin,
+                          int64_t row_end);
 // Products on packed Q4_K/Q6_K weights (x86/matmul_kpacked_avx512.cc).
 void MatMulPackedRowsQ4_K(const MatMulArgs& args, int64_t row_begin,
                           int64_t row_end);

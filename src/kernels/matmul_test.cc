@@ -56,8 +56,8 @@ bool HasQuantizer(DType type) {
 
 // Types with packed kernels (packed.h).
 bool Packable(DType type) {
-  return type == DType::kQ8_0 || type == DType::kQ4_0 || type == DType::kQ4_K ||
-         type == DType::kQ6_K;
+  return type == DType::kQ8_0 || type == DType::kQ4_0 || type == DType::kQ5_0 ||
+         type == DType::kQ4_K || type == DType::kQ6_K;
 }
 
 // Packed types whose kernels sum blocks in the reference's order exactly.
@@ -692,6 +692,7 @@ TEST(PackedLayoutTest, Sizes) {
   EXPECT_EQ(PackedPanelBytes(DType::kQ4_0, 64), 2 * 288);
   EXPECT_EQ(PackedBytes(DType::kQ8_0, 17, 64), 2 * 2 * 544);
   EXPECT_EQ(PackedPanelBytes(DType::kF16, 64), 0);
+  EXPECT_EQ(PackedPanelBytes(DType::kQ5_0, 64), 2 * 352);
   EXPECT_EQ(PackedPanelBytes(DType::kQ4_K, 512), 2 * 2368);
   EXPECT_EQ(PackedPanelBytes(DType::kQ6_K, 512), 2 * 3360);
   EXPECT_EQ(PackedBytes(DType::kQ6_K, 17, 256), 2 * 3360);
@@ -705,6 +706,8 @@ TEST(PackedLayoutTest, HelpsOnlyWhereAKernelReadsIt) {
     EXPECT_EQ(PackedLayoutHelps(DType::kQ8_0), isa >= Isa::kAvx512)
         << IsaName(isa);
     EXPECT_EQ(PackedLayoutHelps(DType::kQ4_0), isa >= Isa::kAvx512)
+        << IsaName(isa);
+    EXPECT_EQ(PackedLayoutHelps(DType::kQ5_0), isa >= Isa::kAvx512)
         << IsaName(isa);
     EXPECT_EQ(PackedLayoutHelps(DType::kQ4_K), isa >= Isa::kAvx512)
         << IsaName(isa);
@@ -752,6 +755,35 @@ TEST(PackedLayoutTest, BytesAreWhereTheHeaderSays) {
           }
         }
       }
+    }
+  }
+}
+
+// Q5_0 panels: Q4_0's nibble lanes, then the qh words, then the scales.
+TEST(PackedLayoutTest, Q5_0BytesAreWhereTheHeaderSays) {
+  const TestMatrix m = MakeMatrix(DType::kQ5_0, 17, 64, 41);
+  for (int64_t row = 0; row < 32; ++row) {
+    const int64_t p = row / 16, r = row % 16;
+    for (int64_t b = 0; b < 2; ++b) {
+      const uint8_t* block =
+          m.packed.data() + p * PackedPanelBytes(DType::kQ5_0, 64) + b * 352;
+      const uint8_t* file =
+          row < m.rows ? m.RowView().Row(row) + b * sizeof(BlockQ5_0) : nullptr;
+      for (int64_t g = 0; g < 4; ++g) {
+        for (int64_t i = 0; i < 4; ++i) {
+          const uint8_t want =
+              file ? file[offsetof(BlockQ5_0, qs) + 4 * g + i] : 0;
+          ASSERT_EQ(block[(g * 16 + r) * 4 + i], want) << "row " << row;
+        }
+      }
+      for (int64_t i = 0; i < 4; ++i) {
+        const uint8_t want = file ? file[offsetof(BlockQ5_0, qh) + i] : 0;
+        ASSERT_EQ(block[256 + 4 * r + i], want) << "row " << row << " qh";
+      }
+      uint16_t got, want = 0;
+      std::memcpy(&got, block + 320 + 2 * r, 2);
+      if (file) std::memcpy(&want, file, 2);
+      ASSERT_EQ(got, want) << "row " << row << " d";
     }
   }
 }

@@ -16,6 +16,8 @@ int64_t PackedBlockBytes(DType type) {
       return PackedBlock<DType::kQ8_0>::kBytes;
     case DType::kQ4_0:
       return PackedBlock<DType::kQ4_0>::kBytes;
+    case DType::kQ5_0:
+      return PackedBlock<DType::kQ5_0>::kBytes;
     case DType::kQ4_K:
       return PackedBlock<DType::kQ4_K>::kBytes;
     case DType::kQ6_K:
@@ -76,6 +78,28 @@ void PackQ6K(const WeightView& w, int64_t row0, int64_t i, uint8_t* dst) {
   }
 }
 
+// Padding rows: all zero bytes (nibbles and high bits 0, scale 0).
+void PackQ5_0(const WeightView& w, int64_t panel_begin, int64_t panel_end,
+              uint8_t* out) {
+  using P = PackedBlock<DType::kQ5_0>;
+  const int64_t n_blocks = w.cols / kQkBlock;
+  for (int64_t p = panel_begin; p < panel_end; ++p) {
+    uint8_t* panel = out + p * n_blocks * P::kBytes;
+    for (int64_t b = 0; b < n_blocks; ++b) {
+      uint8_t* dst = panel + b * P::kBytes;
+      std::memset(dst, 0, P::kBytes);
+      for (int64_t r = 0; r < kPackRows && p * kPackRows + r < w.rows; ++r) {
+        BlockQ5_0 block;
+        std::memcpy(&block, w.Row(p * kPackRows + r) + b * sizeof(BlockQ5_0),
+                    sizeof(block));
+        for (int64_t g = 0; g < 4; ++g) PutLane(block.qs + 4 * g, g, r, dst);
+        std::memcpy(dst + P::kQh + 4 * r, block.qh, 4);
+        std::memcpy(dst + P::kQuantBytes + 2 * r, &block.d, 2);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 int64_t PackedPanels(int64_t rows) {
@@ -100,6 +124,10 @@ void PackWeights(const WeightView& w, int64_t panel_begin, int64_t panel_end,
   RL_CHECK(PackedBlockBytes(w.type) > 0)
       << "no packed layout for " << DTypeName(w.type);
   RL_DCHECK(panel_begin >= 0 && panel_end <= PackedPanels(w.rows));
+  if (w.type == DType::kQ5_0) {
+    PackQ5_0(w, panel_begin, panel_end, static_cast<uint8_t*>(packed));
+    return;
+  }
   if (w.type == DType::kQ4_K || w.type == DType::kQ6_K) {
     const int64_t n_super = w.cols / kQkSuper;
     const int64_t block_bytes = PackedBlockBytes(w.type);

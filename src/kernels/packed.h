@@ -1,4 +1,4 @@
-// Q8_0, Q4_0, Q4_K and Q6_K weights repacked into row panels, the layout the AVX-512 VNNI
+// Q8_0, Q4_0, Q5_0, Q4_K and Q6_K weights repacked into row panels, the layout the AVX-512 VNNI
 // products read fastest (as llama.cpp repacks for its AMX/VNNI kernels).
 //
 // Why: in GGUF's row layout a decode step reads each 34- or 18-byte block of
@@ -19,6 +19,9 @@
 //         file's byte qs[4g + i] of that row's block: low nibble
 //         w[32b + 4g + i] + 8, high nibble w[32b + 16 + 4g + i] + 8;
 //                                                    256 + 32 = 288 bytes.
+//   Q5_0: the low 4 bits as Q4_0's [4 groups][16 rows][4 bytes], then
+//         the 16 rows' qh words ([16 rows][4 bytes], bit e the fifth bit
+//         of element e), then the 16 scales;  256 + 64 + 32 = 352 bytes.
 //   Q4_K (per 256-element super-block of the 16 rows):
 //         qs [4 chunks][8 groups][16 rows][4 bytes]: byte i of chunk j,
 //            group g, row r is the file's qs[32j + 4g + i] of that row's
@@ -73,6 +76,13 @@ struct PackedBlock<DType::kQ4_0> {
 };
 
 template <>
+struct PackedBlock<DType::kQ5_0> {
+  static constexpr int64_t kQh = kQkBlock / 2 * kPackRows;        // 256
+  static constexpr int64_t kQuantBytes = kQh + 4 * kPackRows;     // 320
+  static constexpr int64_t kBytes = kQuantBytes + 2 * kPackRows;  // 352
+  static constexpr int32_t kOffset = 16;
+};
+template <>
 struct PackedBlock<DType::kQ4_K> {
   static constexpr int64_t kQuantBytes = kQkSuper / 2 * kPackRows;  // 2048
   static constexpr int64_t kScales = kQuantBytes;                   // u8 sc
@@ -103,7 +113,7 @@ int64_t PackedBytes(DType type, int64_t rows, int64_t cols);
 // packed layout, i.e. when repacking at load pays off. Not for float types.
 bool PackedLayoutHelps(DType type);
 
-// Writes panels [panel_begin, panel_end) of w (a Q8_0, Q4_0, Q4_K or Q6_K
+// Writes panels [panel_begin, panel_end) of w (a Q8_0, Q4_0, Q5_0, Q4_K, Q6_K
 // matrix read from w.data) into `packed`, which holds the whole matrix (PackedBytes bytes).
 // Cost: one pass over those rows. Any alignment works; 64 bytes is fastest.
 void PackWeights(const WeightView& w, int64_t panel_begin, int64_t panel_end,

@@ -54,6 +54,27 @@ inline void LoadBlock(const uint8_t* block, __m512i (&w)[kGroups]) {
       w[g] = _mm512_and_si512(q, mask);
       w[g + 4] = _mm512_and_si512(_mm512_srli_epi16(q, 4), mask);
     }
+    if constexpr (kType == DType::kQ5_0) {
+      // Fifth bits: byte i of operand g, lane r needs bit 4g + i of row r's
+      // qh word. A shuffle copies qh byte g / 2 into all 4 bytes of the
+      // lane, a test picks bit 4 (g % 2) + i of byte i, and a masked add
+      // puts 16 there.
+      const __m512i qh =
+          _mm512_loadu_si512(block + PackedBlock<DType::kQ5_0>::kQh);
+      const __m512i lane_bytes =
+          _mm512_set4_epi32(0x0c0c0c0c, 0x08080808, 0x04040404, 0x00000000);
+      const __m512i sixteen = _mm512_set1_epi8(16);
+#pragma GCC unroll 8
+      for (int g = 0; g < kGroups; ++g) {
+        const __m512i spread = _mm512_shuffle_epi8(
+            qh, _mm512_add_epi8(lane_bytes,
+                                _mm512_set1_epi8(static_cast<char>(g / 2))));
+        const __m512i bits = _mm512_set1_epi32(
+            g % 2 == 0 ? 0x08040201 : static_cast<int>(0x80402010u));
+        w[g] = _mm512_mask_add_epi8(w[g], _mm512_test_epi8_mask(spread, bits),
+                                    w[g], sixteen);
+      }
+    }
   }
 }
 
@@ -207,6 +228,11 @@ void MatMulPackedRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
 }
 
 }  // namespace
+
+void MatMulPackedRowsQ5_0(const MatMulArgs& args, int64_t row_begin,
+                          int64_t row_end) {
+  MatMulPackedRows<DType::kQ5_0>(args, row_begin, row_end);
+}
 
 void MatMulPackedRowsQ8_0(const MatMulArgs& args, int64_t row_begin,
                           int64_t row_end) {
