@@ -1,18 +1,21 @@
-// AVX-512 VNNI products on packed Q8_0/Q4_0 weights (layout: packed.h).
-// Compiled with AVX-512 flags; reached only through the kernel table.
+// AVX-512 VNNI products on packed Q8_0/Q4_0/Q5_0 weights (layout:
+// packed.h). Compiled with AVX-512 flags; reached only through the kernel
+// table.
 //
 // One tile is a panel of 16 rows x T tokens. Per block, the panel's weights
 // become 8 u8 operands of 64 bytes, [16 rows][4 bytes] each; vpdpbusd of
 // operand g against token t's activation bytes 4g..4g+3 (broadcast) adds
 // four products to every row's lane, so 8 of them give the 16 rows' integer
 // block dot products in one register with no horizontal sums. The u8
-// operand is w + 128 (Q8_0) or the nibble w + 8 (Q4_0); the offset adds
-// 128 (or 8) x the block's activation sum, which each lane starts from with
-// the opposite sign, so the integer result is exact.
+// operand is w + 128 (Q8_0), the nibble w + 8 (Q4_0) or the 5-bit value
+// w + 16 (Q5_0); the offset adds 128 (8, 16) x the block's activation sum,
+// which each lane starts from with the opposite sign, so the integer result
+// is exact.
 //
 // Then, as the reference does (ref/matmul.cc), per block in order:
 // acc = fma(float(dot), d_w * d_x, acc), one fma for 16 rows: outputs are
-// bit-identical to the reference.
+// bit-identical to the reference for Q8_0/Q4_0. (Q5_0's reference scales
+// each half block apart, MatMulUnpackedRows: equal to f32 rounding.)
 #include <cstdint>
 #include <cstring>
 
