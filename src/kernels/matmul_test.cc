@@ -60,9 +60,11 @@ bool Packable(DType type) {
          type == DType::kQ4_K || type == DType::kQ6_K;
 }
 
-// Packed types whose kernels sum blocks in the reference's order exactly.
-bool PackedExact(DType type) {
-  return type == DType::kQ8_0 || type == DType::kQ4_0;
+// Where the AVX-512 kernels take the reference's operations in its order
+// exactly: Q8_0/Q4_0 in both layouts, Q5_0 in panels.
+bool AvxExact(DType type, bool packed) {
+  return type == DType::kQ8_0 || type == DType::kQ4_0 ||
+         (packed && type == DType::kQ5_0);
 }
 
 // n rounded up to a whole number of the type's blocks.
@@ -331,7 +333,7 @@ TEST_P(MatMulTest, MatchesReferenceAndFloatProduct) {
                                       (packed ? " packed" : " rows");
             ASSERT_NEAR(actual[i], expected[i], 1e-5 * mag + 1e-30)
                 << "vs ref, " << where;
-            if (PackedExact(type()) && isa() >= Isa::kAvx512) {
+            if (AvxExact(type(), packed) && isa() >= Isa::kAvx512) {
               ASSERT_EQ(actual[i], expected[i])
                   << "AVX-512 and AMX sum blocks in the reference's order, "
                   << where;

@@ -14,8 +14,8 @@
 //
 // Then, as the reference does (ref/matmul.cc), per block in order:
 // acc = fma(float(dot), d_w * d_x, acc), one fma for 16 rows: outputs are
-// bit-identical to the reference for Q8_0/Q4_0. (Q5_0's reference scales
-// each half block apart, MatMulUnpackedRows: equal to f32 rounding.)
+// bit-identical to the reference. (Q5_0's reference scales each half block
+// apart, MatMulUnpackedRows; HalfBlocksQ5_0 does the same.)
 #include <cstdint>
 #include <cstring>
 
@@ -95,6 +95,24 @@ inline __m512i BlockDot(const __m512i (&w)[kGroups], const int8_t* x,
   return _mm512_add_epi32(a, b);
 }
 
+// Q5_0 as the reference sums it (ref/matmul.cc, MatMulUnpackedRows): the
+// exact dot of (q - 16) and x over each half block (each chain starts at
+// -16 x that half's activation sum, Q8Activations::s16), each scaled by d
+// apart and added; the caller then takes fma(block, d_x, acc). Lane-wise
+// the same IEEE operations in the same order: bit-identical.
+inline __m512 HalfBlocksQ5_0(const __m512i (&w)[kGroups], const int8_t* x,
+                             const int32_t* s16, __m512 wd) {
+  __m512i lo = _mm512_set1_epi32(-16 * s16[0]);
+  __m512i hi = _mm512_set1_epi32(-16 * s16[1]);
+#pragma GCC unroll 4
+  for (int g = 0; g < 4; ++g) {
+    lo = _mm512_dpbusd_epi32(lo, w[g], Broadcast4(x + 4 * g));
+    hi = _mm512_dpbusd_epi32(hi, w[g + 4], Broadcast4(x + 16 + 4 * g));
+  }
+  return _mm512_add_ps(_mm512_mul_ps(wd, _mm512_cvtepi32_ps(lo)),
+                       _mm512_mul_ps(wd, _mm512_cvtepi32_ps(hi)));
+}
+
 // y[t0 + t, r0 + r] for t < T and the first n_rows rows of the panel.
 template <DType kType, int T>
 void PanelTile(const MatMulArgs& a, const uint8_t* panel, int64_t r0,
@@ -123,6 +141,12 @@ void PanelTile(const MatMulArgs& a, const uint8_t* panel, int64_t r0,
             block + PackedBlock<kType>::kQuantBytes)));
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) {
+      if constexpr (kType == DType::kQ5_0) {
+        const int32_t* s16 = a.xq.s16 + 2 * (t0 + t) * a.xq.d_stride + 2 * b;
+        acc[t] = _mm512_fmadd_ps(HalfBlocksQ5_0(w, xq[t] + b * kQk, s16, wd),
+                                 _mm512_set1_ps(xd[t][b]), acc[t]);
+        continue;
+      }
       const __m512i dot = BlockDot(w, xq[t] + b * kQk, -kOffset * xs[t][b]);
       const __m512 scale = _mm512_mul_ps(wd, _mm512_set1_ps(xd[t][b]));
       acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc[t]);
@@ -164,6 +188,11 @@ void PanelGroupDecode(const MatMulArgs& a, const uint8_t* first_panel,
       const __m512 wd =
           _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(
               block + PackedBlock<kType>::kQuantBytes)));
+      if constexpr (kType == DType::kQ5_0) {
+        acc[p] = _mm512_fmadd_ps(HalfBlocksQ5_0(w, x, a.xq.s16 + 2 * b, wd), xd,
+                                 acc[p]);
+        continue;
+      }
       const __m512i dot = BlockDot(w, x, correction);
       acc[p] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(wd, xd),
                                acc[p]);
