@@ -62,9 +62,25 @@ Weights MakeWeights(DType type, int64_t rows, int64_t cols, int n_copies,
   constexpr int kDistinctRows = 8;
   std::vector<uint8_t> rows_q(static_cast<size_t>(kDistinctRows * row_bytes));
   const std::vector<float> src = RandomFloats(kDistinctRows * cols, 1);
-  for (int r = 0; r < kDistinctRows; ++r) {
-    QuantizeRow(type, src.data() + r * cols, cols,
-                rows_q.data() + r * row_bytes);
+  if (type == DType::kQ5_0 || type == DType::kQ4_K || type == DType::kQ6_K) {
+    // No quantizer in kernels/: random bits, with every binary16 scale
+    // field set to 2^-10 so the products stay finite (the speed does not
+    // depend on the values).
+    std::mt19937 rng(1);
+    for (uint8_t& b : rows_q) b = static_cast<uint8_t>(rng());
+    const int64_t block_bytes = BlockBytes(type);
+    const std::vector<size_t> fields =
+        type == DType::kQ5_0   ? std::vector<size_t>{0}
+        : type == DType::kQ4_K ? std::vector<size_t>{0, 2}
+                               : std::vector<size_t>{208};
+    const uint16_t scale = 0x1400;  // 2^-10
+    for (size_t b = 0; b < rows_q.size(); b += static_cast<size_t>(block_bytes))
+      for (size_t f : fields) std::memcpy(&rows_q[b + f], &scale, 2);
+  } else {
+    for (int r = 0; r < kDistinctRows; ++r) {
+      QuantizeRow(type, src.data() + r * cols, cols,
+                  rows_q.data() + r * row_bytes);
+    }
   }
   Weights w;
   w.bytes = rows * row_bytes;
@@ -87,21 +103,26 @@ Weights MakeWeights(DType type, int64_t rows, int64_t cols, int n_copies,
   return w;
 }
 
-constexpr DType kTypes[] = {DType::kF32, DType::kF16, DType::kBF16,
-                            DType::kQ8_0, DType::kQ4_0};
+constexpr DType kTypes[] = {DType::kF32,  DType::kF16,  DType::kBF16,
+                            DType::kQ8_0, DType::kQ4_0, DType::kQ5_0,
+                            DType::kQ4_K, DType::kQ6_K};
 
 // packed: also give the kernels the packed layout (packed.h), as a model
 // loaded with repacking does.
+// hot: one copy of the weights, re-read from cache (the kernel's compute
+// rate rather than the memory's).
 void RunMatMul(benchmark::State& state, Isa isa, DType type, int64_t rows,
-               int64_t cols, int64_t n_tokens, bool packed = false) {
+               int64_t cols, int64_t n_tokens, bool packed = false,
+               bool hot = false) {
   if (!SetActiveIsa(isa)) {
     state.SkipWithError("ISA not supported on this CPU");
     return;
   }
   const int64_t one_copy = rows * RowBytes(type, cols);
-  const int n_copies = n_tokens == 1 ? static_cast<int>(std::clamp<int64_t>(
-                                           kColdBytes / one_copy + 1, 1, 64))
-                                     : 1;
+  const int n_copies = n_tokens == 1 && !hot
+                           ? static_cast<int>(std::clamp<int64_t>(
+                                 kColdBytes / one_copy + 1, 1, 64))
+                           : 1;
   const Weights w = MakeWeights(type, rows, cols, n_copies, packed);
   const std::vector<float> x = RandomFloats(n_tokens * cols, 2);
   std::vector<float> y(static_cast<size_t>(n_tokens * rows));
@@ -128,14 +149,14 @@ void RunMatMul(benchmark::State& state, Isa isa, DType type, int64_t rows,
 }
 
 // Shapes of qwen2.5-0.5b (d 896, ffn 4864, vocab 151936) and a 2048 x 8192
-// FFN (llama3.2-1b).
+// FFN (llama3.2-1b). Shapes whose cols a type cannot hold are skipped.
 struct Shape {
   int64_t rows, cols;
 };
 constexpr Shape kMatVecShapes[] = {
     {896, 896}, {4864, 896}, {896, 4864}, {151936, 896}, {2048, 8192}};
-constexpr Shape kPrefillShapes[] = {
-    {896, 896}, {4864, 896}, {896, 4864}, {576, 576}, {1536, 576}};
+constexpr Shape kPrefillShapes[] = {{896, 896}, {4864, 896}, {896, 4864},
+                                    {576, 576}, {1536, 576}, {8192, 2048}};
 constexpr int64_t kPrefillTokens = 128;
 
 // Read bandwidth of the same pool over a kColdBytes buffer: the roofline the
@@ -168,8 +189,8 @@ void RegisterAll() {
     // kAmx differs from kAvx512 only in quantized prefill.
     const bool amx = isa == Isa::kAmx;
     for (DType type : kTypes) {
-      const bool quantized = type == DType::kQ8_0 || type == DType::kQ4_0;
-      if (amx && !quantized) continue;
+      const bool quantized = IsQuantized(type);
+      if (amx && type != DType::kQ8_0 && type != DType::kQ4_0) continue;
       // Row layout, and the packed one where this ISA has kernels for it
       // ("/packed").
       SetActiveIsa(isa);
@@ -179,6 +200,7 @@ void RegisterAll() {
         const std::string suffix = packed ? "/packed" : "";
         for (const Shape& s : kMatVecShapes) {
           if (amx) break;
+          if (s.cols % BlockElements(type) != 0) continue;
           const std::string name = "MatVec/" + std::string(DTypeName(type)) +
                                    "/" + std::string(IsaName(isa)) + "/" +
                                    std::to_string(s.rows) + "x" +
@@ -191,7 +213,21 @@ void RegisterAll() {
               ->UseRealTime()
               ->MinTime(0.3);
         }
+        if (!amx && quantized) {
+          // 256 x 2048: 0.1-0.5 MiB, inside each core's L2.
+          const std::string name = "MatVecHot/" + std::string(DTypeName(type)) +
+                                   "/" + std::string(IsaName(isa)) +
+                                   "/256x2048" + suffix;
+          benchmark::RegisterBenchmark(name.c_str(),
+                                       [=](benchmark::State& st) {
+                                         RunMatMul(st, isa, type, 256, 2048, 1,
+                                                   packed, true);
+                                       })
+              ->UseRealTime()
+              ->MinTime(0.3);
+        }
         for (const Shape& s : kPrefillShapes) {
+          if (s.cols % BlockElements(type) != 0) continue;
           const std::string name =
               "Prefill/" + std::string(DTypeName(type)) + "/" +
               std::string(IsaName(isa)) + "/" + std::to_string(s.rows) + "x" +

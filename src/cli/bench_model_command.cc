@@ -111,7 +111,7 @@ void Setup(CLI::App& sub, int* exit_code) {
                  "Also write the JSON result to this file");
   sub.add_flag("--no-repack", f->no_repack,
                "Measure weights read from the file's pages (no copy into huge "
-               "pages, no Q8_0/Q4_0 panels)");
+               "pages, no packed panels)");
   sub.add_flag("--no-bandwidth", f->no_bandwidth,
                "Skip the memory bandwidth measurement (no roofline share)");
   sub.add_flag("-q,--quiet", f->quiet, "No progress output while loading");

@@ -348,7 +348,7 @@ void Setup(CLI::App& sub, int* exit_code) {
   sub.add_flag("-q,--quiet", f->quiet, "No progress output while loading");
   sub.add_flag("--no-repack", f->no_repack,
                "Read weights from the file's pages (no copy into huge pages, "
-               "no Q8_0/Q4_0 panels): faster load, slower products");
+               "no packed panels): faster load, slower products");
   sub.add_flag(
       "--chat", f->chat,
       "Treat -p as a user message and apply the model's chat template");

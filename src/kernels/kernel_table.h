@@ -32,6 +32,9 @@ struct Q8Activations {
   // [n_tokens, d_stride]: sum of each block's 32 qs (0 in the padding), for
   // kernels that offset one operand of vpdpbusd (see packed.h).
   const int32_t* s = nullptr;
+  // [n_tokens, 2 * d_stride]: sum of each 16 qs (0 in the padding), for
+  // kernels whose weight scales change every 16 elements (packed Q6_K).
+  const int32_t* s16 = nullptr;
   // Bytes; multiple of 128, >= cols + 64.
   int64_t qs_stride = 0;
   // Floats; multiple of 16, >= cols / 32 + 16.
@@ -144,6 +147,13 @@ void MatMulRowsQ4_0(const MatMulArgs& args, int64_t row_begin, int64_t row_end);
 void MatMulPackedRowsQ8_0(const MatMulArgs& args, int64_t row_begin,
                           int64_t row_end);
 void MatMulPackedRowsQ4_0(const MatMulArgs& args, int64_t row_begin,
+                          int64_t row_end);
+void MatMulPackedRowsQ5_0(const MatMulArgs& args, int64_t row_begin,
+                          int64_t row_end);
+// Products on packed Q4_K/Q6_K weights (x86/matmul_kpacked_avx512.cc).
+void MatMulPackedRowsQ4_K(const MatMulArgs& args, int64_t row_begin,
+                          int64_t row_end);
+void MatMulPackedRowsQ6_K(const MatMulArgs& args, int64_t row_begin,
                           int64_t row_end);
 }  // namespace avx512
 namespace amx {

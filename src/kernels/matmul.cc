@@ -36,13 +36,14 @@ int64_t Q8DStride(int64_t cols) { return RoundUp(cols / kQkBlock + 16, 16); }
 //   qs     [n_tokens, Q8QsStride]   int8
 //   d      [n_tokens, Q8DStride]    f32
 //   s      [n_tokens, Q8DStride]    int32
+//   s16    [n_tokens, 2 * Q8DStride] int32
 //   xtiles [n_tiles, n_blocks, 512] int8   (n_tokens > 1 only; AMX layout)
 //   xtile_d[n_tiles, n_blocks, 16]  f32
 // The tile copy is reserved whatever the ISA, so the size does not change
 // with SetActiveIsa.
 struct ScratchLayout {
   int64_t qs_stride, d_stride, n_tiles, n_blocks;
-  int64_t qs_bytes, d_bytes, s_bytes, tiles_bytes, tile_d_bytes;
+  int64_t qs_bytes, d_bytes, s_bytes, s16_bytes, tiles_bytes, tile_d_bytes;
 
   ScratchLayout(int64_t cols, int64_t n_tokens)
       : qs_stride(Q8QsStride(cols)),
@@ -52,12 +53,14 @@ struct ScratchLayout {
         qs_bytes(n_tokens * qs_stride),
         d_bytes(n_tokens * d_stride * static_cast<int64_t>(sizeof(float))),
         s_bytes(n_tokens * d_stride * static_cast<int64_t>(sizeof(int32_t))),
+        s16_bytes(2 * s_bytes),
         tiles_bytes(n_tiles * n_blocks * kQkBlock * kTileTokens),
         tile_d_bytes(n_tiles * n_blocks * kTileTokens *
                      static_cast<int64_t>(sizeof(float))) {}
 
   int64_t Total() const {
-    return qs_bytes + d_bytes + s_bytes + tiles_bytes + tile_d_bytes;
+    return qs_bytes + d_bytes + s_bytes + s16_bytes + tiles_bytes +
+           tile_d_bytes;
   }
 };
 
@@ -87,9 +90,13 @@ void PrepareQuantized(const KernelTable& kernels, const float* x, int64_t cols,
   auto* d = reinterpret_cast<float*>(qs + layout.qs_bytes);
   auto* sums =
       reinterpret_cast<int32_t*>(qs + layout.qs_bytes + layout.d_bytes);
-  auto* tiles = qs + layout.qs_bytes + layout.d_bytes + layout.s_bytes;
+  auto* sums16 = reinterpret_cast<int32_t*>(qs + layout.qs_bytes +
+                                            layout.d_bytes + layout.s_bytes);
+  auto* tiles =
+      qs + layout.qs_bytes + layout.d_bytes + layout.s_bytes + layout.s16_bytes;
   auto* tile_d = reinterpret_cast<float*>(tiles + layout.tiles_bytes);
-  const Q8Activations xq{qs, d, sums, layout.qs_stride, layout.d_stride};
+  const Q8Activations xq{
+      qs, d, sums, sums16, layout.qs_stride, layout.d_stride};
   const bool pack = kernels.pack_q8_tiles != nullptr && layout.n_tiles > 0;
   // Each range quantizes its tokens, then packs the tiles they complete
   // (ranges are whole tiles except the last).
@@ -101,12 +108,16 @@ void PrepareQuantized(const KernelTable& kernels, const float* x, int64_t cols,
       std::memset(qs_t + cols, 0, static_cast<size_t>(layout.qs_stride - cols));
       std::fill(d_t + layout.n_blocks, d_t + layout.d_stride, 0.0f);
       int32_t* s_t = sums + t * layout.d_stride;
-      for (int64_t b = 0; b < layout.n_blocks; ++b) {
+      int32_t* s16_t = sums16 + 2 * t * layout.d_stride;
+      for (int64_t h = 0; h < 2 * layout.n_blocks; ++h) {
         int32_t sum = 0;
-        for (int64_t j = 0; j < kQkBlock; ++j) sum += qs_t[b * kQkBlock + j];
-        s_t[b] = sum;
+        for (int64_t j = 0; j < kQkBlock / 2; ++j) sum += qs_t[h * 16 + j];
+        s16_t[h] = sum;
       }
+      for (int64_t b = 0; b < layout.n_blocks; ++b)
+        s_t[b] = s16_t[2 * b] + s16_t[2 * b + 1];
       std::fill(s_t + layout.n_blocks, s_t + layout.d_stride, 0);
+      std::fill(s16_t + 2 * layout.n_blocks, s16_t + 2 * layout.d_stride, 0);
     }
     if (pack) {
       kernels.pack_q8_tiles(xq, n_tokens, cols, t0 / kTileTokens,

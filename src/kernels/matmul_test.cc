@@ -56,7 +56,15 @@ bool HasQuantizer(DType type) {
 
 // Types with packed kernels (packed.h).
 bool Packable(DType type) {
-  return type == DType::kQ8_0 || type == DType::kQ4_0;
+  return type == DType::kQ8_0 || type == DType::kQ4_0 || type == DType::kQ5_0 ||
+         type == DType::kQ4_K || type == DType::kQ6_K;
+}
+
+// Where the AVX-512 kernels take the reference's operations in its order
+// exactly: Q8_0/Q4_0 in both layouts, Q5_0 in panels.
+bool AvxExact(DType type, bool packed) {
+  return type == DType::kQ8_0 || type == DType::kQ4_0 ||
+         (packed && type == DType::kQ5_0);
 }
 
 // n rounded up to a whole number of the type's blocks.
@@ -325,7 +333,7 @@ TEST_P(MatMulTest, MatchesReferenceAndFloatProduct) {
                                       (packed ? " packed" : " rows");
             ASSERT_NEAR(actual[i], expected[i], 1e-5 * mag + 1e-30)
                 << "vs ref, " << where;
-            if (Packable(type()) && isa() >= Isa::kAvx512) {
+            if (AvxExact(type(), packed) && isa() >= Isa::kAvx512) {
               ASSERT_EQ(actual[i], expected[i])
                   << "AVX-512 and AMX sum blocks in the reference's order, "
                   << where;
@@ -686,6 +694,11 @@ TEST(PackedLayoutTest, Sizes) {
   EXPECT_EQ(PackedPanelBytes(DType::kQ4_0, 64), 2 * 288);
   EXPECT_EQ(PackedBytes(DType::kQ8_0, 17, 64), 2 * 2 * 544);
   EXPECT_EQ(PackedPanelBytes(DType::kF16, 64), 0);
+  EXPECT_EQ(PackedPanelBytes(DType::kQ5_0, 64), 2 * 352);
+  EXPECT_EQ(PackedPanelBytes(DType::kQ4_K, 512), 2 * 2368);
+  EXPECT_EQ(PackedPanelBytes(DType::kQ6_K, 512), 2 * 3360);
+  EXPECT_EQ(PackedBytes(DType::kQ6_K, 17, 256), 2 * 3360);
+  EXPECT_EQ(PackedPanelBytes(DType::kQ5_K, 256), 0);
 }
 
 // The AVX-512 and AMX tables have packed kernels.
@@ -696,6 +709,13 @@ TEST(PackedLayoutTest, HelpsOnlyWhereAKernelReadsIt) {
         << IsaName(isa);
     EXPECT_EQ(PackedLayoutHelps(DType::kQ4_0), isa >= Isa::kAvx512)
         << IsaName(isa);
+    EXPECT_EQ(PackedLayoutHelps(DType::kQ5_0), isa >= Isa::kAvx512)
+        << IsaName(isa);
+    EXPECT_EQ(PackedLayoutHelps(DType::kQ4_K), isa >= Isa::kAvx512)
+        << IsaName(isa);
+    EXPECT_EQ(PackedLayoutHelps(DType::kQ6_K), isa >= Isa::kAvx512)
+        << IsaName(isa);
+    EXPECT_FALSE(PackedLayoutHelps(DType::kQ5_K)) << IsaName(isa);
     for (DType t : {DType::kF32, DType::kF16, DType::kBF16})
       EXPECT_FALSE(PackedLayoutHelps(t)) << IsaName(isa);
   }
@@ -735,6 +755,120 @@ TEST(PackedLayoutTest, BytesAreWhereTheHeaderSays) {
             ASSERT_EQ(byte, want) << DTypeName(type) << " row " << row
                                   << " block " << b << " group " << g;
           }
+        }
+      }
+    }
+  }
+}
+
+// Q5_0 panels: Q4_0's nibble lanes, then the qh words, then the scales.
+TEST(PackedLayoutTest, Q5_0BytesAreWhereTheHeaderSays) {
+  const TestMatrix m = MakeMatrix(DType::kQ5_0, 17, 64, 41);
+  for (int64_t row = 0; row < 32; ++row) {
+    const int64_t p = row / 16, r = row % 16;
+    for (int64_t b = 0; b < 2; ++b) {
+      const uint8_t* block =
+          m.packed.data() + p * PackedPanelBytes(DType::kQ5_0, 64) + b * 352;
+      const uint8_t* file =
+          row < m.rows ? m.RowView().Row(row) + b * sizeof(BlockQ5_0) : nullptr;
+      for (int64_t g = 0; g < 4; ++g) {
+        for (int64_t i = 0; i < 4; ++i) {
+          const uint8_t want =
+              file ? file[offsetof(BlockQ5_0, qs) + 4 * g + i] : 0;
+          ASSERT_EQ(block[(g * 16 + r) * 4 + i], want) << "row " << row;
+        }
+      }
+      for (int64_t i = 0; i < 4; ++i) {
+        const uint8_t want = file ? file[offsetof(BlockQ5_0, qh) + i] : 0;
+        ASSERT_EQ(block[256 + 4 * r + i], want) << "row " << row << " qh";
+      }
+      uint16_t got, want = 0;
+      std::memcpy(&got, block + 320 + 2 * r, 2);
+      if (file) std::memcpy(&want, file, 2);
+      ASSERT_EQ(got, want) << "row " << row << " d";
+    }
+  }
+}
+
+// The K-quant panel bytes packed.h documents, element by element: every
+// row's quant bits, scales and fp16 fields found where the header says, and
+// padding rows all zero.
+TEST(PackedLayoutTest, KQuantBytesAreWhereTheHeaderSays) {
+  constexpr int64_t kCols = 512;
+  for (DType type : {DType::kQ4_K, DType::kQ6_K}) {
+    const TestMatrix m = MakeMatrix(type, 19, kCols, 37);
+    const bool q4 = type == DType::kQ4_K;
+    const int64_t block_bytes = q4 ? 2368 : 3360;
+    for (int64_t row = 0; row < 32; ++row) {
+      const int64_t p = row / 16, r = row % 16;
+      for (int64_t i = 0; i < kCols / 256; ++i) {
+        const uint8_t* block = m.packed.data() +
+                               p * PackedPanelBytes(type, kCols) +
+                               i * block_bytes;
+        const uint8_t* file = row < m.rows
+                                  ? m.RowView().Row(row) + i * BlockBytes(type)
+                                  : nullptr;
+        auto lane = [&](int64_t run, int64_t g, int64_t k) {
+          return block[run + (g * 16 + r) * 4 + k];
+        };
+        const std::string where = std::string(DTypeName(type)) + " row " +
+                                  std::to_string(row) + " block " +
+                                  std::to_string(i);
+        if (q4) {
+          for (int64_t j = 0; j < 4; ++j) {
+            for (int64_t g = 0; g < 8; ++g) {
+              for (int64_t k = 0; k < 4; ++k) {
+                const uint8_t want =
+                    file ? file[offsetof(BlockQ4_K, qs) + 32 * j + 4 * g + k]
+                         : 0;
+                ASSERT_EQ(lane(0, j * 8 + g, k), want) << where;
+              }
+            }
+          }
+          const uint8_t* s =
+              file ? file + offsetof(BlockQ4_K, scales) : nullptr;
+          for (int k = 0; k < 8; ++k) {
+            int sc = 0, mn = 0;
+            if (s != nullptr) {
+              sc =
+                  k < 4 ? s[k] & 63 : (s[k + 4] & 0xf) | ((s[k - 4] >> 6) << 4);
+              mn = k < 4 ? s[k + 4] & 63 : (s[k + 4] >> 4) | ((s[k] >> 6) << 4);
+            }
+            ASSERT_EQ(block[2048 + k * 16 + r], sc) << where << " scale " << k;
+            ASSERT_EQ(block[2176 + k * 16 + r], mn) << where << " min " << k;
+          }
+          for (int f = 0; f < 2; ++f) {
+            uint16_t got, want = 0;
+            std::memcpy(&got, block + 2304 + 32 * f + 2 * r, 2);
+            if (file) std::memcpy(&want, file + 2 * f, 2);
+            ASSERT_EQ(got, want) << where << (f ? " dmin" : " d");
+          }
+        } else {
+          for (int64_t n = 0; n < 2; ++n) {
+            for (int64_t g = 0; g < 8; ++g) {
+              for (int64_t k = 0; k < 4; ++k) {
+                for (int64_t c = 0; c < 2; ++c) {
+                  const uint8_t want = file ? file[offsetof(BlockQ6_K, ql) +
+                                                   64 * n + 32 * c + 4 * g + k]
+                                            : 0;
+                  ASSERT_EQ(lane(0, (n * 2 + c) * 8 + g, k), want) << where;
+                }
+                const uint8_t want_h =
+                    file ? file[offsetof(BlockQ6_K, qh) + 32 * n + 4 * g + k]
+                         : 0;
+                ASSERT_EQ(lane(2048, n * 8 + g, k), want_h) << where;
+              }
+            }
+          }
+          for (int k = 0; k < 16; ++k) {
+            const uint8_t want =
+                file ? file[offsetof(BlockQ6_K, scales) + k] : 0;
+            ASSERT_EQ(block[3072 + k * 16 + r], want) << where << " scale";
+          }
+          uint16_t got, want = 0;
+          std::memcpy(&got, block + 3328 + 2 * r, 2);
+          if (file) std::memcpy(&want, file + offsetof(BlockQ6_K, d), 2);
+          ASSERT_EQ(got, want) << where << " d";
         }
       }
     }

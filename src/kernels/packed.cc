@@ -16,8 +16,87 @@ int64_t PackedBlockBytes(DType type) {
       return PackedBlock<DType::kQ8_0>::kBytes;
     case DType::kQ4_0:
       return PackedBlock<DType::kQ4_0>::kBytes;
+    case DType::kQ5_0:
+      return PackedBlock<DType::kQ5_0>::kBytes;
+    case DType::kQ4_K:
+      return PackedBlock<DType::kQ4_K>::kBytes;
+    case DType::kQ6_K:
+      return PackedBlock<DType::kQ6_K>::kBytes;
     default:
       return 0;
+  }
+}
+
+// Copies the 4-byte lane at src into lane (g, r) of a [groups][16][4] run.
+void PutLane(const uint8_t* src, int64_t g, int64_t r, uint8_t* run) {
+  std::memcpy(run + (g * kPackRows + r) * kGroupBytes, src, kGroupBytes);
+}
+
+// Super-block `i` of panel rows [row0, row0 + 16) as Q4_K panel bytes (see
+// packed.h). Padding rows are all zero bytes: weight 0 with scales 0.
+void PackQ4K(const WeightView& w, int64_t row0, int64_t i, uint8_t* dst) {
+  using P = PackedBlock<DType::kQ4_K>;
+  std::memset(dst, 0, P::kBytes);
+  for (int64_t r = 0; r < kPackRows && row0 + r < w.rows; ++r) {
+    BlockQ4_K b;
+    std::memcpy(&b, w.Row(row0 + r) + i * sizeof(BlockQ4_K), sizeof(b));
+    for (int64_t j = 0; j < 4; ++j) {
+      for (int64_t g = 0; g < 8; ++g)
+        PutLane(b.qs + 32 * j + 4 * g, j * 8 + g, r, dst);
+    }
+    // The 12 scale bytes as ref/kquants.cc's ScaleMinK4 reads them.
+    const uint8_t* s = b.scales;
+    for (int k = 0; k < 8; ++k) {
+      const int sc =
+          k < 4 ? s[k] & 63 : (s[k + 4] & 0xf) | ((s[k - 4] >> 6) << 4);
+      const int m =
+          k < 4 ? s[k + 4] & 63 : (s[k + 4] >> 4) | ((s[k] >> 6) << 4);
+      dst[P::kScales + k * kPackRows + r] = static_cast<uint8_t>(sc);
+      dst[P::kMins + k * kPackRows + r] = static_cast<uint8_t>(m);
+    }
+    std::memcpy(dst + P::kD + 2 * r, &b.d, 2);
+    std::memcpy(dst + P::kDmin + 2 * r, &b.dmin, 2);
+  }
+}
+
+void PackQ6K(const WeightView& w, int64_t row0, int64_t i, uint8_t* dst) {
+  using P = PackedBlock<DType::kQ6_K>;
+  std::memset(dst, 0, P::kBytes);
+  for (int64_t r = 0; r < kPackRows && row0 + r < w.rows; ++r) {
+    BlockQ6_K b;
+    std::memcpy(&b, w.Row(row0 + r) + i * sizeof(BlockQ6_K), sizeof(b));
+    for (int64_t n = 0; n < 2; ++n) {
+      for (int64_t g = 0; g < 8; ++g) {
+        for (int64_t c = 0; c < 2; ++c)
+          PutLane(b.ql + 64 * n + 32 * c + 4 * g, (n * 2 + c) * 8 + g, r, dst);
+        PutLane(b.qh + 32 * n + 4 * g, n * 8 + g, r, dst + P::kQh);
+      }
+    }
+    for (int64_t k = 0; k < 16; ++k)
+      dst[P::kScales + k * kPackRows + r] = static_cast<uint8_t>(b.scales[k]);
+    std::memcpy(dst + P::kD + 2 * r, &b.d, 2);
+  }
+}
+
+// Padding rows: all zero bytes (nibbles and high bits 0, scale 0).
+void PackQ5_0(const WeightView& w, int64_t panel_begin, int64_t panel_end,
+              uint8_t* out) {
+  using P = PackedBlock<DType::kQ5_0>;
+  const int64_t n_blocks = w.cols / kQkBlock;
+  for (int64_t p = panel_begin; p < panel_end; ++p) {
+    uint8_t* panel = out + p * n_blocks * P::kBytes;
+    for (int64_t b = 0; b < n_blocks; ++b) {
+      uint8_t* dst = panel + b * P::kBytes;
+      std::memset(dst, 0, P::kBytes);
+      for (int64_t r = 0; r < kPackRows && p * kPackRows + r < w.rows; ++r) {
+        BlockQ5_0 block;
+        std::memcpy(&block, w.Row(p * kPackRows + r) + b * sizeof(BlockQ5_0),
+                    sizeof(block));
+        for (int64_t g = 0; g < 4; ++g) PutLane(block.qs + 4 * g, g, r, dst);
+        std::memcpy(dst + P::kQh + 4 * r, block.qh, 4);
+        std::memcpy(dst + P::kQuantBytes + 2 * r, &block.d, 2);
+      }
+    }
   }
 }
 
@@ -28,7 +107,7 @@ int64_t PackedPanels(int64_t rows) {
 }
 
 int64_t PackedPanelBytes(DType type, int64_t cols) {
-  return cols / kQkBlock * PackedBlockBytes(type);
+  return cols / BlockElements(type) * PackedBlockBytes(type);
 }
 
 int64_t PackedBytes(DType type, int64_t rows, int64_t cols) {
@@ -42,9 +121,29 @@ bool PackedLayoutHelps(DType type) {
 
 void PackWeights(const WeightView& w, int64_t panel_begin, int64_t panel_end,
                  void* packed) {
-  RL_CHECK(w.type == DType::kQ8_0 || w.type == DType::kQ4_0)
+  RL_CHECK(PackedBlockBytes(w.type) > 0)
       << "no packed layout for " << DTypeName(w.type);
   RL_DCHECK(panel_begin >= 0 && panel_end <= PackedPanels(w.rows));
+  if (w.type == DType::kQ5_0) {
+    PackQ5_0(w, panel_begin, panel_end, static_cast<uint8_t*>(packed));
+    return;
+  }
+  if (w.type == DType::kQ4_K || w.type == DType::kQ6_K) {
+    const int64_t n_super = w.cols / kQkSuper;
+    const int64_t block_bytes = PackedBlockBytes(w.type);
+    auto* out = static_cast<uint8_t*>(packed);
+    for (int64_t p = panel_begin; p < panel_end; ++p) {
+      uint8_t* panel = out + p * PackedPanelBytes(w.type, w.cols);
+      for (int64_t i = 0; i < n_super; ++i) {
+        if (w.type == DType::kQ4_K) {
+          PackQ4K(w, p * kPackRows, i, panel + i * block_bytes);
+        } else {
+          PackQ6K(w, p * kPackRows, i, panel + i * block_bytes);
+        }
+      }
+    }
+    return;
+  }
   const bool q8 = w.type == DType::kQ8_0;
   const int64_t n_blocks = w.cols / kQkBlock;
   const int64_t block_bytes = PackedBlockBytes(w.type);

@@ -1,4 +1,4 @@
-// Q8_0/Q4_0 weights repacked into row panels, the layout the AVX-512 VNNI
+// Q8_0, Q4_0, Q5_0, Q4_K and Q6_K weights repacked into row panels, the layout the AVX-512 VNNI
 // products read fastest (as llama.cpp repacks for its AMX/VNNI kernels).
 //
 // Why: in GGUF's row layout a decode step reads each 34- or 18-byte block of
@@ -19,6 +19,31 @@
 //         file's byte qs[4g + i] of that row's block: low nibble
 //         w[32b + 4g + i] + 8, high nibble w[32b + 16 + 4g + i] + 8;
 //                                                    256 + 32 = 288 bytes.
+//   Q5_0: the low 4 bits as Q4_0's [4 groups][16 rows][4 bytes], then
+//         the 16 rows' qh words ([16 rows][4 bytes], bit e the fifth bit
+//         of element e), then the 16 scales;  256 + 64 + 32 = 352 bytes.
+//   Q4_K (per 256-element super-block of the 16 rows):
+//         qs [4 chunks][8 groups][16 rows][4 bytes]: byte i of chunk j,
+//            group g, row r is the file's qs[32j + 4g + i] of that row's
+//            block: low nibble element 64j + 4g + i, high nibble element
+//            64j + 32 + 4g + i;                              2048 bytes;
+//         sc [8 sub-blocks][16 rows] u8: the 6-bit scales;  128 bytes;
+//         m  [8 sub-blocks][16 rows] u8: the 6-bit mins;    128 bytes;
+//         d, dmin [16 rows] binary16 each, as stored;        64 bytes;
+//                                                  2368 bytes (16 x 148).
+//   Q6_K: ql [2 halves][2 chunks][8 groups][16 rows][4 bytes]: byte i of
+//            half n, chunk c, group g, row r is the file's
+//            ql[64n + 32c + 4g + i]: low nibble element 128n + 32c + 4g + i,
+//            high nibble element 128n + 64 + 32c + 4g + i;   2048 bytes;
+//         qh [2 halves][8 groups][16 rows][4 bytes]: the file's
+//            qh[32n + 4g + i], whose bits 2k, 2k + 1 are the top bits of
+//            element 128n + 32k + 4g + i;                    1024 bytes;
+//         scales [16 groups of 16][16 rows] int8;            256 bytes;
+//         d [16 rows] binary16;                               32 bytes;
+//                                                  3360 bytes (16 x 210).
+// The K-quant panels keep the file's bits (no precision is lost) and add
+// only Q4_K's unpacked scale bytes; the kernels read one stream per panel
+// and need no shuffles (x86/matmul_kpacked_avx512.cc).
 // Thread-safety: pure functions; PackWeights calls on disjoint panel ranges
 // may run concurrently.
 #ifndef REDLINE_KERNELS_PACKED_H_
@@ -50,6 +75,30 @@ struct PackedBlock<DType::kQ4_0> {
   static constexpr int32_t kOffset = 8;
 };
 
+template <>
+struct PackedBlock<DType::kQ5_0> {
+  static constexpr int64_t kQh = kQkBlock / 2 * kPackRows;        // 256
+  static constexpr int64_t kQuantBytes = kQh + 4 * kPackRows;     // 320
+  static constexpr int64_t kBytes = kQuantBytes + 2 * kPackRows;  // 352
+  static constexpr int32_t kOffset = 16;
+};
+template <>
+struct PackedBlock<DType::kQ4_K> {
+  static constexpr int64_t kQuantBytes = kQkSuper / 2 * kPackRows;  // 2048
+  static constexpr int64_t kScales = kQuantBytes;                   // u8 sc
+  static constexpr int64_t kMins = kScales + 8 * kPackRows;         // u8 m
+  static constexpr int64_t kD = kMins + 8 * kPackRows;              // fp16 d
+  static constexpr int64_t kDmin = kD + 2 * kPackRows;              // fp16
+  static constexpr int64_t kBytes = kDmin + 2 * kPackRows;          // 2368
+};
+template <>
+struct PackedBlock<DType::kQ6_K> {
+  static constexpr int64_t kQh = kQkSuper / 2 * kPackRows;            // 2048
+  static constexpr int64_t kScales = kQh + kQkSuper / 4 * kPackRows;  // 3072
+  static constexpr int64_t kD = kScales + 16 * kPackRows;             // 3328
+  static constexpr int64_t kBytes = kD + 2 * kPackRows;               // 3360
+};
+
 // Panels of a matrix with `rows` rows: ceil(rows / kPackRows).
 int64_t PackedPanels(int64_t rows);
 
@@ -64,8 +113,8 @@ int64_t PackedBytes(DType type, int64_t rows, int64_t cols);
 // packed layout, i.e. when repacking at load pays off. Not for float types.
 bool PackedLayoutHelps(DType type);
 
-// Writes panels [panel_begin, panel_end) of w (a Q8_0/Q4_0 matrix read from
-// w.data) into `packed`, which holds the whole matrix (PackedBytes bytes).
+// Writes panels [panel_begin, panel_end) of w (a Q8_0, Q4_0, Q5_0, Q4_K, Q6_K
+// matrix read from w.data) into `packed`, which holds the whole matrix (PackedBytes bytes).
 // Cost: one pass over those rows. Any alignment works; 64 bytes is fastest.
 void PackWeights(const WeightView& w, int64_t panel_begin, int64_t panel_end,
                  void* packed);

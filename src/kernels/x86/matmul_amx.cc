@@ -426,6 +426,7 @@ void MatMulPackedRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
     tail.xq.qs += full_tokens * a.xq.qs_stride;
     tail.xq.d += full_tokens * a.xq.d_stride;
     tail.xq.s += full_tokens * a.xq.d_stride;
+    tail.xq.s16 += 2 * full_tokens * a.xq.d_stride;
     tail.y += full_tokens * a.y_stride;
     vnni(tail, row_begin, row_end);
   }

@@ -954,6 +954,9 @@ void FillMatMulTable(KernelTable* table) {
   table->matmul[static_cast<int>(DType::kQ4_0)] = &MatMulRows<DType::kQ4_0>;
   table->matmul_packed[static_cast<int>(DType::kQ8_0)] = &MatMulPackedRowsQ8_0;
   table->matmul_packed[static_cast<int>(DType::kQ4_0)] = &MatMulPackedRowsQ4_0;
+  table->matmul_packed[static_cast<int>(DType::kQ5_0)] = &MatMulPackedRowsQ5_0;
+  table->matmul_packed[static_cast<int>(DType::kQ4_K)] = &MatMulPackedRowsQ4_K;
+  table->matmul_packed[static_cast<int>(DType::kQ6_K)] = &MatMulPackedRowsQ6_K;
   FillUnpackedTable(table);
   table->matmul[static_cast<int>(DType::kQ4_K)] = &KQuantRows512<DType::kQ4_K>;
   table->matmul[static_cast<int>(DType::kQ5_K)] = &KQuantRows512<DType::kQ5_K>;

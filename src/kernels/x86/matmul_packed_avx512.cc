@@ -1,18 +1,21 @@
-// AVX-512 VNNI products on packed Q8_0/Q4_0 weights (layout: packed.h).
-// Compiled with AVX-512 flags; reached only through the kernel table.
+// AVX-512 VNNI products on packed Q8_0/Q4_0/Q5_0 weights (layout:
+// packed.h). Compiled with AVX-512 flags; reached only through the kernel
+// table.
 //
 // One tile is a panel of 16 rows x T tokens. Per block, the panel's weights
 // become 8 u8 operands of 64 bytes, [16 rows][4 bytes] each; vpdpbusd of
 // operand g against token t's activation bytes 4g..4g+3 (broadcast) adds
 // four products to every row's lane, so 8 of them give the 16 rows' integer
 // block dot products in one register with no horizontal sums. The u8
-// operand is w + 128 (Q8_0) or the nibble w + 8 (Q4_0); the offset adds
-// 128 (or 8) x the block's activation sum, which each lane starts from with
-// the opposite sign, so the integer result is exact.
+// operand is w + 128 (Q8_0), the nibble w + 8 (Q4_0) or the 5-bit value
+// w + 16 (Q5_0); the offset adds 128 (8, 16) x the block's activation sum,
+// which each lane starts from with the opposite sign, so the integer result
+// is exact.
 //
 // Then, as the reference does (ref/matmul.cc), per block in order:
 // acc = fma(float(dot), d_w * d_x, acc), one fma for 16 rows: outputs are
-// bit-identical to the reference.
+// bit-identical to the reference. (Q5_0's reference scales each half block
+// apart, MatMulUnpackedRows; HalfBlocksQ5_0 does the same.)
 #include <cstdint>
 #include <cstring>
 
@@ -54,6 +57,27 @@ inline void LoadBlock(const uint8_t* block, __m512i (&w)[kGroups]) {
       w[g] = _mm512_and_si512(q, mask);
       w[g + 4] = _mm512_and_si512(_mm512_srli_epi16(q, 4), mask);
     }
+    if constexpr (kType == DType::kQ5_0) {
+      // Fifth bits: byte i of operand g, lane r needs bit 4g + i of row r's
+      // qh word. A shuffle copies qh byte g / 2 into all 4 bytes of the
+      // lane, a test picks bit 4 (g % 2) + i of byte i, and a masked add
+      // puts 16 there.
+      const __m512i qh =
+          _mm512_loadu_si512(block + PackedBlock<DType::kQ5_0>::kQh);
+      const __m512i lane_bytes =
+          _mm512_set4_epi32(0x0c0c0c0c, 0x08080808, 0x04040404, 0x00000000);
+      const __m512i sixteen = _mm512_set1_epi8(16);
+#pragma GCC unroll 8
+      for (int g = 0; g < kGroups; ++g) {
+        const __m512i spread = _mm512_shuffle_epi8(
+            qh, _mm512_add_epi8(lane_bytes,
+                                _mm512_set1_epi8(static_cast<char>(g / 2))));
+        const __m512i bits = _mm512_set1_epi32(
+            g % 2 == 0 ? 0x08040201 : static_cast<int>(0x80402010u));
+        w[g] = _mm512_mask_add_epi8(w[g], _mm512_test_epi8_mask(spread, bits),
+                                    w[g], sixteen);
+      }
+    }
   }
 }
 
@@ -69,6 +93,24 @@ inline __m512i BlockDot(const __m512i (&w)[kGroups], const int8_t* x,
     b = _mm512_dpbusd_epi32(b, w[g + 1], Broadcast4(x + 4 * g + 4));
   }
   return _mm512_add_epi32(a, b);
+}
+
+// Q5_0 as the reference sums it (ref/matmul.cc, MatMulUnpackedRows): the
+// exact dot of (q - 16) and x over each half block (each chain starts at
+// -16 x that half's activation sum, Q8Activations::s16), each scaled by d
+// apart and added; the caller then takes fma(block, d_x, acc). Lane-wise
+// the same IEEE operations in the same order: bit-identical.
+inline __m512 HalfBlocksQ5_0(const __m512i (&w)[kGroups], const int8_t* x,
+                             const int32_t* s16, __m512 wd) {
+  __m512i lo = _mm512_set1_epi32(-16 * s16[0]);
+  __m512i hi = _mm512_set1_epi32(-16 * s16[1]);
+#pragma GCC unroll 4
+  for (int g = 0; g < 4; ++g) {
+    lo = _mm512_dpbusd_epi32(lo, w[g], Broadcast4(x + 4 * g));
+    hi = _mm512_dpbusd_epi32(hi, w[g + 4], Broadcast4(x + 16 + 4 * g));
+  }
+  return _mm512_add_ps(_mm512_mul_ps(wd, _mm512_cvtepi32_ps(lo)),
+                       _mm512_mul_ps(wd, _mm512_cvtepi32_ps(hi)));
 }
 
 // y[t0 + t, r0 + r] for t < T and the first n_rows rows of the panel.
@@ -99,6 +141,12 @@ void PanelTile(const MatMulArgs& a, const uint8_t* panel, int64_t r0,
             block + PackedBlock<kType>::kQuantBytes)));
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) {
+      if constexpr (kType == DType::kQ5_0) {
+        const int32_t* s16 = a.xq.s16 + 2 * (t0 + t) * a.xq.d_stride + 2 * b;
+        acc[t] = _mm512_fmadd_ps(HalfBlocksQ5_0(w, xq[t] + b * kQk, s16, wd),
+                                 _mm512_set1_ps(xd[t][b]), acc[t]);
+        continue;
+      }
       const __m512i dot = BlockDot(w, xq[t] + b * kQk, -kOffset * xs[t][b]);
       const __m512 scale = _mm512_mul_ps(wd, _mm512_set1_ps(xd[t][b]));
       acc[t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), scale, acc[t]);
@@ -140,6 +188,11 @@ void PanelGroupDecode(const MatMulArgs& a, const uint8_t* first_panel,
       const __m512 wd =
           _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(
               block + PackedBlock<kType>::kQuantBytes)));
+      if constexpr (kType == DType::kQ5_0) {
+        acc[p] = _mm512_fmadd_ps(HalfBlocksQ5_0(w, x, a.xq.s16 + 2 * b, wd), xd,
+                                 acc[p]);
+        continue;
+      }
       const __m512i dot = BlockDot(w, x, correction);
       acc[p] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(wd, xd),
                                acc[p]);
@@ -207,6 +260,11 @@ void MatMulPackedRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
 }
 
 }  // namespace
+
+void MatMulPackedRowsQ5_0(const MatMulArgs& args, int64_t row_begin,
+                          int64_t row_end) {
+  MatMulPackedRows<DType::kQ5_0>(args, row_begin, row_end);
+}
 
 void MatMulPackedRowsQ8_0(const MatMulArgs& args, int64_t row_begin,
                           int64_t row_end) {

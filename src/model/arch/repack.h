@@ -1,7 +1,8 @@
 // RepackWeights: copies the matrices that products read out of the file's
 // memory map into anonymous memory on huge pages, at load, as llama.cpp
 // repacks weights for its CPU kernels.
-//   - Q8_0/Q4_0 where the active kernels have a packed product
+//   - Q8_0, Q4_0, Q5_0, Q4_K and Q6_K where the active kernels have a
+//     packed product
 //     (kernels::PackedLayoutHelps: AVX-512 VNNI) go into the panel layout of
 //     kernels/packed.h, set as WeightView::packed; `data` keeps pointing at
 //     the file's rows (DequantizeRow and other ISAs read those).
@@ -10,7 +11,9 @@
 // fewer TLB misses than in the file's 4 KiB page-cache pages (measured
 // +10-15 % decode on llama3.2-1b F16), and the panels add one sequential
 // stream per 16 rows with no horizontal sums (Q8_0/Q4_0 decode 1.3-1.6x,
-// prefill 1.7-2.6x). Results are bit-identical to the file's layout.
+// prefill 1.7-2.6x). Results are bit-identical to the file's layout for
+// Q8_0/Q4_0, and equal to f32 rounding for Q5_0/Q4_K/Q6_K, whose panel
+// kernels apply the scales in another order (kernels/packed.h).
 //
 // Ownership: the copies live in one allocation that `weights` then owns
 // (packed_storage).

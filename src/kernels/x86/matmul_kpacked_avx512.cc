@@ -1,0 +1,296 @@
+// AVX-512 VNNI products on packed Q4_K/Q6_K weights (layout: packed.h).
+// Compiled with AVX-512 flags; reached only through the kernel table.
+//
+// Why a packed layout: in the file's row layout every super-block of one
+// row is unpacked (shifts, masks, scale bit-fiddling) into a buffer before
+// its dot products, and each 32-element dot ends in a per-row reduction. In
+// a panel, one 32-element sub-block of 16 rows is 8 operands of 64 bytes
+// ([16 rows][4 bytes]); vpdpbusd of operand g against the 4 broadcast
+// activation bytes 4g..4g+3 advances all 16 rows at once, so a sub-block is
+// 8 loads, a mask or shift each, and 8 vpdpbusd per token, with no shuffles
+// and no horizontal sums until the very end.
+//
+// Arithmetic per panel row (lane) and 32-element activation block b of
+// super-block i, sub-block k (b = 8i + k), all integer terms exact:
+//   Q4_K: dot = sum(q * x) (q the 4-bit value, u8 against s8 x);
+//         sb += float(sc_k * dot) * d_x,b;  mn += m_k * (d_x,b * xsum_b);
+//         per super-block acc += d * sb - dmin * mn.
+//   Q6_K: q + 32 = (ql | qh << 4) in [0, 63] (u8); per half h of 16
+//         elements dot_h starts at -32 * xsum16 (Q8Activations::s16) so
+//         it is sum((q - 32) * x) exactly; isum = sc_2k * dot_0 +
+//         sc_2k+1 * dot_1 (int32, |isum| < 2^26);
+//         sb += float(isum) * d_x,b;  per super-block acc += d * sb.
+// The reference (ref/matmul.cc on the row layout) sums the same exact
+// integer terms with the scales applied in another order, so results agree
+// to f32 rounding (kernels test: 1e-5 of the sum of absolute terms).
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/kernel_table.h"
+#include "kernels/packed.h"
+#include "kernels/x86/intrinsics.h"
+
+namespace redline::kernels::avx512 {
+namespace {
+
+constexpr int64_t kQk = 32;
+constexpr int kGroups = 8;         // 4-byte groups per 32-element sub-block
+constexpr int kPrefillTokens = 4;  // tokens per tile when n_tokens > 1
+
+template <DType kType>
+constexpr int64_t kSuperBytes = PackedBlock<kType>::kBytes;
+
+inline __m512i Broadcast4(const int8_t* p) {
+  int32_t v;
+  std::memcpy(&v, p, sizeof(v));
+  return _mm512_set1_epi32(v);
+}
+
+inline __m512i Load64(const uint8_t* p) { return _mm512_loadu_si512(p); }
+
+inline __m512i Load16Bytes(const uint8_t* p) {
+  return _mm512_castsi128_si512(
+      _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+
+// The u8 operand of group g of sub-block k of a packed super-block: lane r
+// holds row r's 4 values for elements 32k + 4g .. 32k + 4g + 3 (Q6_K: the
+// value + 32). k and g are constants after unrolling.
+template <DType kType>
+inline __m512i WeightGroup(const uint8_t* block, int k, int g) {
+  const __m512i low4 = _mm512_set1_epi8(0x0f);
+  if constexpr (kType == DType::kQ4_K) {
+    const __m512i raw = Load64(block + ((k / 2) * kGroups + g) * 64);
+    return k % 2 == 0 ? _mm512_and_si512(raw, low4)
+                      : _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4);
+  } else {
+    static_assert(kType == DType::kQ6_K);
+    const int n = k / 4, kk = k % 4;
+    const __m512i ql = Load64(block + ((n * 2 + kk % 2) * kGroups + g) * 64);
+    const __m512i qh =
+        Load64(block + PackedBlock<DType::kQ6_K>::kQh + (n * kGroups + g) * 64);
+    const __m512i low = kk < 2
+                            ? _mm512_and_si512(ql, low4)
+                            : _mm512_and_si512(_mm512_srli_epi16(ql, 4), low4);
+    // Bits 2kk, 2kk + 1 of qh to bits 4, 5.
+    const __m512i shifted = kk == 0   ? _mm512_slli_epi16(qh, 4)
+                            : kk == 1 ? _mm512_slli_epi16(qh, 2)
+                            : kk == 2 ? qh
+                                      : _mm512_srli_epi16(qh, 2);
+    // low | (shifted & 0x30)
+    return _mm512_ternarylogic_epi32(low, shifted, _mm512_set1_epi8(0x30),
+                                     0xf8);
+  }
+}
+
+// y[t0 + t, rows of P panels] for t < T. Panels p < P start at
+// first_panel + p * panel_bytes and hold rows r0 + 16p ..; rows at or past
+// row_end are not stored. With `prefetch` (decode), each panel stream is
+// fetched one super-block ahead.
+template <DType kType, int P, int T>
+void KPanelTile(const MatMulArgs& a, const uint8_t* first_panel,
+                int64_t panel_bytes, int64_t r0, int64_t row_end, int64_t t0,
+                bool prefetch) {
+  using Block = PackedBlock<kType>;
+  constexpr bool kQ4 = kType == DType::kQ4_K;
+  const int64_t n_super = a.cols / kQkSuper;
+  const int8_t* xq[T];
+  const float* xd[T];
+  const int32_t* xs[T];
+  const int32_t* xs16[T];
+#pragma GCC unroll 8
+  for (int t = 0; t < T; ++t) {
+    xq[t] = a.xq.qs + (t0 + t) * a.xq.qs_stride;
+    xd[t] = a.xq.d + (t0 + t) * a.xq.d_stride;
+    xs[t] = a.xq.s + (t0 + t) * a.xq.d_stride;
+    xs16[t] = a.xq.s16 + 2 * (t0 + t) * a.xq.d_stride;
+  }
+  __m512 acc[P][T];
+#pragma GCC unroll 4
+  for (int p = 0; p < P; ++p) {
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t) acc[p][t] = _mm512_setzero_ps();
+  }
+  for (int64_t i = 0; i < n_super; ++i) {
+    const uint8_t* block[P];
+#pragma GCC unroll 4
+    for (int p = 0; p < P; ++p)
+      block[p] = first_panel + p * panel_bytes + i * kSuperBytes<kType>;
+    __m512 sb[P][T], mn[P][T];
+#pragma GCC unroll 4
+    for (int p = 0; p < P; ++p) {
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) {
+        sb[p][t] = _mm512_setzero_ps();
+        mn[p][t] = _mm512_setzero_ps();
+      }
+    }
+#pragma GCC unroll 8
+    for (int k = 0; k < 8; ++k) {
+      const int64_t b = i * 8 + k;
+      if (prefetch) {
+        // The next super-block, an eighth of it per sub-block.
+        constexpr int64_t kLines = (kSuperBytes<kType> + 8 * 64 - 1) / (8 * 64);
+#pragma GCC unroll 4
+        for (int p = 0; p < P; ++p) {
+#pragma GCC unroll 8
+          for (int64_t l = 0; l < kLines; ++l) {
+            _mm_prefetch(
+                reinterpret_cast<const char*>(block[p] + kSuperBytes<kType> +
+                                              (k * kLines + l) * 64),
+                _MM_HINT_T0);
+          }
+        }
+      }
+      __m512i dot[P][T][2];
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) {
+        const __m512i lo = kQ4 ? _mm512_setzero_si512()
+                               : _mm512_set1_epi32(-32 * xs16[t][2 * b]);
+        const __m512i hi = kQ4 ? _mm512_setzero_si512()
+                               : _mm512_set1_epi32(-32 * xs16[t][2 * b + 1]);
+#pragma GCC unroll 4
+        for (int p = 0; p < P; ++p) {
+          dot[p][t][0] = lo;
+          dot[p][t][1] = hi;
+        }
+      }
+#pragma GCC unroll 8
+      for (int g = 0; g < kGroups; ++g) {
+        // Q4_K: two chains (even and odd groups) halve the dependent
+        // vpdpbusd latency; Q6_K: the two halves' scales differ.
+        const int h = g / 4;
+        const int chain = kQ4 ? g % 2 : h;
+        __m512i xb[T];
+#pragma GCC unroll 8
+        for (int t = 0; t < T; ++t) xb[t] = Broadcast4(xq[t] + b * kQk + 4 * g);
+#pragma GCC unroll 4
+        for (int p = 0; p < P; ++p) {
+          const __m512i w = WeightGroup<kType>(block[p], k, g);
+#pragma GCC unroll 8
+          for (int t = 0; t < T; ++t) {
+            dot[p][t][chain] = _mm512_dpbusd_epi32(dot[p][t][chain], w, xb[t]);
+          }
+        }
+      }
+#pragma GCC unroll 4
+      for (int p = 0; p < P; ++p) {
+        if constexpr (kQ4) {
+          const __m512i sc = _mm512_cvtepu8_epi32(
+              _mm_loadu_si128(reinterpret_cast<const __m128i*>(
+                  block[p] + Block::kScales + k * kPackRows)));
+          const __m512 m = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(
+              _mm_loadu_si128(reinterpret_cast<const __m128i*>(
+                  block[p] + Block::kMins + k * kPackRows))));
+#pragma GCC unroll 8
+          for (int t = 0; t < T; ++t) {
+            const __m512i d = _mm512_add_epi32(dot[p][t][0], dot[p][t][1]);
+            const __m512 dx = _mm512_set1_ps(xd[t][b]);
+            sb[p][t] = _mm512_fmadd_ps(
+                _mm512_cvtepi32_ps(_mm512_mullo_epi32(d, sc)), dx, sb[p][t]);
+            const __m512 dxs =
+                _mm512_set1_ps(xd[t][b] * static_cast<float>(xs[t][b]));
+            mn[p][t] = _mm512_fmadd_ps(m, dxs, mn[p][t]);
+          }
+        } else {
+          const __m512i sc0 = _mm512_cvtepi8_epi32(
+              _mm_loadu_si128(reinterpret_cast<const __m128i*>(
+                  block[p] + Block::kScales + 2 * k * kPackRows)));
+          const __m512i sc1 = _mm512_cvtepi8_epi32(
+              _mm_loadu_si128(reinterpret_cast<const __m128i*>(
+                  block[p] + Block::kScales + (2 * k + 1) * kPackRows)));
+#pragma GCC unroll 8
+          for (int t = 0; t < T; ++t) {
+            const __m512i isum =
+                _mm512_add_epi32(_mm512_mullo_epi32(dot[p][t][0], sc0),
+                                 _mm512_mullo_epi32(dot[p][t][1], sc1));
+            sb[p][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum),
+                                       _mm512_set1_ps(xd[t][b]), sb[p][t]);
+          }
+        }
+      }
+    }
+#pragma GCC unroll 4
+    for (int p = 0; p < P; ++p) {
+      const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(
+          reinterpret_cast<const __m256i*>(block[p] + Block::kD)));
+      __m512 dmin = _mm512_setzero_ps();
+      if constexpr (kQ4) {
+        dmin = _mm512_cvtph_ps(_mm256_loadu_si256(
+            reinterpret_cast<const __m256i*>(block[p] + Block::kDmin)));
+      }
+#pragma GCC unroll 8
+      for (int t = 0; t < T; ++t) {
+        acc[p][t] = _mm512_fmadd_ps(d, sb[p][t], acc[p][t]);
+        if constexpr (kQ4)
+          acc[p][t] = _mm512_fnmadd_ps(dmin, mn[p][t], acc[p][t]);
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (int p = 0; p < P; ++p) {
+    const int64_t rows = row_end - (r0 + p * kPackRows);
+    const auto mask = rows >= kPackRows
+                          ? static_cast<__mmask16>(0xffff)
+                          : static_cast<__mmask16>((1u << rows) - 1);
+#pragma GCC unroll 8
+    for (int t = 0; t < T; ++t)
+      _mm512_mask_storeu_ps(a.y + (t0 + t) * a.y_stride + r0 + p * kPackRows,
+                            mask, acc[p][t]);
+  }
+}
+
+template <DType kType>
+void KPanelTokens(const MatMulArgs& a, const uint8_t* panel, int64_t r0,
+                  int64_t row_end, int64_t t0, int64_t n_tokens) {
+  static_assert(kPrefillTokens == 4);
+  switch (n_tokens) {
+    case 1:
+      return KPanelTile<kType, 1, 1>(a, panel, 0, r0, row_end, t0, false);
+    case 2:
+      return KPanelTile<kType, 1, 2>(a, panel, 0, r0, row_end, t0, false);
+    case 3:
+      return KPanelTile<kType, 1, 3>(a, panel, 0, r0, row_end, t0, false);
+    default:
+      return KPanelTile<kType, 1, 4>(a, panel, 0, r0, row_end, t0, false);
+  }
+}
+
+// Decode: kDecodePanels panel streams at once (more reads in flight than
+// one stream and the prefetch give alone). Prefill: each panel stays in
+// cache while all token tiles pass over it.
+template <DType kType>
+void KPackedRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
+  const int64_t panel_bytes = a.cols / kQkSuper * kSuperBytes<kType>;
+  auto panel = [&](int64_t r) { return a.w + r / kPackRows * panel_bytes; };
+  int64_t r0 = row_begin;
+  if (a.n_tokens == 1) {
+    for (; r0 + kPackRows < row_end; r0 += 2 * kPackRows)
+      KPanelTile<kType, 2, 1>(a, panel(r0), panel_bytes, r0, row_end, 0, true);
+    if (r0 < row_end)
+      KPanelTile<kType, 1, 1>(a, panel(r0), panel_bytes, r0, row_end, 0, true);
+    return;
+  }
+  for (; r0 < row_end; r0 += kPackRows) {
+    const int64_t end = row_end - r0 < kPackRows ? row_end : r0 + kPackRows;
+    for (int64_t t0 = 0; t0 < a.n_tokens; t0 += kPrefillTokens) {
+      const int64_t n = a.n_tokens - t0;
+      KPanelTokens<kType>(a, panel(r0), r0, end, t0,
+                          n < kPrefillTokens ? n : kPrefillTokens);
+    }
+  }
+}
+
+}  // namespace
+
+void MatMulPackedRowsQ4_K(const MatMulArgs& args, int64_t row_begin,
+                          int64_t row_end) {
+  KPackedRows<DType::kQ4_K>(args, row_begin, row_end);
+}
+
+void MatMulPackedRowsQ6_K(const MatMulArgs& args, int64_t row_begin,
+                          int64_t row_end) {
+  KPackedRows<DType::kQ6_K>(args, row_begin, row_end);
+}
+
+}  // namespace redline::kernels::avx512
