@@ -177,18 +177,18 @@ Result<ModelProfileResult> RunModelProfile(const std::string& path,
   r.events_dropped = prof.events_dropped;
 
   // Timer overhead: the same decode with the profile on and off,
-  // interleaved so drift hits both alike.
+  // interleaved in ABBA order so drift, and whatever favours the first or
+  // the second run of a pair, hits both alike.
   std::vector<double> on, off;
   prof.events = nullptr;
   for (int rep = 0; rep < std::max(1, o.overhead_repeats); ++rep) {
-    tf.set_profile(nullptr);
-    auto a = decode(nullptr, nullptr);
-    if (!a.ok()) return a.status();
-    off.push_back(*a);
-    tf.set_profile(&prof);
-    auto b = decode(nullptr, nullptr);
-    if (!b.ok()) return b.status();
-    on.push_back(*b);
+    for (int k = 0; k < 2; ++k) {
+      const bool profiled = (k == 1) == (rep % 2 == 0);
+      tf.set_profile(profiled ? &prof : nullptr);
+      auto t = decode(nullptr, nullptr);
+      if (!t.ok()) return t.status();
+      (profiled ? on : off).push_back(*t);
+    }
   }
   tf.set_profile(nullptr);
   const double off_ms = Median(off);

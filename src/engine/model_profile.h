@@ -39,7 +39,7 @@ struct ModelProfileOptions {
   bool repack = true;
   bool measure_bandwidth = true;
   model::KvType kv_type = model::KvType::kF16;
-  int overhead_repeats = 3;
+  int overhead_repeats = 6;
   // When set, every stage of every step is recorded (bounded) for a
   // timeline; see ModelProfileResult::events.
   bool record_events = false;
