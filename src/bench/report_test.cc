@@ -94,6 +94,9 @@ TEST(ServerSeriesTest, ParsesLabelsWithQuotesAndEscapes) {
   EXPECT_EQ(l[1].second, "x\"y");
   EXPECT_EQ(l[2].first, "le");
   EXPECT_EQ(l[2].second, "+Inf");
+  // Malformed: what came before it is kept.
+  EXPECT_EQ(ParseLabels("a=\"1\",=\"2\",b=\"3\"").size(), 1u);
+  EXPECT_EQ(ParseLabels("a=\"1\",b=\"unterminated").size(), 1u);
 }
 
 ScrapeSeries Make(std::string name, std::vector<double> v,

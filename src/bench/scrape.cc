@@ -80,6 +80,7 @@ std::vector<std::pair<std::string, std::string>> ParseLabels(
         labels[eq + 1] != '"')
       break;
     std::string key(Trim(labels.substr(i, eq - i)));
+    if (key.empty()) break;  // `="x"`: no label name
     std::string value;
     size_t j = eq + 2;
     for (; j < labels.size() && labels[j] != '"'; ++j) {

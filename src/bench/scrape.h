@@ -32,7 +32,7 @@ std::vector<PromSample> ParsePrometheusText(std::string_view text,
                                             int* malformed = nullptr);
 
 // Splits `a="x",b="y,z"` into (name, unescaped value) pairs; malformed
-// input yields the pairs parsed before the error.
+// input (an empty name, a missing quote) yields the pairs parsed before it.
 std::vector<std::pair<std::string, std::string>> ParseLabels(
     std::string_view labels);
 
