@@ -37,58 +37,6 @@ using redline::testing::Http;
 using redline::testing::HttpResponse;
 using namespace testing;
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// A child process of the built binary; SIGKILLed with the test.
-class Child {
- public:
-  Child(const std::vector<std::string>& args, const std::string& log) {
-    std::vector<char*> argv;
-    for (const std::string& a : args)
-      argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    const pid_t parent = getpid();
-    pid_ = fork();
-    if (pid_ == 0) {
-      prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (getppid() != parent) _exit(1);
-      const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      if (fd >= 0) {
-        dup2(fd, 1);
-        dup2(fd, 2);
-      }
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
-  }
-  ~Child() { Stop(SIGKILL); }
-  // Sends `sig` and reaps the child (bounded: SIGKILL after 10 s).
-  int Stop(int sig = SIGTERM) {
-    if (pid_ <= 0) return -1;
-    kill(pid_, sig);
-    int status = 0;
-    for (int i = 0; i < 1000; ++i) {
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return status;
-      }
-      std::this_thread::sleep_for(10ms);
-    }
-    kill(pid_, SIGKILL);
-    waitpid(pid_, &status, 0);
-    pid_ = -1;
-    return status;
-  }
-
- private:
-  pid_t pid_ = -1;
-};
-
 class GatewayReplicaTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {

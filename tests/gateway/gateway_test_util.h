@@ -4,12 +4,18 @@
 #define REDLINE_TESTS_GATEWAY_GATEWAY_TEST_UTIL_H_
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -78,6 +84,64 @@ inline double MetricSum(const std::string& text, const std::string& name,
   }
   return sum;
 }
+
+// The whole file ("" when unreadable).
+inline std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// A child process of the built binary (stdout and stderr to `log`);
+// SIGKILLed with the test (PDEATHSIG) and when destroyed.
+class Child {
+ public:
+  Child(const std::vector<std::string>& args, const std::string& log) {
+    std::vector<char*> argv;
+    for (const std::string& a : args)
+      argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    const pid_t parent = getpid();
+    pid_ = fork();
+    if (pid_ == 0) {
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) _exit(1);
+      const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (fd >= 0) {
+        dup2(fd, 1);
+        dup2(fd, 2);
+      }
+      execv(argv[0], argv.data());
+      _exit(127);
+    }
+  }
+  ~Child() { Stop(SIGKILL); }
+  Child(const Child&) = delete;
+  Child& operator=(const Child&) = delete;
+  // Sends `sig` (0: none, just wait) and reaps the child, bounded: SIGKILL
+  // after `limit`. The waitpid status, or -1 when there was no child.
+  int Stop(int sig = SIGTERM, std::chrono::milliseconds limit = 10s) {
+    if (pid_ <= 0) return -1;
+    kill(pid_, sig);
+    int status = 0;
+    const auto end = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < end) {
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return status;
+      }
+      std::this_thread::sleep_for(10ms);
+    }
+    kill(pid_, SIGKILL);
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return status;
+  }
+
+ private:
+  pid_t pid_ = -1;
+};
 
 template <typename F>
 bool Eventually(F fn, std::chrono::milliseconds limit = 10s) {

@@ -54,13 +54,6 @@ std::string CallerTraceparent() {
   return std::string("00-") + kTraceId + "-" + kCallerSpan + "-01";
 }
 
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
 // The span id a traceparent names as its parent ("" when malformed).
 std::string ParentOf(const std::string& traceparent) {
   if (traceparent.size() != 55) return "";
@@ -316,52 +309,6 @@ TEST_F(GatewayTracingTest, ACollectorThatIsDownCostsNoRequest) {
       15s));
 }
 
-// A child process of the built binary; SIGKILLed with the test.
-class Child {
- public:
-  Child(const std::vector<std::string>& args, const std::string& log) {
-    std::vector<char*> argv;
-    for (const std::string& a : args)
-      argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    const pid_t parent = getpid();
-    pid_ = fork();
-    if (pid_ == 0) {
-      prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (getppid() != parent) _exit(1);
-      const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      if (fd >= 0) {
-        dup2(fd, 1);
-        dup2(fd, 2);
-      }
-      execv(argv[0], argv.data());
-      _exit(127);
-    }
-  }
-  // Waits (bounded) for the child to exit; its exit code, or -1.
-  int Wait(std::chrono::seconds limit) {
-    const auto end = std::chrono::steady_clock::now() + limit;
-    while (pid_ > 0 && std::chrono::steady_clock::now() < end) {
-      int status = 0;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return -1;
-  }
-  ~Child() {
-    if (pid_ <= 0) return;
-    kill(pid_, SIGKILL);
-    int status = 0;
-    waitpid(pid_, &status, 0);
-  }
-
- private:
-  pid_t pid_ = -1;
-};
-
 TEST_F(GatewayTracingTest, OneTraceFromTheClientThroughTheGatewayIntoServe) {
   const auto dir = std::filesystem::temp_directory_path() /
                    ("redline_gateway_tracing_" + std::to_string(getpid()));
@@ -472,7 +419,10 @@ TEST_F(GatewayTracingTest, OneTraceFromTheClientThroughTheGatewayIntoServe) {
          "http://127.0.0.1:" + std::to_string(port_) + "/v1", "-m", "tiny",
          "--requests", "12", "--users", "2", "-n", "4", "--json", json_path},
         bench_log);
-    ASSERT_EQ(bench.Wait(std::chrono::seconds(90)), 0) << ReadFile(bench_log);
+    const int status = bench.Stop(0, std::chrono::seconds(90));
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        << status << "\n"
+        << ReadFile(bench_log);
   }
   boost::system::error_code ec;
   const boost::json::value report = boost::json::parse(ReadFile(json_path), ec);
