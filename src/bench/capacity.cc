@@ -645,6 +645,16 @@ Result<CapacityRun> FindMaxRate(const RunConfig& base, Workload& workload,
       if (first.high_rps > 0) {
         RL_RETURN_IF_ERROR(run_step(first.high_rps, true).status());
       }
+      // A low end the re-measurement did not confirm (a rate just above the
+      // capacity that passed once) leaves no rate that held: step down from
+      // it, a few steps at most, until one holds on every measurement.
+      double down = first.low_rps;
+      for (int k = 0;
+           k < 3 && down > 0 && RangeFromSteps(steps, ceiling).low_rps <= 0;
+           ++k) {
+        down *= 1 - std::max(2 * options.resolution, 0.05);
+        RL_RETURN_IF_ERROR(run_step(down, false).status());
+      }
     }
     CapacitySearch cs = RangeFromSteps(steps, ceiling);
     cs.probe_requests = probe_requests;
