@@ -175,6 +175,13 @@ Result<ModelProfileResult> RunModelProfile(const std::string& path,
                        bw);
   r.events = std::move(events);
   r.events_dropped = prof.events_dropped;
+  r.marks_per_decode_step =
+      static_cast<double>(prof.marks) / static_cast<double>(o.decode_tokens);
+  r.mark_ns = model::MeasureStageMarkNs();
+  if (*decode_ms > 0) {
+    const double step_ns = *decode_ms * 1e6 / o.decode_tokens;
+    r.timer_cost_share = r.marks_per_decode_step * r.mark_ns / step_ns;
+  }
 
   // Timer overhead: the same decode with the profile on and off,
   // interleaved in ABBA order so drift, and whatever favours the first or
@@ -224,8 +231,13 @@ std::string ModelProfileResult::ToText() const {
     }
   }
   out += fmt::format(
-      "\ntimer overhead: {:+.2f} % of decode time (profiled vs not, median of "
-      "interleaved runs)\n",
+      "\ntimer cost: {:.0f} stage marks per decode step x {:.1f} ns = "
+      "{:.2f} us, {:.3f} % of a decode step (measured directly)\n",
+      marks_per_decode_step, mark_ns, marks_per_decode_step * mark_ns / 1e3,
+      100 * timer_cost_share);
+  out += fmt::format(
+      "timer overhead: {:+.2f} % of decode time (profiled vs not, median of "
+      "interleaved runs; below the machine's run-to-run noise this is noise)\n",
       100 * timer_overhead);
   return out;
 }
@@ -233,9 +245,12 @@ std::string ModelProfileResult::ToText() const {
 std::string ModelProfileResult::ToJson() const {
   std::string out = fmt::format(
       "{{\"model\":{},\"arch\":{},\"weight_types\":{},\"threads\":{},"
-      "\"isa\":{},\"bandwidth_gbps\":{},\"timer_overhead\":{},\"phases\":[",
+      "\"isa\":{},\"bandwidth_gbps\":{},\"timer_overhead\":{},"
+      "\"marks_per_decode_step\":{},\"mark_ns\":{},\"timer_cost_share\":{},"
+      "\"phases\":[",
       JsonQuote(model_path), JsonQuote(arch), JsonQuote(weight_types), threads,
-      JsonQuote(isa), bandwidth.best_gbps(), timer_overhead);
+      JsonQuote(isa), bandwidth.best_gbps(), timer_overhead,
+      marks_per_decode_step, mark_ns, timer_cost_share);
   bool first_phase = true;
   for (const ProfilePhase* ph : {&load, &prefill, &decode}) {
     if (!first_phase) out += ',';

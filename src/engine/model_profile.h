@@ -71,6 +71,12 @@ struct ModelProfileResult {
   // Decode wall time with the profile on vs off: (on - off) / off, median
   // over interleaved repeats. Noise can make it negative.
   double timer_overhead = 0;
+  // The timer's direct cost: stage marks per decode step (counted during
+  // the profiled decode) x the measured cost of one mark, as a share of a
+  // decode step's time. Resolves what the on/off comparison cannot.
+  double marks_per_decode_step = 0;
+  double mark_ns = 0;
+  double timer_cost_share = 0;
   // With record_events: the steps' stages, steady-clock nanoseconds; the
   // prefill's come first, then the decode's.
   std::vector<model::ForwardEvent> events;

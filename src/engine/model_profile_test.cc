@@ -5,8 +5,10 @@
 
 #include <cmath>
 #include <filesystem>
+#include <vector>
 
 #include "base/thread_pool.h"
+#include "model/arch/forward_profile.h"
 #include "model/arch/synthetic.h"
 
 namespace redline::engine {
@@ -55,7 +57,35 @@ TEST_P(ModelProfileTest, StagesAddUpToTheWallTime) {
   const std::string text = r->ToText();
   EXPECT_NE(text.find("matmul gate/up"), std::string::npos);
   EXPECT_NE(text.find("timer overhead"), std::string::npos);
+  EXPECT_NE(text.find("timer cost"), std::string::npos);
   EXPECT_EQ(r->ToJson().front(), '{');
+  // The direct timer cost: every decode step marks the same stages (about
+  // ten per layer), each mark costs a clock read.
+  EXPECT_EQ(r->marks_per_decode_step, std::floor(r->marks_per_decode_step));
+  EXPECT_GE(r->marks_per_decode_step, 8.0 * preset->block_count);
+  EXPECT_GT(r->mark_ns, 0);
+  EXPECT_LT(r->mark_ns, 5000);
+  EXPECT_GT(r->timer_cost_share, 0);
+  EXPECT_LT(r->timer_cost_share, 1);
+  EXPECT_NE(r->ToJson().find("\"timer_cost_share\""), std::string::npos);
+}
+
+TEST(ForwardProfile, RecordStageCountsMarksAndBoundsEvents) {
+  model::ForwardProfile p;
+  std::vector<model::ForwardEvent> events;
+  p.events = &events;
+  p.max_events = 2;
+  int64_t t = model::ProfileNowNs();
+  for (int i = 0; i < 3; ++i)
+    model::RecordStage(p, model::ForwardStage::kNorm, i, &t);
+  EXPECT_EQ(p.marks, 3);
+  EXPECT_EQ(events.size(), 2u);
+  EXPECT_EQ(p.events_dropped, 1);
+  EXPECT_EQ(events[1].layer, 1);
+  EXPECT_GE(p.ns[static_cast<int>(model::ForwardStage::kNorm)], 0);
+  p.Clear();
+  EXPECT_EQ(p.marks, 0);
+  EXPECT_GT(model::MeasureStageMarkNs(3, 1000), 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Presets, ModelProfileTest,

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 
 #include "base/check.h"
@@ -139,12 +138,6 @@ void Transformer::Attention(std::span<const BatchToken> batch, int64_t layer) {
 
 namespace {
 
-int64_t ProfileNowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 int64_t MatrixBytes(const kernels::WeightView& w) {
   return w.rows * kernels::RowBytes(w.type, w.cols);
 }
@@ -153,17 +146,7 @@ int64_t MatrixBytes(const kernels::WeightView& w) {
 
 void Transformer::Mark(ForwardStage stage, int64_t* t) {
   if (profile_ == nullptr) return;
-  const int64_t now = ProfileNowNs();
-  profile_->ns[static_cast<int>(stage)] += now - *t;
-  if (profile_->events != nullptr) {
-    if (profile_->events->size() < profile_->max_events) {
-      profile_->events->push_back(
-          {stage, static_cast<int32_t>(mark_layer_), *t, now - *t});
-    } else {
-      ++profile_->events_dropped;
-    }
-  }
-  *t = now;
+  RecordStage(*profile_, stage, static_cast<int32_t>(mark_layer_), t);
 }
 
 Status Transformer::ForwardChunk(std::span<const BatchToken> batch,
