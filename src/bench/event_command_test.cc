@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <boost/json.hpp>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -43,9 +44,15 @@ class BenchEventCommandTest : public ::testing::Test {
     return ss.str();
   }
 
-  // Runs the command; returns the exit code, stderr in *err_text.
-  int Run(const BenchCommandOptions& o, std::string* err_text) {
-    const int code = RunBenchCommand(o, nullptr, null_, err_);
+  // Runs the command; returns the exit code, stderr in *err_text, stdout in
+  // *out_text when given.
+  int Run(const BenchCommandOptions& o, std::string* err_text,
+          std::string* out_text = nullptr) {
+    const std::string out_path = dir_ + "/stdout.txt";
+    std::FILE* out = std::fopen(out_path.c_str(), "w");
+    const int code = RunBenchCommand(o, nullptr, out, err_);
+    std::fclose(out);
+    if (out_text != nullptr) *out_text = Read(out_path);
     std::fclose(err_);
     err_ = nullptr;
     *err_text = Read(err_path_);
@@ -73,16 +80,24 @@ TEST_F(BenchEventCommandTest, RunsTheCommandAtItsOffsetAndReportsIt) {
   o.quiet = true;
   o.max_dispatch_delay = "500ms";
   const std::string marker = dir_ + "/touched";
-  o.events = {"1s:touch '" + marker + "'; echo done"};
+  // Given out of order; the second is still running when the run ends.
+  o.events = {"1500ms:sleep 100", "1s:touch '" + marker + "'; echo done"};
   o.json_path = dir_ + "/r.json";
   o.html_path = dir_ + "/r.html";
-  std::string err;
-  EXPECT_EQ(Run(o, &err), kExitPass) << err;
+  std::string err, text;
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_EQ(Run(o, &err, &text), kExitPass) << err;
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(10));
   EXPECT_TRUE(std::filesystem::exists(marker));
 
   json::value v = json::parse(Read(o.json_path));
   const json::array& events = v.at("events").as_array();
-  ASSERT_EQ(events.size(), 1u);
+  ASSERT_EQ(events.size(), 2u);
+  const json::object& killed = events[1].as_object();
+  EXPECT_EQ(killed.at("command").as_string(), "sleep 100");
+  EXPECT_TRUE(killed.at("killed_at_end").as_bool());
+  EXPECT_EQ(killed.at("signal").as_string(), "SIGTERM");
+  EXPECT_TRUE(killed.at("exit_code").is_null());
   const json::object& e = events[0].as_object();
   EXPECT_DOUBLE_EQ(e.at("offset_s").as_double(), 1.0);
   EXPECT_TRUE(e.at("started").as_bool());
@@ -96,6 +111,16 @@ TEST_F(BenchEventCommandTest, RunsTheCommandAtItsOffsetAndReportsIt) {
   EXPECT_FALSE(e.at("timed_out").as_bool());
   EXPECT_EQ(e.at("stdout_tail").as_string(), "done\n");
   EXPECT_EQ(e.at("command").as_string(), "touch '" + marker + "'; echo done");
+
+  // The text summary has a line per event, the failed one also warns.
+  EXPECT_NE(text.find("events (seconds from the load start)"),
+            std::string::npos);
+  EXPECT_NE(text.find("killed by SIGTERM at the end of the run"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("stdout (5 B, last line): done"), std::string::npos);
+  EXPECT_NE(text.find("warning: event @1.5s 'sleep 100'"), std::string::npos)
+      << text;
 
   // The HTML marks it on the time-axis charts and lists it.
   const std::string html = Read(o.html_path);
