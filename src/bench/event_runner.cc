@@ -83,6 +83,10 @@ void EventRunner::Spawn(size_t i, int64_t now_ns) {
                                    O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
   posix_spawn_file_actions_adddup2(&actions, err[1], STDERR_FILENO);
+  // Nothing else of bench's (its sockets, the loop's epoll and eventfd) goes
+  // with the command: a server it starts in the background must not hold
+  // bench's connections open.
+  posix_spawn_file_actions_addclosefrom_np(&actions, STDERR_FILENO + 1);
   posix_spawnattr_t attr;
   posix_spawnattr_init(&attr);
   // Its own process group (so the whole group can be killed), default

@@ -3,8 +3,8 @@
 //
 // EventRunner is the single-threaded core, driven by Poll(now): it spawns
 // each due command with posix_spawn as `/bin/sh -c COMMAND` in a process
-// group of its own (stdin /dev/null, stdout and stderr into pipes, signal
-// dispositions and mask reset), reads the pipes without blocking into
+// group of its own (stdin /dev/null, stdout and stderr into pipes, every
+// other descriptor closed, signal dispositions and mask reset), reads the pipes without blocking into
 // bounded tails, reaps with waitpid(WNOHANG) on the shell's pid only, and
 // kills a command's whole group when it outlives its timeout (SIGTERM, then
 // SIGKILL after a grace). Tests drive it with a FakeClock.

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <thread>
@@ -109,6 +110,23 @@ TEST(EventRunnerTest, RunsAtTheOffsetAndRecordsExitAndOutput) {
   EXPECT_EQ(r.stderr_tail, "err\n");
   EXPECT_EQ(r.Outcome(), "exit 3");
   EXPECT_TRUE(r.Failed());
+}
+
+TEST(EventRunnerTest, TheCommandGetsNoOtherDescriptorOfBench) {
+  const int leaky = ::dup(STDOUT_FILENO);  // not close-on-exec
+  ASSERT_GE(leaky, 3);
+  FakeClock clock;
+  const std::string probe = "[ -e /proc/$$/fd/" + std::to_string(leaky) +
+                            " ] && echo leaked || echo closed";
+  auto specs = ParseEventSpecs({"0s:" + probe});
+  ASSERT_TRUE(specs.ok());
+  EventRunner runner(*specs, {});
+  runner.Start(clock.NowNs());
+  runner.Poll(clock.NowNs());
+  const EventRecord& r = runner.records()[0];
+  ASSERT_TRUE(PollUntil(runner, clock, [&] { return r.finished; }));
+  ::close(leaky);
+  EXPECT_EQ(r.stdout_tail, "closed\n");
 }
 
 TEST(EventRunnerTest, TimeoutKillsTheProcessGroup) {
