@@ -664,8 +664,23 @@ int RunBenchCommand(const BenchCommandOptions& o,
     const SteadyClock steady;
     std::unique_ptr<EventThread> events;
     if (!plan.events.empty()) {
-      events = std::make_unique<EventThread>(plan.events, plan.event_options,
-                                             steady);
+      EventRunnerOptions eo = plan.event_options;
+      if (!o.quiet) {
+        // One line when each command starts and ends (a whole line on a
+        // terminal, where the live progress line is redrawn after it).
+        eo.on_update = [err, tty](const EventRecord& e) {
+          const std::string at =
+              FormatSeconds(static_cast<double>(e.spec.offset_ns) / 1e9);
+          const std::string what =
+              e.finished  ? fmt::format("{} at {:.2f}s", e.Outcome(), e.end_s)
+              : e.started ? fmt::format("started at {:.2f}s", e.start_s)
+                          : e.Outcome();
+          fmt::print(err, "{}event @{} '{}': {}\n", tty ? "\r\033[2K" : "", at,
+                     e.spec.command, what);
+          std::fflush(err);
+        };
+      }
+      events = std::make_unique<EventThread>(plan.events, eo, steady);
       EventThread* thread = events.get();
       rc.on_load_start = [thread](int64_t start_ns) {
         thread->OnLoadStart(start_ns);

@@ -197,14 +197,19 @@ void EventRunner::Poll(int64_t now_ns) {
   if (!base_ns_) return;
   while (!stopping_ && next_ < records_.size() &&
          *base_ns_ + records_[next_].spec.offset_ns <= now_ns) {
-    Spawn(next_++, now_ns);
+    const size_t i = next_++;
+    Spawn(i, now_ns);
+    if (options_.on_update) options_.on_update(records_[i]);
   }
   for (size_t i = 0; i < children_.size(); ++i) {
     Child& c = children_[i];
     if (c.pid < 0) continue;
     ReadStreams(i);
     Reap(i, now_ns);
-    if (c.pid < 0) continue;
+    if (c.pid < 0) {
+      if (options_.on_update) options_.on_update(records_[i]);
+      continue;
+    }
     if (c.term_sent_ns == 0 && now_ns - c.started_ns >= options_.timeout_ns) {
       records_[i].timed_out = true;
       Signal(i, now_ns);

@@ -27,6 +27,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -41,6 +42,9 @@ struct EventRunnerOptions {
   int64_t timeout_ns = 30'000'000'000;    // --event-timeout, per command
   int64_t kill_grace_ns = 1'000'000'000;  // SIGTERM -> SIGKILL
   size_t tail_bytes = 4096;               // kept per stream
+  // Called on the polling thread when a command starts (or fails to) and
+  // when it ends, e.g. for a progress line. Must not block.
+  std::function<void(const EventRecord&)> on_update;
 };
 
 class EventRunner {

@@ -88,7 +88,12 @@ TEST(EventRunnerTest, RunsAtTheOffsetAndRecordsExitAndOutput) {
   FakeClock clock;
   auto specs = ParseEventSpecs({"2s:echo out; echo err >&2; exit 3"});
   ASSERT_TRUE(specs.ok());
-  EventRunner runner(*specs, {});
+  std::vector<std::string> updates;
+  EventRunnerOptions opt;
+  opt.on_update = [&](const EventRecord& e) {
+    updates.push_back(e.finished ? e.Outcome() : "started");
+  };
+  EventRunner runner(*specs, opt);
   runner.Poll(clock.NowNs());  // before Start: nothing happens
   runner.Start(clock.NowNs());
   clock.AdvanceNs(2 * kSec - 1);
@@ -110,6 +115,7 @@ TEST(EventRunnerTest, RunsAtTheOffsetAndRecordsExitAndOutput) {
   EXPECT_EQ(r.stderr_tail, "err\n");
   EXPECT_EQ(r.Outcome(), "exit 3");
   EXPECT_TRUE(r.Failed());
+  EXPECT_EQ(updates, (std::vector<std::string>{"started", "exit 3"}));
 }
 
 TEST(EventRunnerTest, TheCommandGetsNoOtherDescriptorOfBench) {
