@@ -13,6 +13,7 @@
 #include "bench/capacity.h"
 #include "bench/cold_start.h"
 #include "bench/config_echo.h"
+#include "bench/event_runner.h"
 #include "bench/preflight.h"
 #include "bench/report.h"
 #include "bench/runner.h"
@@ -37,6 +38,9 @@ struct Plan {
   std::vector<std::pair<std::string, std::string>> config;
   ConfigEcho echo;
   std::string base_path;
+  // --event, sorted by offset.
+  std::vector<EventSpec> events;
+  EventRunnerOptions event_options;
 };
 
 // The settings as values (JSON `config`, docs/BENCH_JSON.md#config).
@@ -242,6 +246,35 @@ Result<Plan> BuildPlan(const BenchCommandOptions& o) {
     }
   }
 
+  // Events, on the load timeline (warm-up + measurement, or the stages).
+  if (!o.events.empty()) {
+    RL_ASSIGN_OR_RETURN(p.events, ParseEventSpecs(o.events));
+    auto timeout = ParseDurationNs(o.event_timeout);
+    if (!timeout.ok() || *timeout <= 0)
+      return Status::InvalidArgument(
+          "--event-timeout: " +
+          (timeout.ok() ? std::string("must be > 0")
+                        : std::string(timeout.status().message())));
+    p.event_options.timeout_ns = *timeout;
+    if (o.find_max_rate)
+      return Status::InvalidArgument(
+          "--event does not apply to --find-max-rate (a search is many runs)");
+    int64_t planned_ns = 0;
+    if (rc.mode == RunConfig::Mode::kOpen && !rc.stages.empty()) {
+      for (const Stage& st : rc.stages) planned_ns += st.duration_ns;
+    } else if (rc.duration_ns > 0) {
+      planned_ns = rc.warmup_ns + rc.duration_ns;
+    }
+    for (const EventSpec& e : p.events) {
+      if (planned_ns > 0 && e.offset_ns >= planned_ns)
+        return Status::InvalidArgument(fmt::format(
+            "--event '{}': offset {} is not before the end of the run ({}{})",
+            e.source, FormatSeconds(static_cast<double>(e.offset_ns) / 1e9),
+            FormatSeconds(static_cast<double>(planned_ns) / 1e9),
+            rc.warmup_ns > 0 ? ", warm-up included" : ""));
+    }
+  }
+
   // Workload.
   if (!o.scenario.empty()) {
     RL_ASSIGN_OR_RETURN(p.tasks, Workload::LoadScenario(o.scenario));
@@ -402,6 +435,15 @@ Result<Plan> BuildPlan(const BenchCommandOptions& o) {
     c.push_back(
         {"expected_rate", fmt::format("{:.4g}/s (target 1.2x = {:.4g}/s)",
                                       o.expected_rate, 1.2 * o.expected_rate)});
+  if (!p.events.empty()) {
+    std::string list;
+    for (const EventSpec& e : p.events)
+      list += fmt::format("{}@{} {}", list.empty() ? "" : "; ",
+                          FormatSeconds(static_cast<double>(e.offset_ns) / 1e9),
+                          e.command);
+    c.push_back(
+        {"events", list + fmt::format(" (timeout {})", o.event_timeout)});
+  }
   p.echo = BuildEcho(o, p);
   return p;
 }
@@ -586,6 +628,7 @@ int RunBenchCommand(const BenchCommandOptions& o,
   }
 
   RunResult run;
+  std::vector<EventRecord> event_records;
   std::optional<CapacityResult> capacity;
   // A search's bottleneck is read at the knee: the lowest rate that failed.
   RunResult knee_run;
@@ -616,7 +659,36 @@ int RunBenchCommand(const BenchCommandOptions& o,
     knee_run = std::move(cap->knee_run);
     knee_rps = cap->knee_rps;
   } else {
+    // The commands run on a thread of their own; the load's loop only
+    // tells it when the timeline starts.
+    const SteadyClock steady;
+    std::unique_ptr<EventThread> events;
+    if (!plan.events.empty()) {
+      EventRunnerOptions eo = plan.event_options;
+      if (!o.quiet) {
+        // One line when each command starts and ends (a whole line on a
+        // terminal, where the live progress line is redrawn after it).
+        eo.on_update = [err, tty](const EventRecord& e) {
+          const std::string at =
+              FormatSeconds(static_cast<double>(e.spec.offset_ns) / 1e9);
+          const std::string what =
+              e.finished  ? fmt::format("{} at {:.2f}s", e.Outcome(), e.end_s)
+              : e.started ? fmt::format("started at {:.2f}s", e.start_s)
+                          : e.Outcome();
+          fmt::print(err, "{}event @{} '{}': {}\n", tty ? "\r\033[2K" : "", at,
+                     e.spec.command, what);
+          std::fflush(err);
+        };
+      }
+      events = std::make_unique<EventThread>(plan.events, eo, steady);
+      EventThread* thread = events.get();
+      rc.on_load_start = [thread](int64_t start_ns) {
+        thread->OnLoadStart(start_ns);
+      };
+    }
     auto result = RunLoad(rc, workload);
+    if (events) event_records = events->Finish();
+    rc.on_load_start = nullptr;
     if (!result.ok()) {
       fmt::print(err, "redline bench: {}\n", result.status().message());
       if (server) server->Stop();
@@ -641,6 +713,14 @@ int RunBenchCommand(const BenchCommandOptions& o,
   BenchReport report = BuildReport(run, in);
   report.cold_start = cold;
   report.first_errors = run.first_errors;
+  for (const EventRecord& e : event_records) {
+    if (e.Failed())
+      report.warnings.push_back(fmt::format(
+          "event @{} '{}': {}",
+          FormatSeconds(static_cast<double>(e.spec.offset_ns) / 1e9),
+          e.spec.command, e.Outcome()));
+  }
+  report.events = std::move(event_records);
   if (capacity) {
     report.capacity = capacity;
     if (capacity->capacity_rps <= 0 && report.verdict == Verdict::kPass) {

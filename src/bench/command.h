@@ -99,6 +99,11 @@ struct BenchCommandOptions {
   std::string ready_timeout = "600s";
   std::string server_log;
 
+  // Events: "OFFSET:COMMAND", run with /bin/sh -c at OFFSET from the load
+  // start (bench/event.h); each killed after event_timeout.
+  std::vector<std::string> events;
+  std::string event_timeout = "30s";
+
   // Output.
   std::string json_path;
   std::string html_path;

@@ -22,6 +22,7 @@
 #include "bench/bottleneck.h"
 #include "bench/config_echo.h"
 #include "bench/decomposition.h"
+#include "bench/event.h"
 #include "bench/metrics.h"
 #include "bench/quantile_ci.h"
 #include "bench/route_stats.h"
@@ -229,6 +230,8 @@ struct BenchReport {
   // Measured requests by the route that answered (x-redline-route); empty
   // when no response named one.
   std::vector<RouteStats> routes;
+  // `--event` commands and what became of them, by scheduled offset.
+  std::vector<EventRecord> events;
 };
 
 struct ReportInputs {

@@ -10,6 +10,7 @@
 
 #include "base/html_escape.h"
 #include "bench/report.h"
+#include "bench/report_html_sections.h"
 #include "bench/units.h"
 
 namespace redline::bench {
@@ -79,7 +80,9 @@ std::string KneeLine(const Knee& k) {
 
 // A stacked bar per bucket: the mean of each part of the requests that
 // finished in it.
-std::string StackedChart(const Decomposition& d) {
+// `marks` are the --event commands, drawn as on the line charts.
+std::string StackedChart(const Decomposition& d,
+                         const std::vector<html::TimeMark>& marks) {
   const DecompositionSeries& s = d.series;
   const double W = 640, H = 260, L = 70, R = 16, T = 28, B = 40;
   double y1 = 0;
@@ -126,6 +129,19 @@ std::string StackedChart(const Decomposition& d) {
           kPartColors[static_cast<int>(p)], s.t_s[b], PartKey(p), Ms(v));
       acc += v;
     }
+  }
+  for (size_t k = 0; k < marks.size() && s.bucket_s > 0; ++k) {
+    const html::TimeMark& m = marks[k];
+    const double x = L + bw * (m.x - s.t_s.front()) / s.bucket_s;
+    if (!std::isfinite(x) || x < L || x > L + pw) continue;
+    const bool right_half = x > L + pw / 2;
+    h += fmt::format(
+        "<line class=\"event{}\" data-event=\"{}\" x1=\"{:.1f}\" "
+        "y1=\"{}\" x2=\"{:.1f}\" y2=\"{}\"/><text class=\"event-label\" "
+        "x=\"{:.1f}\" y=\"{}\" text-anchor=\"{}\">{}</text>",
+        m.failed ? " failed" : "", HtmlEscape(m.label), x, T, x, T + ph,
+        right_half ? x - 3 : x + 3, T + 10 + static_cast<double>(k % 4) * 11,
+        right_half ? "end" : "start", HtmlEscape(m.label));
   }
   const double step =
       std::max(1.0, std::ceil(static_cast<double>(s.t_s.size()) / 8));
@@ -297,7 +313,8 @@ std::string RenderDecompositionHtml(const BenchReport& r) {
                            100 * at.Share(p));
       h += fmt::format("<td>{}</td></tr>", PartKey(at.dominant));
     }
-    h += "</table><div class=\"charts\">" + StackedChart(d) + "</div>";
+    h += "</table><div class=\"charts\">" + StackedChart(d, EventMarks(r)) +
+         "</div>";
   }
   if (t.sent && !t.percentile.empty()) {
     h += "<h3>Traces to open</h3><table id=\"traces\"><tr><th>request</th>"

@@ -113,6 +113,10 @@ std::string RenderHtml(const BenchReport& r) {
       ".slo{stroke:#2e7d32;stroke-width:1.3;stroke-dasharray:7,4}"
       ".slo.failed{stroke:#c62828}.slo-label{font-size:10px;fill:#444}"
       ".slo-off,.note{font-weight:400}"
+      ".event{stroke:#6a1b9a;stroke-width:1.5}.event.failed{stroke:#c62828}"
+      ".event-label{font-size:10px;fill:#6a1b9a}"
+      "pre.tail{max-height:12em;overflow:auto;background:#f7f7f7;padding:4px;"
+      "margin:2px 0;white-space:pre-wrap}"
       "dl.glossary{display:grid;grid-template-columns:max-content auto;gap:"
       "2px 14px}dl.glossary dt{font-family:monospace}dl.glossary dd{margin:0}"
       ".muted{color:#666}.kv "
@@ -260,6 +264,7 @@ std::string RenderHtml(const BenchReport& r) {
     o.y_label = "latency";
     o.y_lines = SloLines(r, {"ttft", "e2e"});
     o.id = "chart-latency";
+    o.marks = EventMarks(r);
     if (ts.warmup_end_s > 0) {
       o.marker_x = ts.warmup_end_s;
       o.marker_label = "warm-up";
@@ -300,6 +305,7 @@ std::string RenderHtml(const BenchReport& r) {
     o.y_label = "latency";
     o.y_lines = SloLines(r, {"itl"});
     o.id = "chart-itl";
+    o.marks = EventMarks(r);
     h += LineChart({{"itl p50", ts.t_s, ts.itl_p50_us, "", false},
                     {"itl p99", ts.t_s, ts.itl_p99_us, "", false}},
                    o);
@@ -310,6 +316,8 @@ std::string RenderHtml(const BenchReport& r) {
     o.x_label = "time since load start";
     o.x_format = s_fmt;
     o.y_label = "req/s";
+    o.id = "chart-throughput";
+    o.marks = EventMarks(r);
     if (ts.warmup_end_s > 0) {
       o.marker_x = ts.warmup_end_s;
       o.marker_label = "warm-up";
@@ -331,6 +339,7 @@ std::string RenderHtml(const BenchReport& r) {
     o.x_label = "time since load start";
     o.x_format = s_fmt;
     o.y_label = "tok/s";
+    o.marks = EventMarks(r);
     h += LineChart({{"output tok/s", ts.t_s, ts.output_tps, "", false}}, o);
     ChartOptions c = o;
     c.title = "Requests in flight (mean per bucket)";
@@ -378,6 +387,7 @@ std::string RenderHtml(const BenchReport& r) {
     h += LineChart({p50, p99, t99}, o);
   }
   h += "</div>";
+  h += EventsSection(r);
 
   if (r.measure && !r.measure->failure_labels.empty()) {
     h += "<h2>Failures by label</h2><table "

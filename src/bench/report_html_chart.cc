@@ -72,6 +72,14 @@ std::string LineChart(const std::vector<Series>& series,
       }
     }
   }
+  // Event marks widen a linear time axis to show every one.
+  if (std::isfinite(x1) && !o.log_x) {
+    for (const TimeMark& m : o.marks) {
+      if (!std::isfinite(m.x)) continue;
+      x0 = std::min(x0, m.x);
+      x1 = std::max(x1, m.x);
+    }
+  }
   std::string caption = HtmlEscape(o.title);
   if (!far.empty()) caption += "<br>";
   for (const RefLine* r : far) {
@@ -204,6 +212,20 @@ std::string LineChart(const std::vector<Series>& series,
         r->failed ? " failed" : "", HtmlEscape(r->label), px(r->value), T,
         px(r->value), H - B, px(r->value) - 3,
         T + 24 + static_cast<double>(k) * 12, HtmlEscape(r->label));
+  }
+  // Event marks: a solid vertical line, its label at the top (staggered).
+  for (size_t k = 0; k < o.marks.size(); ++k) {
+    const TimeMark& m = o.marks[k];
+    if (o.log_x || !std::isfinite(m.x) || m.x < x0 || m.x > x1) continue;
+    const double mx = px(m.x);
+    const bool right_half = mx > (L + W - R) / 2;
+    svg += fmt::format(
+        "<line class=\"event{}\" data-event=\"{}\" x1=\"{:.1f}\" y1=\"{}\" "
+        "x2=\"{:.1f}\" y2=\"{}\"/><text class=\"event-label\" x=\"{:.1f}\" "
+        "y=\"{}\" text-anchor=\"{}\">{}</text>",
+        m.failed ? " failed" : "", HtmlEscape(m.label), mx, T, mx, H - B,
+        right_half ? mx - 3 : mx + 3, T + 10 + static_cast<double>(k % 4) * 11,
+        right_half ? "end" : "start", HtmlEscape(m.label));
   }
   // Lines (NaN breaks the line).
   for (size_t si = 0; si < series.size(); ++si) {

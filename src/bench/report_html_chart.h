@@ -20,6 +20,14 @@ struct Series {
   bool dashed = false;
 };
 
+// A moment on a time axis (an `--event` command): a solid vertical line
+// with its label at the top.
+struct TimeMark {
+  double x = 0;
+  std::string label;    // "@20s kill replica"
+  bool failed = false;  // the command did not exit 0: drawn red
+};
+
 // A horizontal (y) or vertical (x) reference line, e.g. an SLO threshold.
 struct RefLine {
   double value = 0;
@@ -44,6 +52,8 @@ struct ChartOptions {
   // show it); one further away is named in the caption instead, so it does
   // not flatten the data.
   std::vector<RefLine> y_lines, x_lines;
+  // Events on a time x axis; the axis widens to show each one.
+  std::vector<TimeMark> marks;
   // Free text under the caption ("waiting constant at 0").
   std::string note;
   std::string id;  // element id of the <figure>, "" for none

@@ -164,6 +164,7 @@ std::string ServerMetricsSection(const BenchReport& r, GlossaryTerms* terms) {
     o.note = Join(p.constant, "; ");
     o.binary_y = p.unit == ServerUnit::kBytes;
     if (!p.slo_metric.empty()) o.y_lines = SloLines(r, {p.slo_metric});
+    o.marks = EventMarks(r);
     std::vector<Series> lines;
     for (const ServerLine& l : p.lines)
       lines.push_back({l.name, l.t_s, l.y, "", false});
@@ -180,6 +181,7 @@ std::string ServerMetricsSection(const BenchReport& r, GlossaryTerms* terms) {
                 (s.counter ? " (rate per second)" : "");
       o.x_label = "time since load start";
       o.x_format = [](double t) { return FormatSeconds(t); };
+      o.marks = EventMarks(r);
       Series ser{s.counter ? "per second" : "value", {}, {}, "", false};
       if (s.counter) {
         for (size_t j = 1; j < s.t_s.size() && j < s.value.size(); ++j) {

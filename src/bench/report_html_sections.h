@@ -30,6 +30,14 @@ class GlossaryTerms {
 std::vector<html::RefLine> SloLines(
     const BenchReport& report, std::initializer_list<std::string_view> metrics);
 
+// The `--event` commands as marks on a time axis ("@20s kill ..."), at the
+// moment each was started (its scheduled offset when it never started).
+std::vector<html::TimeMark> EventMarks(const BenchReport& report);
+
+// <h2>Events</h2>: a row per `--event` command with its outcome and output
+// tails; "" without events.
+std::string EventsSection(const BenchReport& report);
+
 // <h2>Server metrics</h2> and its charts; "" without --scrape.
 std::string ServerMetricsSection(const BenchReport& report,
                                  GlossaryTerms* terms);

@@ -4,6 +4,7 @@
 #include <boost/json.hpp>
 #include <cmath>
 
+#include "base/utf8.h"
 #include "bench/report.h"
 #include "bench/server_series.h"
 #include "bench/units.h"
@@ -291,6 +292,34 @@ std::string RenderJson(const BenchReport& r) {
                                   {"e2e_p99_us", Num(s.e2e_p99_us)}});
   }
   o["routes"] = std::move(routes);
+  json::array events;
+  for (const EventRecord& e : r.events) {
+    auto opt = [](bool present, double v) {
+      return present ? json::value(v) : json::value(nullptr);
+    };
+    json::object ej{
+        {"offset_s", static_cast<double>(e.spec.offset_ns) / 1e9},
+        {"command", utf8::Sanitize(e.spec.command)},
+        {"started", e.started},
+        {"start_s", opt(e.started, e.start_s)},
+        {"end_s", opt(e.finished, e.end_s)},
+        {"finished", e.finished},
+        {"exit_code", e.finished && e.signal == 0 ? json::value(e.exit_code)
+                                                  : json::value(nullptr)},
+        {"signal", e.signal != 0 ? json::value(SignalName(e.signal))
+                                 : json::value(nullptr)},
+        {"timed_out", e.timed_out},
+        {"timeout_s", e.timeout_s},
+        {"killed_at_end", e.killed_at_end},
+        {"outcome", e.Outcome()},
+        {"error", e.error},
+        {"stdout_tail", e.stdout_tail},
+        {"stderr_tail", e.stderr_tail},
+        {"stdout_bytes", e.stdout_bytes},
+        {"stderr_bytes", e.stderr_bytes}};
+    events.push_back(std::move(ej));
+  }
+  o["events"] = std::move(events);
   o["warnings"] = Arr(r.warnings);
   AddObservabilityJson(r, o);
   o["client"] =

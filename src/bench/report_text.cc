@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <tuple>
 
 #include "bench/report.h"
 #include "bench/units.h"
@@ -114,6 +115,37 @@ std::string OneLine(std::string_view text, size_t limit) {
   return out;
 }
 
+// The last non-empty line of an output tail.
+std::string_view LastLine(std::string_view tail) {
+  while (!tail.empty() && (tail.back() == '\n' || tail.back() == '\r'))
+    tail.remove_suffix(1);
+  const size_t nl = tail.rfind('\n');
+  return nl == std::string_view::npos ? tail : tail.substr(nl + 1);
+}
+
+// One line per --event command, on the load timeline's axis.
+void EventTable(std::string& out, const std::vector<EventRecord>& events) {
+  if (events.empty()) return;
+  out += "\nevents (seconds from the load start):\n";
+  out += fmt::format("  {:>9} {:>9} {:>9}  {:<44} {}\n", "scheduled", "started",
+                     "ended", "outcome", "command");
+  for (const EventRecord& e : events) {
+    out += fmt::format("  {:>8.2f}s {:>9} {:>9}  {:<44} {}\n",
+                       static_cast<double>(e.spec.offset_ns) / 1e9,
+                       e.started ? fmt::format("{:.2f}s", e.start_s) : "-",
+                       e.finished ? fmt::format("{:.2f}s", e.end_s) : "-",
+                       e.Outcome(), OneLine(e.spec.command, 200));
+    for (const auto& [name, tail, bytes] :
+         {std::tuple{"stdout", &e.stdout_tail, e.stdout_bytes},
+          std::tuple{"stderr", &e.stderr_tail, e.stderr_bytes}}) {
+      const std::string_view last = LastLine(*tail);
+      if (last.empty()) continue;
+      out += fmt::format("      {} ({} B, last line): {}\n", name, bytes,
+                         OneLine(last, 200));
+    }
+  }
+}
+
 }  // namespace
 
 std::string RenderText(const BenchReport& r) {
@@ -161,6 +193,7 @@ std::string RenderText(const BenchReport& r) {
   }
   out += RenderDecompositionText(r);
   RouteTable(out, r.routes);
+  EventTable(out, r.events);
   if (!r.first_errors.empty()) {
     out += "\nfirst error of each class:\n";
     for (const ErrorSample& e : r.first_errors) {

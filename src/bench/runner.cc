@@ -918,6 +918,7 @@ void Runner::StartLoad() {
   start_ns_ = http::NowNs();
   last_tick_ns_ = start_ns_;
   result_.start_ns = start_ns_;
+  if (cfg_.on_load_start) cfg_.on_load_start(start_ns_);
   abort_ = std::make_unique<AbortMonitor>(cfg_.thresholds, cfg_.max_requests);
   if (abort_->empty()) abort_.reset();
   const int64_t timeline =

@@ -95,6 +95,11 @@ struct RunConfig {
   // for side jobs such as scraping /metrics (bench/scrape.h).
   std::function<void(http::Client&, int64_t now_ns)> on_tick;
 
+  // Called once on the loop thread when the load timeline starts (after the
+  // cold phase), with RunResult::start_ns; for `--event` (bench/event_runner.h).
+  // It must not block.
+  std::function<void(int64_t start_ns)> on_load_start;
+
   // Early abort (bench/abort.h): the thresholds with abort_on_fail are
   // checked on the measurement phase while the run goes on; the first that
   // fails stops the run at once (RunResult::abort). Others are ignored here.

@@ -172,6 +172,14 @@ void SetupBench(CLI::App& sub, int* exit_code) {
       ->capture_default_str();
   sub.add_option("--server-log", o->server_log,
                  "Write the launched server's output here");
+  // Events.
+  sub.add_option("--event", o->events,
+                 "Run a shell command at an offset of the load: "
+                 "20s:'kill $(cat replica.pid)' (repeatable; marked in the "
+                 "reports)");
+  sub.add_option("--event-timeout", o->event_timeout,
+                 "Kill an --event command's process group after this")
+      ->capture_default_str();
   // Output.
   sub.add_option("--json", o->json_path,
                  "Write the JSON result (docs/BENCH_JSON.md)");
