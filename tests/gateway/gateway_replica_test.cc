@@ -342,6 +342,7 @@ TEST_F(GatewayReplicaTest, EscalatesOnLowMeanLogprobFromRealReplicas) {
     c.routing.escalate_to = "full";
     c.routing.escalate_on_length = false;  // the tiny model always hits it
     c.routing.min_mean_logprob = min_mean_logprob;
+    c.routing.escalate_stream_tokens = 3;
     ASSERT_TRUE(FinalizeGatewayConfig(&c).ok());
     gw_ = std::make_unique<Gateway>(std::move(c));
     auto port = gw_->Start();
@@ -356,6 +357,24 @@ TEST_F(GatewayReplicaTest, EscalatesOnLowMeanLogprobFromRealReplicas) {
   EXPECT_EQ(r.Header("x-redline-route"), "full");
   EXPECT_EQ(r.Header("x-redline-escalated"), "logprob");
   EXPECT_EQ(r.Header("X-Gateway-Upstream"), "full");
+  // A stream is judged on the logprobs of its held tokens when the client
+  // asked for them...
+  std::string streamed = ChatBody("auto", {"Hello there"}, true, 4);
+  streamed.insert(streamed.size() - 1, ",\"logprobs\":true");
+  r = Http(port_, "POST", "/v1/chat/completions", streamed);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.Header("x-redline-route"), "full");
+  EXPECT_EQ(r.Header("x-redline-escalated"), "logprob");
+  EXPECT_TRUE(ReadStream(r).done);
+  // ...and not otherwise (the gateway adds none to a stream).
+  r = Http(port_, "POST", "/v1/chat/completions",
+           ChatBody("auto", {"Hello there"}, true, 4));
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.Header("x-redline-route"), "light");
+  EXPECT_EQ(r.body.find("\"logprob\":"), std::string::npos) << r.body;
+  EXPECT_EQ(MetricSum(Metrics(), "redline_gateway_route_escalations_total",
+                      {"reason=\"logprob\""}),
+            2);
   gw_->Shutdown();
   gw_->Wait();
   gw_.reset();
@@ -368,6 +387,12 @@ TEST_F(GatewayReplicaTest, EscalatesOnLowMeanLogprobFromRealReplicas) {
   EXPECT_EQ(r.Header("x-redline-escalated"), "");
   EXPECT_NE(r.body.find("\"logprobs\":null"), std::string::npos) << r.body;
   EXPECT_EQ(r.body.find("\"logprob\":"), std::string::npos) << r.body;
+  // A released stream keeps the logprobs the client asked for.
+  r = Http(port_, "POST", "/v1/chat/completions", streamed);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.Header("x-redline-route"), "light");
+  EXPECT_NE(r.body.find("\"logprob\":"), std::string::npos) << r.body;
+  EXPECT_TRUE(ReadStream(r).done);
 }
 
 // A `redline serve` of one trained model on loopback port 0 (the bound
