@@ -3,7 +3,9 @@
 // middle of a load run and later restarted on its port; prefix affinity
 // against round robin, read from the replicas' own prefix-cache metrics;
 // the `redline gateway` binary itself (config errors, a request through
-// it). Every wait is bounded; children die with the test (PDEATHSIG).
+// it); light/full escalation, streamed and not, over real replicas and
+// over two trained models of different sizes (../shared test data).
+// Every wait is bounded; children die with the test (PDEATHSIG).
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
