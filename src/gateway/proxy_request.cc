@@ -146,6 +146,7 @@ void ProxyRequest::Start() {
                       pool_.name()),
           pick.retry_after_s);
     }
+    if (HandOverOnError()) return;
     RespondError(e);
     return;
   }
@@ -557,7 +558,18 @@ void ProxyRequest::RespondBuffered(Attempt& a) {
   writer_->Respond(a.status, std::move(headers), std::move(a.body));
 }
 
+bool ProxyRequest::HandOverOnError() {
+  if (!holding() || committed_ || done_ || !plan_.hold.on_escalate)
+    return false;
+  for (auto& a : attempts_) Stop(*a);
+  final_error_ = "escalated: error";
+  plan_.hold.on_escalate("error");
+  Finish();
+  return true;
+}
+
 void ProxyRequest::RespondFinalError() {
+  if (HandOverOnError()) return;
   if (last_status_ > 0) {
     // The upstream's own answer (its 5xx or 429 body) says more than ours.
     std::vector<http::Header> headers = ResponseHeaders(nullptr);

@@ -20,7 +20,8 @@
 // `judge` reads what was held as an answer and either the held events are
 // released (the commit) or nothing is sent and `on_escalate` hands the
 // request over (the gateway asks another model). A failure while holding
-// is a failure before the commit: retried as usual.
+// is a failure before the commit: retried as usual, and when nothing is
+// left to try handed over with the reason "error" instead of answered.
 //
 // Hedging: when the pool sets hedge_after and no attempt has committed by
 // then, a second attempt goes to another upstream; the first to commit wins
@@ -122,6 +123,9 @@ class ProxyRequest {
   bool holding() const { return plan_.hold.tokens > 0 && plan_.stream; }
   // The held start's decision: commits (true) or hands over (false).
   bool Judge(Attempt& a, int64_t t_ns);
+  // A held request that would end with an error (nothing left to try) is
+  // handed over instead ("error", as a non-streamed light error answer).
+  bool HandOverOnError();
   void Commit(Attempt& a, int64_t t_event_ns);
   // Ends the attempt (bookkeeping, call cancelled when still live).
   void Stop(Attempt& a);
