@@ -115,6 +115,29 @@ TEST(CodecTest, ParsesContentReasoningAndCompletionText) {
   EXPECT_EQ(c.content, " world");
 }
 
+// The first choice's token logprobs of a chunk (chat and completions
+// shapes), as a non-streamed answer's; cleared by the next chunk.
+TEST(CodecTest, ParsesChunkTokenLogprobs) {
+  StreamChunk c;
+  ASSERT_TRUE(
+      ParseStreamChunk(
+          R"({"choices":[{"delta":{"content":"Hi"},"logprobs":{"content":[)"
+          R"({"token":"Hi","logprob":-0.5,"top_logprobs":[]}]}},)"
+          R"({"delta":{"content":"x"},"logprobs":{"content":[{"logprob":-9}]}}]})",
+          &c)
+          .ok());
+  EXPECT_EQ(c.token_logprobs, std::vector<double>{-0.5});
+  ASSERT_TRUE(ParseStreamChunk(
+                  R"({"choices":[{"text":" a","logprobs":{"tokens":[" a"],)"
+                  R"("token_logprobs":[-1.25],"top_logprobs":null}}]})",
+                  &c)
+                  .ok());
+  EXPECT_EQ(c.token_logprobs, std::vector<double>{-1.25});
+  ASSERT_TRUE(
+      ParseStreamChunk(R"({"choices":[{"delta":{"content":"y"}}]})", &c).ok());
+  EXPECT_TRUE(c.token_logprobs.empty());
+}
+
 TEST(CodecTest, ParsesInStreamErrorsAndRejectsGarbage) {
   StreamChunk c;
   ASSERT_TRUE(

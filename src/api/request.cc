@@ -396,6 +396,12 @@ Result<std::string> SerializeRequest(const CompletionRequest& r) {
 
 Result<CompletionRequest> ParseRequest(std::string_view body, ApiKind kind,
                                        std::string* error_param) {
+  return ParseRequest(body, kind, error_param, nullptr);
+}
+
+Result<CompletionRequest> ParseRequest(std::string_view body, ApiKind kind,
+                                       std::string* error_param,
+                                       json::object* parsed_body) {
   if (error_param != nullptr) error_param->clear();
   CompletionRequest out;
   out.kind = kind;
@@ -416,6 +422,7 @@ Result<CompletionRequest> ParseRequest(std::string_view body, ApiKind kind,
   } else {
     RL_RETURN_IF_ERROR(ReadCompletions(r, &out, error_param));
   }
+  if (parsed_body != nullptr) *parsed_body = std::move(root.as_object());
   return out;
 }
 

@@ -115,6 +115,12 @@ Result<std::string> SerializeRequest(const CompletionRequest& request);
 // ...), empty for body-level errors.
 Result<CompletionRequest> ParseRequest(std::string_view body, ApiKind kind,
                                        std::string* error_param = nullptr);
+// The same, and on success moves the parsed body (the JSON object) into
+// *parsed_body, so a caller that reads members the codec does not model
+// (the gateway's cache key and overrides) needs no second parse.
+Result<CompletionRequest> ParseRequest(std::string_view body, ApiKind kind,
+                                       std::string* error_param,
+                                       boost::json::object* parsed_body);
 
 // The messages as the JSON array a chat template reads: role, content
 // (string or null) and every extra member.

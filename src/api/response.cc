@@ -242,6 +242,29 @@ std::string JsonQuote(std::string_view text) {
   return json::serialize(json::string(text));
 }
 
+namespace {
+
+// Appends a choice's token logprobs (chat: logprobs.content[].logprob;
+// completions: logprobs.token_logprobs[]); nothing when absent.
+void AppendTokenLogprobs(const json::object& choice, std::vector<double>* out) {
+  const json::value* lp = choice.if_contains("logprobs");
+  if (lp == nullptr || !lp->is_object()) return;
+  const json::object& l = lp->get_object();
+  if (const json::value* c = l.if_contains("content"); c && c->is_array()) {
+    for (const json::value& t : c->get_array()) {
+      const json::value* x =
+          t.is_object() ? t.get_object().if_contains("logprob") : nullptr;
+      if (x && x->is_number()) out->push_back(x->to_number<double>());
+    }
+  } else if (const json::value* t = l.if_contains("token_logprobs");
+             t && t->is_array()) {
+    for (const json::value& x : t->get_array())
+      if (x.is_number()) out->push_back(x.to_number<double>());
+  }
+}
+
+}  // namespace
+
 void StreamChunk::Clear() {
   content.clear();
   reasoning.clear();
@@ -252,6 +275,7 @@ void StreamChunk::Clear() {
   usage.reset();
   timings.reset();
   error.reset();
+  token_logprobs.clear();
 }
 
 Status ParseStreamChunk(std::string_view text, StreamChunk* out) {
@@ -290,6 +314,8 @@ Status ParseStreamChunk(std::string_view text, StreamChunk* out) {
       if (delta.if_contains("role") != nullptr) out->has_role = true;
     }
     AppendString(choice, "text", &out->content);
+    if (out->num_choices == 1)
+      AppendTokenLogprobs(choice, &out->token_logprobs);
     if (const json::value* f = choice.if_contains("finish_reason");
         f && !f->is_null()) {
       out->has_finish = true;
@@ -336,22 +362,7 @@ Result<CompletionResponse> ParseResponse(std::string_view text) {
         f && f->is_string()) {
       r.finish_reason = std::string(f->get_string());
     }
-    if (const json::value* lp = choice.if_contains("logprobs");
-        lp && lp->is_object()) {
-      const json::object& l = lp->get_object();
-      if (const json::value* c = l.if_contains("content"); c && c->is_array()) {
-        for (const json::value& t : c->get_array()) {
-          const json::value* x =
-              t.is_object() ? t.get_object().if_contains("logprob") : nullptr;
-          if (x && x->is_number())
-            r.token_logprobs.push_back(x->to_number<double>());
-        }
-      } else if (const json::value* t = l.if_contains("token_logprobs");
-                 t && t->is_array()) {
-        for (const json::value& x : t->get_array())
-          if (x.is_number()) r.token_logprobs.push_back(x.to_number<double>());
-      }
-    }
+    AppendTokenLogprobs(choice, &r.token_logprobs);
   }
   return r;
 }

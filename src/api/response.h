@@ -85,6 +85,9 @@ struct StreamChunk {
   // Redline's "timings" (or llama.cpp's prompt_ms/predicted_ms), when sent.
   std::optional<ServerTimings> timings;
   std::optional<ApiError> error;
+  // choices[0]'s token logprobs in this chunk (as CompletionResponse's),
+  // empty when not sent.
+  std::vector<double> token_logprobs;
 
   void Clear();
 };

@@ -268,10 +268,24 @@ Status ParseRoutingYaml(const YAML::Node& node, const std::string& where,
           RL_RETURN_IF_ERROR(x.Get(ekv.second, ep, &r->escalate_on_length));
         } else if (ek == "refusal") {
           RL_RETURN_IF_ERROR(x.Get(ekv.second, ep, &r->refusal_regex));
+        } else if (ek == "stream-tokens") {
+          RL_RETURN_IF_ERROR(x.Get(ekv.second, ep, &r->escalate_stream_tokens));
+          if (r->escalate_stream_tokens < 0 ||
+              r->escalate_stream_tokens > kMaxEscalateStreamTokens)
+            return x.Error(
+                ekv.second, ep,
+                fmt::format("must be in [0, {}]", kMaxEscalateStreamTokens));
+        } else if (ek == "stream-bytes") {
+          RL_RETURN_IF_ERROR(x.Get(ekv.second, ep, &r->escalate_stream_bytes));
+          if (r->escalate_stream_bytes < 1 ||
+              r->escalate_stream_bytes > kMaxEscalateStreamBytes)
+            return x.Error(
+                ekv.second, ep,
+                fmt::format("must be in [1, {}]", kMaxEscalateStreamBytes));
         } else {
           return x.Error(ekv.first, ep,
                          "unknown key (known: to, min-mean-logprob, "
-                         "on-length, refusal)");
+                         "on-length, refusal, stream-tokens, stream-bytes)");
         }
       }
     } else {
@@ -352,6 +366,14 @@ Status ValidateRoutingConfig(const RoutingConfig& r) {
                                              }))
     return Status::InvalidArgument("routing.escalate.to '" + r.escalate_to +
                                    "' is not a class");
+  if (r.escalate_stream_tokens < 0 ||
+      r.escalate_stream_tokens > kMaxEscalateStreamTokens ||
+      r.escalate_stream_bytes < 1 ||
+      r.escalate_stream_bytes > kMaxEscalateStreamBytes)
+    return Status::InvalidArgument(
+        fmt::format("routing.escalate: stream-tokens must be in [0, {}] and "
+                    "stream-bytes in [1, {}]",
+                    kMaxEscalateStreamTokens, kMaxEscalateStreamBytes));
   if (!r.refusal_regex.empty()) {
     auto re = Regex::Compile(r.refusal_regex);
     if (!re.ok())

@@ -104,13 +104,23 @@ struct RoutingConfig {
   // Questions (normalised: case, whitespace, trailing punctuation folded)
   // always sent to the first class.
   std::vector<std::string> pinned;
-  // Escalation of a non-streamed answer of the first class to this class
-  // ("" off) when it looks unreliable.
+  // Escalation of an answer of the first class to this class ("" off)
+  // when it looks unreliable.
   std::string escalate_to;
   double min_mean_logprob = -INFINITY;  // -inf: not checked
   bool escalate_on_length = true;
   std::string refusal_regex;  // "" not checked
+  // Streamed requests: the first `escalate_stream_tokens` content events
+  // of the light answer are held (at most `escalate_stream_bytes` of
+  // events) and judged before any byte reaches the client; 0: streamed
+  // requests are not escalated.
+  int64_t escalate_stream_tokens = 0;
+  int64_t escalate_stream_bytes = 16 * 1024;
 };
+
+// Bounds of the streamed-escalation hold.
+inline constexpr int64_t kMaxEscalateStreamTokens = 256;
+inline constexpr int64_t kMaxEscalateStreamBytes = 64 * 1024;
 
 // Parse the `cache:` / `routing:` mapping of the YAML file. `where` prefixes
 // error messages ("--config FILE").

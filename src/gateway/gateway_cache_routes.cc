@@ -3,7 +3,8 @@
 // and pool → cache decision → lookup (local, Redis) → hit replayed, or a
 // single-flight wait, or the upstream through a tee that stores a
 // successful answer; a first-class (light) answer that looks unreliable is
-// asked again of the escalation class (non-streamed requests).
+// asked again of the escalation class (a non-streamed answer whole, a
+// stream by its held first tokens).
 #include <fmt/format.h>
 
 #include <boost/json/parse.hpp>
@@ -83,6 +84,58 @@ class CaptureWriter final : public http::ResponseWriter {
   std::string body_;
 };
 
+// The writer of a held light stream: the route's real writer (a cache tee,
+// headers) is made only when the held events are released, so a stream
+// handed over to the escalation class leaves no trace in the cache or in
+// the light route's metrics. `on_drop` runs when the writer is destroyed
+// without an answer started.
+class LazyWriter final : public http::ResponseWriter {
+ public:
+  using MakeFn = std::function<std::shared_ptr<http::ResponseWriter>()>;
+  LazyWriter(std::shared_ptr<http::ResponseWriter> client, MakeFn make,
+             std::function<void()> on_drop)
+      : client_(std::move(client)),
+        make_(std::move(make)),
+        on_drop_(std::move(on_drop)) {}
+  ~LazyWriter() override {
+    if (inner_ == nullptr && on_drop_) on_drop_();
+  }
+  void Respond(int status, std::vector<http::Header> headers,
+               std::string body) override {
+    Inner().Respond(status, std::move(headers), std::move(body));
+  }
+  void BeginStream(int status, std::vector<http::Header> headers) override {
+    Inner().BeginStream(status, std::move(headers));
+  }
+  void Write(std::string data) override { Inner().Write(std::move(data)); }
+  void End() override { Inner().End(); }
+  void Abort() override {
+    if (inner_ != nullptr) {
+      inner_->Abort();
+    } else {
+      client_->Abort();
+    }
+  }
+  bool peer_closed() const override { return client_->peer_closed(); }
+  void SetOnPeerClosed(std::function<void()> fn) override {
+    client_->SetOnPeerClosed(std::move(fn));
+  }
+  size_t pending_bytes() const override { return client_->pending_bytes(); }
+  void SetOnWritable(std::function<void()> fn) override {
+    client_->SetOnWritable(std::move(fn));
+  }
+
+ private:
+  http::ResponseWriter& Inner() {
+    if (inner_ == nullptr) inner_ = make_();
+    return *inner_;
+  }
+  std::shared_ptr<http::ResponseWriter> client_;
+  MakeFn make_;
+  std::function<void()> on_drop_;
+  std::shared_ptr<http::ResponseWriter> inner_;
+};
+
 // Discards a warm request's answer (the tee stored it); `done` runs once.
 class WarmWriter final : public http::ResponseWriter {
  public:
@@ -156,7 +209,7 @@ Status Gateway::Impl::InitCacheAndRouting() {
 
 void Gateway::Impl::Dispatch(api::ApiKind kind, http::ServerRequest& request,
                              const std::shared_ptr<http::ResponseWriter>& w,
-                             api::CompletionRequest parsed) {
+                             api::CompletionRequest parsed, json::object body) {
   auto job = std::make_shared<Job>();
   job->kind = kind;
   job->client = w;
@@ -170,13 +223,10 @@ void Gateway::Impl::Dispatch(api::ApiKind kind, http::ServerRequest& request,
     ReplyError(request, *w, e);
   };
   const bool routing = router && router->Routes(parsed.model);
-  const bool extras = cache != nullptr || routing;
   bool body_changed = false;
-  if (extras) {
-    boost::system::error_code ec;
-    json::value v = json::parse(request.body, ec);
-    if (!ec && v.is_object()) job->body = std::move(v.as_object());
-  }
+  // The codec's parse, not a second one: the key, the overrides and every
+  // rewrite read this object.
+  job->body = std::move(body);
   std::string model = parsed.model;
   if (routing) {
     const int64_t t0 = http::NowNs();
@@ -248,9 +298,9 @@ void Gateway::Impl::Dispatch(api::ApiKind kind, http::ServerRequest& request,
       !rid.empty() && rid.size() <= 256)
     job->plan.request_id = std::string(rid);
   job->plan.t_received_ns = request.t_received_ns;
-  std::string body =
+  std::string forwarded =
       body_changed ? json::serialize(job->body) : std::move(request.body);
-  job->plan = MakePlan(*job, *target, std::move(body));
+  job->plan = MakePlan(*job, *target, std::move(forwarded));
   if (job->cache_on && job->cache.lookup) {
     job->t_lookup_ns = http::NowNs();
     cache->Lookup(job->cache,
@@ -275,13 +325,11 @@ ForwardPlan Gateway::Impl::MakePlan(const Job& job, const ModelTarget& target,
   plan.t_received_ns = job.plan.t_received_ns;
   plan.trace = job.trace;
   if (target.route != nullptr && !target.route->upstream_model.empty()) {
-    boost::system::error_code ec;
-    json::value v = json::parse(body, ec);
-    if (!ec && v.is_object() &&
-        v.as_object()["model"] != json::value(target.route->upstream_model)) {
-      v.as_object()["model"] = target.route->upstream_model;
-      body = json::serialize(v);
-    }
+    // `body` is job.body serialized with some model name: a copy of the
+    // parsed object with the upstream's name instead, no parse.
+    json::object o = job.body;
+    o["model"] = target.route->upstream_model;
+    body = json::serialize(o);
   }
   plan.body = std::move(body);
   return plan;
@@ -382,8 +430,18 @@ void Gateway::Impl::Forward(const std::shared_ptr<Job>& job,
                       ? router->ClassIndex(rc->escalate_to)
                       : -1;
   const bool escalate = job->route_index >= 0 && !job->route_forced &&
-                        !job->parsed.stream && esc > job->route_index;
-  if (!escalate) {
+                        esc > job->route_index &&
+                        (!job->parsed.stream || rc->escalate_stream_tokens > 0);
+  if (escalate && job->parsed.stream) {
+    api::ApiError ignored;
+    std::optional<ModelTarget> full =
+        FindModel(rc->classes[esc].model, &ignored);
+    if (full) {
+      ForwardHeldStream(job, verdict, leader, *full);
+      return;
+    }
+  }
+  if (!escalate || job->parsed.stream) {
     std::shared_ptr<http::ResponseWriter> out =
         job->cache_on || job->route_index >= 0
             ? OutWriter(job, verdict, leader, job->route_name, "")
@@ -455,13 +513,60 @@ void Gateway::Impl::FinishEscalation(const std::shared_ptr<Job>& job,
         ->Respond(status, std::move(headers), std::move(body));
     return;
   }
+  Escalate(job, verdict, leader, reason, *full);
+}
+
+void Gateway::Impl::Escalate(const std::shared_ptr<Job>& job,
+                             const std::string& verdict, bool leader,
+                             const std::string& reason,
+                             const ModelTarget& full) {
+  const RoutingConfig& rc = router->config();
+  const RouteClassSpec& to = rc.classes[router->ClassIndex(rc.escalate_to)];
   route_escalations->Labels({reason}).Increment();
-  route_requests->Labels({rc.classes[esc].name}).Increment();
-  ForwardPlan plan =
-      MakePlan(*job, *full, SetModel(job->body, rc.classes[esc].model));
-  StartProxy(*full->pool, std::move(plan),
-             OutWriter(job, verdict, leader, rc.classes[esc].name, reason),
-             job->client);
+  route_requests->Labels({to.name}).Increment();
+  if (job->trace)
+    job->trace->SetAttribute("redline.route.escalated", std::string(reason));
+  ForwardPlan plan = MakePlan(*job, full, SetModel(job->body, to.model));
+  StartProxy(*full.pool, std::move(plan),
+             OutWriter(job, verdict, leader, to.name, reason), job->client);
+}
+
+void Gateway::Impl::ForwardHeldStream(const std::shared_ptr<Job>& job,
+                                      const std::string& verdict, bool leader,
+                                      const ModelTarget& full) {
+  const RoutingConfig& rc = router->config();
+  ForwardPlan light = job->plan;
+  light.hold.tokens = static_cast<int>(rc.escalate_stream_tokens);
+  light.hold.max_bytes = static_cast<size_t>(rc.escalate_stream_bytes);
+  const Router* rt = &*router;
+  light.hold.judge = [rt](const api::CompletionResponse& a) {
+    return rt->Unreliable(a);
+  };
+  // Synchronous inside the light request: marks the hand-over (so the
+  // light writer's drop does not end the single flight the full answer
+  // now leads) and posts the full request.
+  light.hold.on_escalate = [this, job, verdict, leader,
+                            full](const std::string& reason) {
+    job->stream_escalated = true;
+    loop.Post([this, job, verdict, leader, full, reason] {
+      if (stopped) return;
+      if (job->client->peer_closed()) {
+        if (leader && cache) cache->AbandonFlight(job->cache);
+        return;
+      }
+      Escalate(job, verdict, leader, reason, full);
+    });
+  };
+  auto out = std::make_shared<LazyWriter>(
+      job->client,
+      [this, job, verdict, leader] {
+        return OutWriter(job, verdict, leader, job->route_name, "");
+      },
+      [weak = std::weak_ptr<CacheLayer>(cache), job, leader] {
+        auto c = weak.lock();
+        if (c && leader && !job->stream_escalated) c->AbandonFlight(job->cache);
+      });
+  StartProxy(*job->target.pool, std::move(light), std::move(out), job->client);
 }
 
 void Gateway::Impl::StartProxy(
@@ -655,12 +760,13 @@ void Gateway::Impl::WarmNext() {
     one_done();
     loop.Post([this] { WarmNext(); });
   });
-  auto parsed = api::ParseRequest(r.body, kind);
+  json::object parsed_body;
+  auto parsed = api::ParseRequest(r.body, kind, nullptr, &parsed_body);
   if (!parsed.ok()) {
     writer.reset();
     return;
   }
-  Dispatch(kind, r, writer, std::move(*parsed));
+  Dispatch(kind, r, writer, std::move(*parsed), std::move(parsed_body));
 }
 
 }  // namespace redline::gateway

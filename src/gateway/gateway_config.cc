@@ -207,11 +207,17 @@ std::string DescribeGatewayConfig(const GatewayConfig& c) {
     std::vector<std::string> classes;
     for (const RouteClassSpec& k : c.routing.classes)
       classes.push_back(fmt::format("{} -> {}", k.name, k.model));
-    out +=
-        fmt::format("  routing: [{}] over [{}], escalate to {}\n",
-                    fmt::join(c.routing.models, ", "), fmt::join(classes, ", "),
-                    c.routing.escalate_to.empty() ? std::string("off")
-                                                  : c.routing.escalate_to);
+    std::string escalate = "off";
+    if (!c.routing.escalate_to.empty()) {
+      escalate = c.routing.escalate_to;
+      escalate += c.routing.escalate_stream_tokens > 0
+                      ? fmt::format(" (streams: {} tokens held)",
+                                    c.routing.escalate_stream_tokens)
+                      : std::string(" (not streams)");
+    }
+    out += fmt::format("  routing: [{}] over [{}], escalate to {}\n",
+                       fmt::join(c.routing.models, ", "),
+                       fmt::join(classes, ", "), escalate);
   }
   return out;
 }

@@ -101,14 +101,18 @@ struct Gateway::Impl {
     int route_index = -1;  // >= 0: routed
     bool route_forced = false;
     std::string route_name;
-    boost::json::object body;  // as forwarded, before the model rewrite
+    // The parsed body as forwarded (the `cache` member removed, the routed
+    // model set), before an upstream-model rewrite.
+    boost::json::object body;
     std::vector<http::Header> forward_headers;
     std::shared_ptr<GatewayTrace> trace;  // null when tracing is off
     int64_t t_lookup_ns = 0;              // the cache lookup's start
+    bool stream_escalated = false;  // the held light stream was handed over
   };
+  // `body` is the parsed request body (from the same parse as `parsed`).
   void Dispatch(api::ApiKind kind, http::ServerRequest& request,
                 const std::shared_ptr<http::ResponseWriter>& writer,
-                api::CompletionRequest parsed);
+                api::CompletionRequest parsed, boost::json::object body);
   void AfterLookup(const std::shared_ptr<Job>& job,
                    std::shared_ptr<const CacheEntry> entry,
                    const std::string& tier, const std::string& verdict);
@@ -121,6 +125,15 @@ struct Gateway::Impl {
                         const std::string& verdict, bool leader,
                         bool added_logprobs, int status,
                         std::vector<http::Header> headers, std::string body);
+  // Counts an escalation and sends the request to `full` (the escalation
+  // class's model).
+  void Escalate(const std::shared_ptr<Job>& job, const std::string& verdict,
+                bool leader, const std::string& reason,
+                const ModelTarget& full);
+  // A streamed light request with its first tokens held and judged.
+  void ForwardHeldStream(const std::shared_ptr<Job>& job,
+                         const std::string& verdict, bool leader,
+                         const ModelTarget& full);
   std::shared_ptr<http::ResponseWriter> OutWriter(
       const std::shared_ptr<Job>& job, const std::string& verdict, bool leader,
       const std::string& route, const std::string& escalated);

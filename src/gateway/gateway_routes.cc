@@ -165,16 +165,18 @@ void Gateway::Impl::HandleInference(
     return;
   }
   // The one JSON parse of the body the loop does: it validates the request
-  // exactly as redline serve would and tells the model and stream flag.
+  // exactly as redline serve would and tells the model and stream flag; the
+  // parsed object is kept for the cache key, the overrides and rewrites.
   std::string param;
-  auto parsed = api::ParseRequest(request.body, kind, &param);
+  boost::json::object body;
+  auto parsed = api::ParseRequest(request.body, kind, &param, &body);
   if (!parsed.ok()) {
     api::ApiError e = api::ApiErrorFromStatus(parsed.status());
     e.param = param;
     ReplyError(request, *writer, e);
     return;
   }
-  Dispatch(kind, request, writer, std::move(*parsed));
+  Dispatch(kind, request, writer, std::move(*parsed), std::move(body));
 }
 
 std::optional<Gateway::Impl::ModelTarget> Gateway::Impl::FindModel(

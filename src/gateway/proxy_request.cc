@@ -101,6 +101,9 @@ class ProxyRequest::Attempt final : public CallSink {
   SseSplitter splitter;
   std::string held;  // kSse before the commit
   int held_events = 0;
+  // The held start (plan.hold): output events and what they said.
+  int held_outputs = 0;
+  api::CompletionResponse held_answer;
   bool broken = false;  // failed inside a callback; ignore the rest
   std::optional<api::ApiError> stream_error;
 };
@@ -143,6 +146,7 @@ void ProxyRequest::Start() {
                       pool_.name()),
           pick.retry_after_s);
     }
+    if (HandOverOnError()) return;
     RespondError(e);
     return;
   }
@@ -267,7 +271,11 @@ void ProxyRequest::OnBody(Attempt& a, std::string_view data, int64_t t_ns) {
   if (a.broken || done_) return;
   if (!committed_ && (a.held.size() > kMaxHeldBytes ||
                       a.splitter.pending_bytes() > kMaxEventBytes)) {
-    Commit(a, t_ns);
+    if (holding()) {
+      if (!Judge(a, t_ns)) return;
+    } else {
+      Commit(a, t_ns);
+    }
   }
   if (committed_ && !after_commit.empty())
     writer_->Write(std::move(after_commit));
@@ -290,7 +298,11 @@ void ProxyRequest::HoldEvent(Attempt& a, std::string_view raw, int64_t t_ns) {
   if (comment_only) return;  // keep-alive pings are not forwarded early
   if (data == "[DONE]") {
     a.held.append(raw.data(), raw.size());
-    Commit(a, t_ns);
+    if (holding()) {
+      Judge(a, t_ns);
+    } else {
+      Commit(a, t_ns);
+    }
     return;
   }
   api::StreamChunk chunk;
@@ -309,7 +321,50 @@ void ProxyRequest::HoldEvent(Attempt& a, std::string_view raw, int64_t t_ns) {
   ++a.held_events;
   const bool output = !parsed.ok() || !chunk.content.empty() ||
                       !chunk.reasoning.empty() || chunk.has_finish;
-  if (output || a.held_events >= kMaxHeldEvents) Commit(a, t_ns);
+  if (!holding()) {
+    if (output || a.held_events >= kMaxHeldEvents) Commit(a, t_ns);
+    return;
+  }
+  if (output && a.held_outputs++ == 0) {
+    // Tokens are coming: the upstream is not stalled, and a hedge would
+    // only repeat this answer.
+    a.first_byte_timer.Cancel();
+    if (hedge_timer_) hedge_timer_->Cancel();
+  }
+  api::CompletionResponse& answer = a.held_answer;
+  if (parsed.ok()) {
+    answer.content += chunk.content;
+    answer.token_logprobs.insert(answer.token_logprobs.end(),
+                                 chunk.token_logprobs.begin(),
+                                 chunk.token_logprobs.end());
+    if (chunk.has_finish && answer.finish_reason.empty())
+      answer.finish_reason = chunk.finish_reason;
+  }
+  if (!parsed.ok() || chunk.has_finish || a.held_outputs >= plan_.hold.tokens ||
+      a.held.size() >= std::min(plan_.hold.max_bytes, kMaxHeldBytes) ||
+      a.held_events >= kMaxHeldEvents + plan_.hold.tokens)
+    Judge(a, t_ns);
+}
+
+bool ProxyRequest::Judge(Attempt& a, int64_t t_ns) {
+  const std::string reason =
+      plan_.hold.judge ? plan_.hold.judge(a.held_answer) : std::string();
+  if (reason.empty()) {
+    Commit(a, t_ns);
+    return true;
+  }
+  // Nothing reached the client: the attempt is dropped (the upstream did
+  // nothing wrong) and the request is handed over.
+  a.broken = true;
+  pool_.RecordSuccess(*a.up);
+  for (auto& x : attempts_) {
+    if (x->live) x->cancelled = true;
+    Stop(*x);
+  }
+  final_error_ = "escalated: " + reason;
+  if (plan_.hold.on_escalate) plan_.hold.on_escalate(reason);
+  Finish();
+  return false;
 }
 
 void ProxyRequest::Commit(Attempt& a, int64_t t_event_ns) {
@@ -360,9 +415,14 @@ void ProxyRequest::OnComplete(Attempt& a, const http::TransportResult& r,
     Stop(a);
     if (!committed_) {
       if (a.broken) return;
-      // Ended before any output (e.g. only a role chunk): forward it as is.
+      // Ended before any output (e.g. only a role chunk) or inside the
+      // held start: forward it as is, or hand it over.
       a.held += a.splitter.TakeRest();
-      Commit(a, t_ns);
+      if (holding()) {
+        if (!Judge(a, t_ns)) return;
+      } else {
+        Commit(a, t_ns);
+      }
     } else {
       std::string rest = a.splitter.TakeRest();
       if (!rest.empty()) writer_->Write(std::move(rest));
@@ -498,7 +558,18 @@ void ProxyRequest::RespondBuffered(Attempt& a) {
   writer_->Respond(a.status, std::move(headers), std::move(a.body));
 }
 
+bool ProxyRequest::HandOverOnError() {
+  if (!holding() || committed_ || done_ || !plan_.hold.on_escalate)
+    return false;
+  for (auto& a : attempts_) Stop(*a);
+  final_error_ = "escalated: error";
+  plan_.hold.on_escalate("error");
+  Finish();
+  return true;
+}
+
 void ProxyRequest::RespondFinalError() {
+  if (HandOverOnError()) return;
   if (last_status_ > 0) {
     // The upstream's own answer (its 5xx or 429 body) says more than ours.
     std::vector<http::Header> headers = ResponseHeaders(nullptr);

@@ -14,6 +14,15 @@
 // in-stream error event (the OpenAI error object, as redline serve sends)
 // and the stream ends cleanly. Counted in stream_errors_total.
 //
+// Held start (streamed escalation, ForwardPlan::hold): the commit waits
+// further, until the stream's first `tokens` output events (or
+// `max_bytes` of events, or its finish reason, or its end) are held; then
+// `judge` reads what was held as an answer and either the held events are
+// released (the commit) or nothing is sent and `on_escalate` hands the
+// request over (the gateway asks another model). A failure while holding
+// is a failure before the commit: retried as usual, and when nothing is
+// left to try handed over with the reason "error" instead of answered.
+//
 // Hedging: when the pool sets hedge_after and no attempt has committed by
 // then, a second attempt goes to another upstream; the first to commit wins
 // and the other is cancelled at once.
@@ -33,6 +42,7 @@
 #include <vector>
 
 #include "api/error.h"
+#include "api/response.h"
 #include "api/types.h"
 #include "gateway/failure.h"
 #include "gateway/gateway_metrics.h"
@@ -60,6 +70,19 @@ struct ForwardPlan {
   // Also receives the request's overhead (the cache's per-verdict
   // histogram); null: only the pool's.
   telemetry::Histogram* extra_overhead = nullptr;
+  // Streamed escalation; off when tokens is 0 or the request is not
+  // streamed.
+  struct Hold {
+    int tokens = 0;  // output events held before the judge reads them
+    size_t max_bytes = 16 * 1024;  // of held events (at most 64 KiB)
+    // "" releases the held events; else the reason to hand over. Reads
+    // content, finish_reason and token_logprobs.
+    std::function<std::string(const api::CompletionResponse&)> judge;
+    // Runs once, synchronously, when the judge said hand over; nothing was
+    // sent to the writer and nothing will be. It must not start or end
+    // requests before returning (post them).
+    std::function<void(const std::string& reason)> on_escalate;
+  } hold;
 };
 
 class ProxyRequest {
@@ -97,6 +120,12 @@ class ProxyRequest {
 
   // Classifies one held event of an uncommitted stream; may commit or fail.
   void HoldEvent(Attempt& a, std::string_view raw, int64_t t_ns);
+  bool holding() const { return plan_.hold.tokens > 0 && plan_.stream; }
+  // The held start's decision: commits (true) or hands over (false).
+  bool Judge(Attempt& a, int64_t t_ns);
+  // A held request that would end with an error (nothing left to try) is
+  // handed over instead ("error", as a non-streamed light error answer).
+  bool HandOverOnError();
   void Commit(Attempt& a, int64_t t_event_ns);
   // Ends the attempt (bookkeeping, call cancelled when still live).
   void Stop(Attempt& a);

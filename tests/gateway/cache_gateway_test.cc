@@ -575,5 +575,205 @@ TEST_F(CacheGatewayTest, EscalatesARefusalToTheFullModel) {
   EXPECT_EQ(s.Header("x-redline-route"), "light");
 }
 
+// Streamed escalation: the light stream's first tokens are held and judged
+// before any byte is sent; a refusal among them hands the request to the
+// full model, whose stream is the only one the client sees.
+TEST_F(CacheGatewayTest, EscalatesAStreamOnItsHeldFirstTokens) {
+  FakePlan light = Quick();
+  light.tokens = 8;
+  FakeOpenAiServer& small = AddFake(light);
+  FakeOpenAiServer& big = AddFake();
+  RoutingConfig r = AutoRouting();
+  r.escalate_to = "full";
+  r.refusal_regex = "^ w0 w1$";  // the first two tokens exactly
+  r.escalate_stream_tokens = 2;
+  const uint16_t port =
+      Start(Cache(), {Pool("s", "small", small), Pool("b", "big", big)}, r);
+  HttpResponse a = Post(port, Q("Hi there", true, "auto"));
+  ASSERT_EQ(a.status, 200) << a.body;
+  EXPECT_EQ(a.Header("x-redline-route"), "full");
+  EXPECT_EQ(a.Header("x-redline-escalated"), "refusal");
+  EXPECT_EQ(a.Header("X-Gateway-Upstream"), "b0");
+  const StreamRead sr = ReadStream(a);
+  EXPECT_TRUE(sr.done);
+  EXPECT_FALSE(sr.error_event);
+  EXPECT_EQ(sr.text, " w0 w1 w2 w3") << a.body;  // big's 4 tokens only
+  EXPECT_EQ(std::count(sr.data.begin(), sr.data.end(), "[DONE]"), 1);
+  EXPECT_EQ(small.requests(), 1u);
+  EXPECT_EQ(big.requests(), 1u);
+  EXPECT_NE(big.Truths().back().body.find("\"model\":\"big\""),
+            std::string::npos);
+  EXPECT_EQ(Metric(port, "route_escalations_total", {"reason=\"refusal\""}), 1);
+  EXPECT_EQ(Metric(port, "route_requests_total", {"class=\"full\""}), 1);
+  // The full stream was stored under the routed request: a repeat is a
+  // hit with the same events.
+  HttpResponse again = Post(port, Q("Hi there", true, "auto"));
+  EXPECT_EQ(again.Header("x-redline-cache"), "hit");
+  EXPECT_EQ(again.body, a.body);
+  EXPECT_EQ(small.requests() + big.requests(), 2u);
+  // Every answer counted once (the handed-over light attempt is not one).
+  EXPECT_EQ(Metric(port, "requests_total", {"code=\"200\""}), 2);
+}
+
+// The pattern only shows after the held tokens: released, streamed from
+// the light model to the end, never escalated.
+TEST_F(CacheGatewayTest, ReleasedStreamIsNeverEscalated) {
+  FakePlan light = Quick();
+  light.tokens = 8;
+  FakeOpenAiServer& small = AddFake(light);
+  FakeOpenAiServer& big = AddFake();
+  RoutingConfig r = AutoRouting();
+  r.escalate_to = "full";
+  r.refusal_regex = "w5";
+  r.escalate_stream_tokens = 3;
+  CacheConfig c = Cache();
+  c.enabled = false;
+  const uint16_t port =
+      Start(c, {Pool("s", "small", small), Pool("b", "big", big)}, r);
+  HttpResponse a = Post(port, Q("Hi there", true, "auto"));
+  ASSERT_EQ(a.status, 200) << a.body;
+  EXPECT_EQ(a.Header("x-redline-route"), "light");
+  EXPECT_EQ(a.Header("x-redline-escalated"), "");
+  EXPECT_EQ(a.Header("X-Gateway-Upstream"), "s0");
+  const StreamRead sr = ReadStream(a);
+  EXPECT_TRUE(sr.done);
+  EXPECT_EQ(sr.text, " w0 w1 w2 w3 w4 w5 w6 w7");
+  EXPECT_EQ(big.requests(), 0u);
+  EXPECT_EQ(Metric(port, "route_escalations_total"), 0);
+  EXPECT_EQ(Metric(port, "route_e2e_seconds_count", {"route=\"light\""}), 1);
+  // A stream that ends inside the hold is judged at its end.
+  r.escalate_stream_tokens = 16;
+  const uint16_t port2 =
+      Start(c, {Pool("s", "small", small), Pool("b", "big", big)}, r);
+  HttpResponse b = Post(port2, Q("Hi there", true, "auto"));
+  EXPECT_EQ(b.Header("x-redline-route"), "full");
+  EXPECT_EQ(b.Header("x-redline-escalated"), "refusal");
+  EXPECT_EQ(ReadStream(b).text, " w0 w1 w2 w3");
+}
+
+// A light stream that fails while held (an error answer, or an error event
+// among the held tokens) with nothing left to try is handed to the full
+// model, as a non-streamed error answer is.
+TEST_F(CacheGatewayTest, HeldLightStreamThatFailsIsAnsweredByTheFullModel) {
+  FakeOpenAiServer& small = AddFake(
+      Quick(),
+      [](uint64_t index, const http::ServerRequest&, const FakePlan& base) {
+        FakePlan p = base;
+        if (index == 0) p.status = 500;
+        if (index == 1) p.error_after = 1;
+        return p;
+      });
+  FakeOpenAiServer& big = AddFake();
+  RoutingConfig r = AutoRouting();
+  r.escalate_to = "full";
+  r.escalate_stream_tokens = 4;
+  CacheConfig c = Cache();
+  c.enabled = false;
+  const uint16_t port =
+      Start(c, {Pool("s", "small", small), Pool("b", "big", big)}, r);
+  for (int i = 0; i < 2; ++i) {
+    HttpResponse a = Post(port, Q("Hi there", true, "auto"));
+    ASSERT_EQ(a.status, 200) << a.body;
+    EXPECT_EQ(a.Header("x-redline-route"), "full") << i;
+    EXPECT_EQ(a.Header("x-redline-escalated"), "error") << i;
+    const StreamRead sr = ReadStream(a);
+    EXPECT_TRUE(sr.done) << i;
+    EXPECT_FALSE(sr.error_event) << i;
+    EXPECT_EQ(sr.text, " w0 w1 w2 w3") << i;
+  }
+  EXPECT_EQ(small.requests(), 2u);
+  EXPECT_EQ(big.requests(), 2u);
+  EXPECT_EQ(Metric(port, "route_escalations_total", {"reason=\"error\""}), 2);
+  EXPECT_EQ(Metric(port, "requests_total", {"code=\"200\""}), 2);
+  EXPECT_EQ(Metric(port, "requests_total", {"code=\"500\""}), 0);
+  EXPECT_EQ(Metric(port, "requests_total", {"code=\"502\""}), 0);
+}
+
+// The documented cost: a streamed light answer's first byte waits for the
+// held tokens (here 3 tokens 150 ms apart: at least 300 ms), escalated or
+// not; without the hold it comes with the first token.
+TEST_F(CacheGatewayTest, HoldDelaysTheFirstByteByTheHeldTokens) {
+  FakePlan light = Quick();
+  light.tokens = 4;
+  light.gap_us = 150'000;
+  FakeOpenAiServer& small = AddFake(light);
+  FakeOpenAiServer& big = AddFake();
+  RoutingConfig r = AutoRouting();
+  r.escalate_to = "full";
+  r.refusal_regex = "never matches";
+  CacheConfig c = Cache();
+  c.enabled = false;
+  auto first_byte_ms = [&](uint16_t port) {
+    redline::testing::TestConnection conn;
+    EXPECT_TRUE(conn.Connect(port));
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_TRUE(conn.SendRequest("POST", "/v1/chat/completions",
+                                 Q("Hi there", true, "auto")));
+    double ms = -1;
+    HttpResponse resp = conn.ReadResponse([&](std::string_view) {
+      if (ms < 0)
+        ms = std::chrono::duration<double, std::milli>(
+                 std::chrono::steady_clock::now() - t0)
+                 .count();
+      return true;
+    });
+    EXPECT_EQ(resp.Header("x-redline-route"), "light");
+    EXPECT_NE(resp.body.find("[DONE]"), std::string::npos);
+    return ms;
+  };
+  r.escalate_stream_tokens = 3;
+  const double held = first_byte_ms(
+      Start(c, {Pool("s", "small", small), Pool("b", "big", big)}, r));
+  r.escalate_stream_tokens = 0;
+  const double direct = first_byte_ms(
+      Start(c, {Pool("s", "small", small), Pool("b", "big", big)}, r));
+  std::printf("first byte: held 3 tokens %.1f ms, not held %.1f ms\n", held,
+              direct);
+  EXPECT_GE(held, 295);
+  EXPECT_LT(direct, 150);
+  EXPECT_EQ(big.requests(), 0u);
+}
+
+// A client that leaves while the light stream is held cancels it; nothing
+// is escalated.
+TEST_F(CacheGatewayTest, ClientLeavingDuringTheHoldCancelsTheLightStream) {
+  FakePlan light = Quick();
+  light.tokens = 100;
+  light.gap_us = 200'000;  // 16 held tokens would take 3 s
+  FakeOpenAiServer& small = AddFake(light);
+  FakeOpenAiServer& big = AddFake();
+  RoutingConfig r = AutoRouting();
+  r.escalate_to = "full";
+  r.refusal_regex = "never matches";
+  r.escalate_stream_tokens = 16;
+  CacheConfig c = Cache();
+  c.enabled = false;
+  const uint16_t port =
+      Start(c, {Pool("s", "small", small), Pool("b", "big", big)}, r);
+  redline::testing::TestConnection conn;
+  ASSERT_TRUE(conn.Connect(port));
+  ASSERT_TRUE(conn.SendRequest("POST", "/v1/chat/completions",
+                               Q("Hi there", true, "auto")));
+  ASSERT_TRUE(Eventually([&] {
+    return small.requests() == 1 &&
+           small.Truths().at(0).chunk_write_ns.size() >= 2;
+  }));
+  conn.Close();
+  EXPECT_TRUE(Eventually(
+      [&] {
+        return MetricSum(Http(port, "GET", "/metrics").body,
+                         "redline_gateway_upstream_in_flight") == 0;
+      },
+      2s));
+  const size_t chunks = small.Truths().at(0).chunk_write_ns.size();
+  std::this_thread::sleep_for(500ms);
+  EXPECT_EQ(small.Truths().at(0).chunk_write_ns.size(), chunks)
+      << "the light stream kept going";
+  EXPECT_LT(chunks, 16u);
+  EXPECT_EQ(big.requests(), 0u);
+  EXPECT_EQ(Metric(port, "client_cancelled_total", {"pool=\"s\""}), 1);
+  EXPECT_EQ(Metric(port, "route_escalations_total"), 0);
+}
+
 }  // namespace
 }  // namespace redline::gateway

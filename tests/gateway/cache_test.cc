@@ -93,6 +93,54 @@ std::shared_ptr<const CacheEntry> Entry(const std::string& canonical,
   return e;
 }
 
+// The key from the codec's own parse (ParseRequest handing back the body,
+// what the gateway does since the second parse was removed) is the key
+// from a separate boost::json parse of the same bytes (what it did
+// before), and both equal golden hashes, so entries stored by earlier
+// builds (Redis) still hit.
+TEST(CacheKeyTest, OneParseKeysEqualTwoParseKeysAndGoldens) {
+  struct Case {
+    api::ApiKind kind;
+    std::string body;
+    const char* golden;
+  };
+  const std::vector<Case> cases = {
+      {api::ApiKind::kChat, Chat("hi"), "d46c1bf94f462649f3998581003a08d9"},
+      {api::ApiKind::kChat,
+       R"({"model":"m","messages":[{"role":"system","content":"Be brief."},)"
+       R"({"role":"user","content":"Why?","name":"u1"}],"seed":7,)"
+       R"("top_p":0.5,"stop":["END"],"max_tokens":16,"stream":true,)"
+       R"("stream_options":{"include_usage":true},"user":"x",)"
+       R"("cache":{"ttl":5}})",
+       "54eb8ee4611bc98cbaecaecbea849c74"},
+      {api::ApiKind::kChat,
+       Chat("tools", R"(,"tools":[{"type":"function","function":{"name":"f",)"
+                     R"("parameters":{"b":1,"a":2}}}],"tool_choice":"auto",)"
+                     R"("response_format":{"type":"text"},)"
+                     R"("parallel_tool_calls":false,"logit_bias":{"5":-1},)"
+                     R"("logprobs":true,"top_logprobs":2)"),
+       "fa47050cf3b9d0f43048b6e2656a04bd"},
+      {api::ApiKind::kCompletions,
+       R"({"model":"m","prompt":"Once upon","temperature":0,"n":1})",
+       "052d29e601be2c797f1feb486f6f480e"},
+      {api::ApiKind::kCompletions,
+       R"({"model":"m","prompt":[1,2,3],"seed":1,"logprobs":3})",
+       "2052bf2bdf49cd45f19a2fb42ded2170"},
+  };
+  for (const Case& c : cases) {
+    json::object body;
+    auto one = api::ParseRequest(c.body, c.kind, nullptr, &body);
+    ASSERT_TRUE(one.ok()) << one.status().ToString() << " " << c.body;
+    const CacheKey k1 = BuildCacheKey(*one, "m", "light", body);
+    const json::value v = json::parse(c.body);
+    const CacheKey k2 =
+        BuildCacheKey(Parse(c.body, c.kind), "m", "light", v.as_object());
+    EXPECT_EQ(k1.canonical, k2.canonical) << c.body;
+    EXPECT_EQ(k1.hash_hex, k2.hash_hex);
+    EXPECT_EQ(k1.hash_hex, c.golden) << c.body << "\n" << k1.canonical;
+  }
+}
+
 TEST(LocalCacheTest, ForcedCollisionNeverReturnsAnotherAnswer) {
   LocalCache c(1 << 20);
   const CacheKey a = Key(Chat("first question"));
@@ -355,7 +403,7 @@ routing:
     - {name: full, model: big}
   weights: {code: 0.5}
   pinned: ["hello"]
-  escalate: {to: full, min-mean-logprob: -1.2, refusal: "I cannot"}
+  escalate: {to: full, min-mean-logprob: -1.2, refusal: "I cannot", stream-tokens: 12, stream-bytes: 8192}
 pools:
   - name: p
     upstreams: [http://127.0.0.1:1]
@@ -376,12 +424,17 @@ pools:
   EXPECT_EQ(routing.classes.size(), 2u);
   EXPECT_EQ(routing.weights.code, 0.5);
   EXPECT_EQ(routing.min_mean_logprob, -1.2);
+  EXPECT_EQ(routing.escalate_stream_tokens, 12);
+  EXPECT_EQ(routing.escalate_stream_bytes, 8192);
 
   for (const std::string& bad :
        {std::string("cache: {rules: [{class: nope}]}\n"),
         std::string("cache: {classes: {facts: 30}}\n"),
         std::string("cache: {rules: [{class: facts, regex: \"(\"}]}\n"),
         std::string("cache: {whatever: 1}\n"),
+        std::string("routing: {escalate: {stream-tokens: -1}}\n"),
+        std::string("routing: {escalate: {stream-tokens: 100000}}\n"),
+        std::string("routing: {escalate: {stream-bytes: 0}}\n"),
         std::string("routing: {models: [auto], classes: [{name: a, model: "
                     "x}]}\n")}) {
     std::vector<PoolSpec> p;

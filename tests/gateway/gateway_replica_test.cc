@@ -3,7 +3,9 @@
 // middle of a load run and later restarted on its port; prefix affinity
 // against round robin, read from the replicas' own prefix-cache metrics;
 // the `redline gateway` binary itself (config errors, a request through
-// it). Every wait is bounded; children die with the test (PDEATHSIG).
+// it); light/full escalation, streamed and not, over real replicas and
+// over two trained models of different sizes (../shared test data).
+// Every wait is bounded; children die with the test (PDEATHSIG).
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -342,6 +344,7 @@ TEST_F(GatewayReplicaTest, EscalatesOnLowMeanLogprobFromRealReplicas) {
     c.routing.escalate_to = "full";
     c.routing.escalate_on_length = false;  // the tiny model always hits it
     c.routing.min_mean_logprob = min_mean_logprob;
+    c.routing.escalate_stream_tokens = 3;
     ASSERT_TRUE(FinalizeGatewayConfig(&c).ok());
     gw_ = std::make_unique<Gateway>(std::move(c));
     auto port = gw_->Start();
@@ -356,6 +359,24 @@ TEST_F(GatewayReplicaTest, EscalatesOnLowMeanLogprobFromRealReplicas) {
   EXPECT_EQ(r.Header("x-redline-route"), "full");
   EXPECT_EQ(r.Header("x-redline-escalated"), "logprob");
   EXPECT_EQ(r.Header("X-Gateway-Upstream"), "full");
+  // A stream is judged on the logprobs of its held tokens when the client
+  // asked for them...
+  std::string streamed = ChatBody("auto", {"Hello there"}, true, 4);
+  streamed.insert(streamed.size() - 1, ",\"logprobs\":true");
+  r = Http(port_, "POST", "/v1/chat/completions", streamed);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.Header("x-redline-route"), "full");
+  EXPECT_EQ(r.Header("x-redline-escalated"), "logprob");
+  EXPECT_TRUE(ReadStream(r).done);
+  // ...and not otherwise (the gateway adds none to a stream).
+  r = Http(port_, "POST", "/v1/chat/completions",
+           ChatBody("auto", {"Hello there"}, true, 4));
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.Header("x-redline-route"), "light");
+  EXPECT_EQ(r.body.find("\"logprob\":"), std::string::npos) << r.body;
+  EXPECT_EQ(MetricSum(Metrics(), "redline_gateway_route_escalations_total",
+                      {"reason=\"logprob\""}),
+            2);
   gw_->Shutdown();
   gw_->Wait();
   gw_.reset();
@@ -368,6 +389,191 @@ TEST_F(GatewayReplicaTest, EscalatesOnLowMeanLogprobFromRealReplicas) {
   EXPECT_EQ(r.Header("x-redline-escalated"), "");
   EXPECT_NE(r.body.find("\"logprobs\":null"), std::string::npos) << r.body;
   EXPECT_EQ(r.body.find("\"logprob\":"), std::string::npos) << r.body;
+  // A released stream keeps the logprobs the client asked for.
+  r = Http(port_, "POST", "/v1/chat/completions", streamed);
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_EQ(r.Header("x-redline-route"), "light");
+  EXPECT_NE(r.body.find("\"logprob\":"), std::string::npos) << r.body;
+  EXPECT_TRUE(ReadStream(r).done);
+}
+
+// A `redline serve` of one trained model on loopback port 0 (the bound
+// port read from --port-file), serving it as `alias`.
+struct ModelServer {
+  std::unique_ptr<Child> child;
+  uint16_t port = 0;
+};
+ModelServer StartModelServer(const std::filesystem::path& dir,
+                             const std::string& gguf,
+                             const std::string& alias) {
+  ModelServer m;
+  const std::string port_file = (dir / (alias + ".port")).string();
+  const std::string log = (dir / (alias + ".log")).string();
+  std::filesystem::remove(port_file);
+  m.child = std::make_unique<Child>(
+      std::vector<std::string>{RL_REDLINE_BIN, "serve", "-m", gguf, "-a", alias,
+                               "--port", "0", "--port-file", port_file,
+                               "--threads", "1", "--parallel", "2", "--ctx",
+                               "512", "--shutdown-grace", "1"},
+      log);
+  EXPECT_TRUE(Eventually(
+      [&] {
+        const std::string p = ReadFile(port_file);
+        if (p.empty()) return false;
+        m.port = static_cast<uint16_t>(std::atoi(p.c_str()));
+        return m.port != 0 && Http(m.port, "GET", "/readyz").status == 200;
+      },
+      60s))
+      << ReadFile(log);
+  return m;
+}
+
+std::string CompletionBody(const std::string& model, bool stream,
+                           int max_tokens, const std::string& extra = "") {
+  return "{\"model\":" + JsonString(model) +
+         ",\"prompt\":\"Once upon a time\",\"temperature\":0,\"max_tokens\":" +
+         std::to_string(max_tokens) +
+         ",\"stream\":" + (stream ? "true" : "false") + extra + "}";
+}
+
+// The text and finish reason of an answer, streamed or not, read through
+// the shared codec.
+struct Answer {
+  std::string text;
+  std::string finish_reason;
+  bool done = false;  // a stream ended with [DONE]
+};
+Answer ReadAnswer(const HttpResponse& r, bool stream) {
+  Answer a;
+  if (!stream) {
+    auto parsed = api::ParseResponse(r.body);
+    if (parsed.ok()) {
+      a.text = parsed->content;
+      a.finish_reason = parsed->finish_reason;
+    }
+    return a;
+  }
+  api::StreamChunk chunk;
+  for (const std::string& d : redline::testing::ParseSse(r.body).data) {
+    if (d == "[DONE]") {
+      a.done = true;
+      continue;
+    }
+    if (!api::ParseStreamChunk(d, &chunk).ok()) continue;
+    a.text += chunk.content;
+    if (chunk.has_finish) a.finish_reason = chunk.finish_reason;
+  }
+  return a;
+}
+
+// Light/full routing over two real models of different sizes (the trained
+// stories260K as light, TinyStories-656K as full): a simple prompt that
+// the light model finishes is answered by it, exactly as it answers
+// directly; one it cannot finish within max_tokens (finish_reason length)
+// is escalated and answered exactly as the full model answers directly,
+// streamed (judged on the held first tokens) and not.
+TEST_F(GatewayReplicaTest, EscalatesBetweenTwoRealModelsOfDifferentSizes) {
+  const std::string models =
+      std::string(RL_SOURCE_DIR) + "/../shared/testdata/models/";
+  const std::string light_gguf = models + "stories260K.gguf";
+  const std::string full_gguf = models + "TinyStories-656K-Q8_0.gguf";
+  if (!std::filesystem::exists(light_gguf) ||
+      !std::filesystem::exists(full_gguf))
+    GTEST_SKIP() << "no trained models under " << models;
+  ModelServer light = StartModelServer(dir_, light_gguf, "stories-260k");
+  ModelServer full = StartModelServer(dir_, full_gguf, "stories-656k");
+  ASSERT_NE(light.port, 0);
+  ASSERT_NE(full.port, 0);
+  auto pool = [](const std::string& name, const std::string& model,
+                 const std::string& served, uint16_t port) {
+    PoolSpec p;
+    p.name = name;
+    p.models = {{model, {}, served}};
+    UpstreamSpec u;
+    u.url = "http://127.0.0.1:" + std::to_string(port);
+    u.name = name;
+    p.upstreams.push_back(u);
+    p.probe.interval_ms = 0;
+    p.first_byte_timeout_ms = 20'000;
+    return p;
+  };
+  GatewayConfig c;
+  c.port = 0;
+  c.shutdown_grace_s = 2;
+  c.pools = {pool("light", "small", "stories-260k", light.port),
+             pool("full", "big", "stories-656k", full.port)};
+  c.routing.models = {"auto"};
+  c.routing.classes = {{"light", "small", 0.3}, {"full", "big", INFINITY}};
+  c.routing.escalate_to = "full";
+  c.routing.escalate_on_length = true;
+  c.routing.escalate_stream_tokens = 8;
+  ASSERT_TRUE(FinalizeGatewayConfig(&c).ok());
+  gw_ = std::make_unique<Gateway>(std::move(c));
+  auto port = gw_->Start();
+  ASSERT_TRUE(port.ok());
+  port_ = *port;
+
+  // Ends at the first full stop: finish_reason "stop" well within 64.
+  const std::string stop = ",\"stop\":[\".\"]";
+  for (const bool stream : {false, true}) {
+    SCOPED_TRACE(stream ? "streamed" : "not streamed");
+    // Simple, finished: the light model's own answer.
+    const Answer light_direct =
+        ReadAnswer(Http(light.port, "POST", "/v1/completions",
+                        CompletionBody("stories-260k", stream, 64, stop)),
+                   stream);
+    const Answer full_direct =
+        ReadAnswer(Http(full.port, "POST", "/v1/completions",
+                        CompletionBody("stories-656k", stream, 64, stop)),
+                   stream);
+    ASSERT_EQ(light_direct.finish_reason, "stop") << light_direct.text;
+    ASSERT_FALSE(light_direct.text.empty());
+    // Different models: the route that answered shows in the text.
+    ASSERT_NE(light_direct.text, full_direct.text);
+    std::printf("%s: light %s | full %s\n", stream ? "stream" : "body",
+                JsonString(light_direct.text).c_str(),
+                JsonString(full_direct.text).c_str());
+    HttpResponse r = Http(port_, "POST", "/v1/completions",
+                          CompletionBody("auto", stream, 64, stop));
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(r.Header("x-redline-route"), "light");
+    EXPECT_EQ(r.Header("x-redline-escalated"), "");
+    EXPECT_EQ(r.Header("X-Gateway-Upstream"), "light");
+    Answer got = ReadAnswer(r, stream);
+    EXPECT_EQ(got.text, light_direct.text);
+    EXPECT_EQ(got.finish_reason, "stop");
+    EXPECT_EQ(got.done, stream);
+
+    // Cut off by max_tokens (4 < the 8 held tokens for a stream): the
+    // light answer is judged unreliable and the full model answers.
+    const Answer full_cut =
+        ReadAnswer(Http(full.port, "POST", "/v1/completions",
+                        CompletionBody("stories-656k", stream, 4)),
+                   stream);
+    ASSERT_EQ(full_cut.finish_reason, "length");
+    r = Http(port_, "POST", "/v1/completions",
+             CompletionBody("auto", stream, 4));
+    ASSERT_EQ(r.status, 200) << r.body;
+    EXPECT_EQ(r.Header("x-redline-route"), "full");
+    EXPECT_EQ(r.Header("x-redline-escalated"), "length");
+    EXPECT_EQ(r.Header("X-Gateway-Upstream"), "full");
+    got = ReadAnswer(r, stream);
+    EXPECT_EQ(got.text, full_cut.text);
+    EXPECT_EQ(got.finish_reason, "length");
+    EXPECT_EQ(got.done, stream);
+  }
+  const std::string m = Metrics();
+  EXPECT_EQ(MetricSum(m, "redline_gateway_route_escalations_total",
+                      {"reason=\"length\""}),
+            2);
+  EXPECT_EQ(MetricSum(m, "redline_gateway_route_escalations_total"), 2);
+  EXPECT_EQ(
+      MetricSum(m, "redline_gateway_route_requests_total", {"class=\"light\""}),
+      4);
+  EXPECT_EQ(
+      MetricSum(m, "redline_gateway_route_requests_total", {"class=\"full\""}),
+      2);
+  EXPECT_EQ(MetricSum(m, "redline_gateway_stream_errors_total"), 0);
 }
 
 // A llama.cpp server as an upstream next to a redline serve replica, in one
