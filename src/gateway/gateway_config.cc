@@ -223,20 +223,25 @@ std::string DescribeGatewayConfig(const GatewayConfig& c) {
         p.probe.path,
         p.probe.interval_ms > 0 ? FormatDurationMs(p.probe.interval_ms)
                                 : std::string("never"));
-    if (p.scrape.interval_ms > 0 || p.slow_start_ms > 0)
+    if (p.scrape.interval_ms > 0)
       out += fmt::format(
-          "    scrape-metrics {} (timeout {}, stale after {} intervals), "
-          "slow-start {}\n",
-          p.scrape.interval_ms > 0 ? p.scrape.path + " every " +
-                                         FormatDurationMs(p.scrape.interval_ms)
-                                   : std::string("off"),
-          FormatDurationMs(p.scrape.timeout_ms), p.scrape.stale_intervals,
-          p.slow_start_ms > 0 ? FormatDurationMs(p.slow_start_ms)
-                              : std::string("off"));
+          "    scrape-metrics {} every {} (timeout {}, stale after {} "
+          "intervals)\n",
+          p.scrape.path, FormatDurationMs(p.scrape.interval_ms),
+          FormatDurationMs(p.scrape.timeout_ms), p.scrape.stale_intervals);
+    if (p.slow_start_ms > 0)
+      out +=
+          fmt::format("    slow-start {}\n", FormatDurationMs(p.slow_start_ms));
     for (const UpstreamSpec& u : p.upstreams) {
-      out += fmt::format("    upstream {}: {} weight {} max-in-flight {}{}\n",
+      out += fmt::format("    upstream {}: {} weight {} max-in-flight {}{}{}\n",
                          u.name, u.url, u.weight, u.max_in_flight,
-                         u.api_key.empty() ? "" : " api-key ***");
+                         u.api_key.empty() ? "" : " api-key ***",
+                         u.scrape_interval_ms != p.scrape.interval_ms
+                             ? " scrape-metrics " +
+                                   (u.scrape_interval_ms > 0
+                                        ? FormatDurationMs(u.scrape_interval_ms)
+                                        : std::string("off"))
+                             : std::string());
     }
   }
   if (c.cache.enabled) {

@@ -6,7 +6,8 @@
 // keep-alive lane, the upstream's connect timeout) on the event loop; the
 // loop never waits for it. At most one scrape per upstream is in flight
 // (a tick that finds the last one still running skips); each has the
-// pool's scrape timeout as its total limit, and an answer over
+// pool's scrape timeout as its limit once connected (a new connection
+// also has the upstream's connect timeout), and an answer over
 // kMaxScrapeBytes is cancelled at once. A failed scrape (transport error,
 // non-200, too large, no known load series) keeps the last good data,
 // which ages until it is stale (Pool::ScrapeStale) and counts as busy; it

@@ -2,9 +2,9 @@
 // OpenAI servers (bench/testing/fake_openai_server.h) whose /metrics report
 // vLLM's series, one of them a deep queue the gateway did not fill. With
 // scrape-metrics on, least_outstanding sends that one far fewer requests;
-// with it off, the two share; an upstream whose /metrics is too large or
-// has no load series goes stale and counts as busy. Port 0, every wait
-// bounded.
+// with it off, the two share; an upstream whose /metrics is too large,
+// has no load series or never answers goes stale and counts as busy; an
+// upstream that comes back is slow-started. Port 0, every wait bounded.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -57,7 +57,7 @@ class GatewayLoadTest : public ::testing::Test {
   }
 
   void Start(const std::vector<std::string>& urls, int64_t scrape_ms,
-             int64_t slow_start_ms = 0) {
+             int64_t slow_start_ms = 0, int64_t probe_ms = 100) {
     GatewayConfig c;
     c.port = 0;
     c.shutdown_grace_s = 2;
@@ -71,9 +71,9 @@ class GatewayLoadTest : public ::testing::Test {
       u.name = "u" + std::to_string(i);
       p.upstreams.push_back(u);
     }
-    p.probe.interval_ms = 100;
+    p.probe.interval_ms = probe_ms;
     p.probe.timeout_ms = 500;
-    p.probe.timeout_ms = 500;
+    p.first_byte_timeout_ms = 2000;
     p.health.unhealthy_threshold = 1;
     p.scrape.interval_ms = scrape_ms;
     p.slow_start_ms = slow_start_ms;
@@ -190,6 +190,35 @@ TEST_F(GatewayLoadTest, UnreadableMetricsGoStaleAndCountAsBusy) {
   EXPECT_EQ(got.count("u0") ? got.at("u0") : 0, 30)
       << "u1 " << (got.count("u1") ? got.at("u1") : 0) << ", u2 "
       << (got.count("u2") ? got.at("u2") : 0);
+}
+
+TEST_F(GatewayLoadTest, StalledMetricsTimeOutAndCountAsBusy) {
+  // u1 listens but never answers (the kernel completes the handshakes; no
+  // one accepts): without probes it starts routable, its scrapes time out.
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(listen(fd, 64), 0);
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  const std::string silent =
+      "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  Start({AddFake("vllm:", ""), silent}, 100, 0, /*probe_ms=*/0);
+  ASSERT_TRUE(Eventually([&] {
+    return Metric(
+               "upstream_scrape_errors_total{pool=\"p\",upstream=\"u1\","
+               "reason=\"transport\"}") >= 2;
+  }));
+  // The loop was never blocked: /metrics answered meanwhile, and every
+  // request goes to the upstream with fresh data.
+  const std::map<std::string, int> got = Send(20, 2);
+  EXPECT_EQ(got.count("u0") ? got.at("u0") : 0, 20);
+  EXPECT_EQ(Metric("upstream_scrape_age_seconds{pool=\"p\",upstream=\"u1\"}"),
+            -1);
+  close(fd);
 }
 
 TEST_F(GatewayLoadTest, ReturningUpstreamIsSlowStarted) {
