@@ -86,19 +86,6 @@ TEST(ServerSeriesTest, RecognisesRedlineVllmAndLlamaCppNames) {
   EXPECT_EQ(CuratedHistogramFamily("xtime_to_first_token_seconds_bucket"), "");
 }
 
-TEST(ServerSeriesTest, ParsesLabelsWithQuotesAndEscapes) {
-  auto l = ParseLabels("model_name=\"a,b\",handle=\"x\\\"y\",le=\"+Inf\"");
-  ASSERT_EQ(l.size(), 3u);
-  EXPECT_EQ(l[0].second, "a,b");
-  EXPECT_EQ(l[1].first, "handle");
-  EXPECT_EQ(l[1].second, "x\"y");
-  EXPECT_EQ(l[2].first, "le");
-  EXPECT_EQ(l[2].second, "+Inf");
-  // Malformed: what came before it is kept.
-  EXPECT_EQ(ParseLabels("a=\"1\",=\"2\",b=\"3\"").size(), 1u);
-  EXPECT_EQ(ParseLabels("a=\"1\",b=\"unterminated").size(), 1u);
-}
-
 ScrapeSeries Make(std::string name, std::vector<double> v,
                   std::string labels = "") {
   ScrapeSeries s;

@@ -17,24 +17,14 @@
 
 #include "base/result.h"
 #include "http/client.h"
+#include "telemetry/prometheus_text.h"
 
 namespace redline::bench {
 
-struct PromSample {
-  std::string name;
-  std::string labels;  // as written between the braces, "" when none
-  double value = 0;
-};
-
-// Parses the Prometheus text exposition format (comments and TYPE lines
-// skipped; timestamps ignored). Malformed lines are skipped and counted.
-std::vector<PromSample> ParsePrometheusText(std::string_view text,
-                                            int* malformed = nullptr);
-
-// Splits `a="x",b="y,z"` into (name, unescaped value) pairs; malformed
-// input (an empty name, a missing quote) yields the pairs parsed before it.
-std::vector<std::pair<std::string, std::string>> ParseLabels(
-    std::string_view labels);
+// The parser lives in telemetry (the gateway reads /metrics too).
+using telemetry::ParseLabels;
+using telemetry::ParsePrometheusText;
+using telemetry::PromSample;
 
 // One histogram family's `_bucket` series, summed over every label set but
 // `le` (Prometheus `sum by (le)`), one cumulative map per scrape.

@@ -179,21 +179,5 @@ TEST_F(WorkloadTest, SyntheticLengthsAndSharedPrefixes) {
   EXPECT_EQ(prefixes.size(), 2u);
 }
 
-TEST(ScrapeTest, ParsesPrometheusText) {
-  int bad = 0;
-  auto samples = ParsePrometheusText(
-      "# HELP x help\n# TYPE x gauge\nx "
-      "1.5\nqueue_depth{model=\"a,b}\",gpu=\"0\"} 3 1700000000\n"
-      "process_cpu_seconds_total 12.25\nbroken{ 1\nnan_metric NaN\n",
-      &bad);
-  ASSERT_EQ(samples.size(), 4u);
-  EXPECT_EQ(samples[0].name, "x");
-  EXPECT_DOUBLE_EQ(samples[0].value, 1.5);
-  EXPECT_EQ(samples[1].labels, "model=\"a,b}\",gpu=\"0\"");
-  EXPECT_DOUBLE_EQ(samples[1].value, 3);
-  EXPECT_TRUE(std::isnan(samples[3].value));
-  EXPECT_EQ(bad, 1);
-}
-
 }  // namespace
 }  // namespace redline::bench

@@ -152,8 +152,8 @@ void Setup(CLI::App& sub, int* exit_code) {
       "http://127.0.0.1:8082 --port 8088\n"
       "Per-pool settings (policy, max-in-flight, connect/first-byte/idle "
       "timeouts, deadline, retries, retry-budget, hedge-after, health, "
-      "outlier, affinity) live in the YAML --config; docs/GATEWAY.md lists "
-      "every key.");
+      "outlier, affinity, scrape-metrics, slow-start) live in the YAML "
+      "--config; docs/GATEWAY.md lists every key.");
   CLI::App* app = &sub;
   sub.callback([config, exit_code, app] {
     if (Status s = ApplyConfigFile(*app, config.get()); !s.ok()) {

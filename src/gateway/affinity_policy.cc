@@ -26,7 +26,8 @@ std::optional<size_t> PrefixAffinity::Pick(std::span<const UpstreamLoad> ups,
       const size_t i = (rotation_ + k) % ups.size();
       if (!ups[i].eligible) continue;
       const double w = ups[i].weight > 0 ? ups[i].weight : 1;
-      const double score = static_cast<double>(ups[i].in_flight + 1) / w;
+      const double score =
+          (EffectiveRequests(ups[i]) + 1) * KvFactor(ups[i]) / w;
       if (!best || score < best_score) {
         best = i;
         best_score = score;
@@ -46,12 +47,13 @@ std::optional<size_t> PrefixAffinity::Pick(std::span<const UpstreamLoad> ups,
   }
   // A new session (or one whose upstream cannot take it now): the bound is
   // load_factor x the mean in flight over routable upstreams, counting this
-  // request, in proportion to weight.
+  // request, in proportion to (slow-start scaled) weight. Requests are
+  // EffectiveRequests, and an upstream's own count is scaled by KvFactor.
   double total_in_flight = 1;
   double total_weight = 0;
   for (const UpstreamLoad& u : ups) {
     if (!u.routable) continue;
-    total_in_flight += static_cast<double>(u.in_flight);
+    total_in_flight += EffectiveRequests(u);
     total_weight += u.weight > 0 ? u.weight : 1;
   }
   std::optional<size_t> chosen;
@@ -61,7 +63,7 @@ std::optional<size_t> PrefixAffinity::Pick(std::span<const UpstreamLoad> ups,
       const double w = ups[i].weight > 0 ? ups[i].weight : 1;
       const double bound =
           std::ceil(options_.load_factor * total_in_flight * w / total_weight);
-      return static_cast<double>(ups[i].in_flight + 1) <= bound;
+      return (EffectiveRequests(ups[i]) + 1) * KvFactor(ups[i]) <= bound;
     });
   }
   if (!chosen) chosen = least();

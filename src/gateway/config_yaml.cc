@@ -55,6 +55,16 @@ class Reader {
     return Status::Ok();
   }
 
+  // A duration, or off/false/0.
+  Status DurationOrOff(const YAML::Node& v, const std::string& key,
+                       int64_t* out_ms) const {
+    if (v.IsScalar() && (v.Scalar() == "off" || v.Scalar() == "false")) {
+      *out_ms = 0;
+      return Status::Ok();
+    }
+    return Duration(v, key, out_ms);
+  }
+
   // Calls fn(normalized key, value node, key path) for each member of a
   // mapping; `where` prefixes the key path.
   Status Members(
@@ -145,9 +155,12 @@ class Reader {
           if (k == "idle-timeout")
             return Duration(x, path, &u->idle_timeout_ms);
           if (k == "api-key") return Scalar(x, path, &u->api_key);
+          if (k == "scrape-metrics")
+            return DurationOrOff(x, path, &u->scrape_interval_ms);
           return Unknown(kn, path,
                          "url, name, weight, max-in-flight, connect-timeout, "
-                         "first-byte-timeout, idle-timeout, api-key");
+                         "first-byte-timeout, idle-timeout, api-key, "
+                         "scrape-metrics");
         }));
     if (u->url.empty()) return Error(item, at, "an upstream needs a url");
     return Status::Ok();
@@ -226,12 +239,15 @@ class Reader {
           if (k == "health") return HealthSection(x, path, p);
           if (k == "outlier") return OutlierSection(x, path, p);
           if (k == "affinity") return AffinitySection(x, path, p);
+          if (k == "scrape-metrics") return ScrapeSection(x, path, p);
+          if (k == "slow-start")
+            return DurationOrOff(x, path, &p->slow_start_ms);
           return Unknown(
               kn, path,
               "name, models, upstreams, policy, max-in-flight, "
               "connect-timeout, first-byte-timeout, idle-timeout, deadline, "
               "retries, retry-budget, hedge-after, health, outlier, affinity, "
-              "max-response-bytes");
+              "max-response-bytes, scrape-metrics, slow-start");
         });
   }
 
@@ -260,6 +276,34 @@ class Reader {
             return Status::Ok();
           }
           return Unknown(kn, path, "ratio, min-per-second, window");
+        });
+  }
+
+  // `scrape-metrics: 1s` (or off), or a mapping.
+  Status ScrapeSection(const YAML::Node& x, const std::string& where,
+                       PoolSpec* p) const {
+    if (x.IsScalar()) return DurationOrOff(x, where, &p->scrape.interval_ms);
+    return Members(
+        x, where,
+        [&](const std::string& k, const YAML::Node& kn, const YAML::Node& v,
+            const std::string& path) -> Status {
+          if (k == "interval")
+            return DurationOrOff(v, path, &p->scrape.interval_ms);
+          if (k == "timeout") return Duration(v, path, &p->scrape.timeout_ms);
+          if (k == "stale-intervals") {
+            RL_RETURN_IF_ERROR(Scalar(v, path, &p->scrape.stale_intervals));
+            if (p->scrape.stale_intervals < 1 ||
+                p->scrape.stale_intervals > 1000)
+              return Error(v, path, "must be in 1..1000");
+            return Status::Ok();
+          }
+          if (k == "path") {
+            RL_RETURN_IF_ERROR(Scalar(v, path, &p->scrape.path));
+            if (!p->scrape.path.starts_with("/"))
+              return Error(v, path, "must start with /");
+            return Status::Ok();
+          }
+          return Unknown(kn, path, "interval, timeout, stale-intervals, path");
         });
   }
 

@@ -70,6 +70,7 @@ Gateway::~Gateway() {
   if (g.cache) g.cache->Stop();
   g.active.clear();
   g.prober.reset();
+  g.scraper.reset();
   g.tick_timer.reset();
   g.grace_timer.reset();
   g.http.reset();
@@ -156,9 +157,11 @@ Result<uint16_t> Gateway::Start() {
   RL_LOG(kInfo, "gateway: listening on http://{}:{}; pools: {}", g.config.host,
          g.port, fmt::join(pools, ", "));
   g.prober = std::make_unique<Prober>(g.loop, raw);
+  g.scraper = std::make_unique<MetricsScraper>(g.loop, raw);
   g.loop.Post([&g] {
     g.tick_timer = std::make_unique<http::Timer>(g.loop);
     g.prober->Start();
+    if (g.scraper) g.scraper->Start();
     g.Tick();
   });
   g.loop_thread = std::thread([&g] {
@@ -238,6 +241,7 @@ void Gateway::Impl::FinalStop() {
   for (auto& [id, r] : active) r->Abort("the gateway stopped");
   if (cache) cache->Stop();
   prober.reset();
+  scraper.reset();
   loop.Stop();
 }
 

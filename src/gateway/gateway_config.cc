@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 
@@ -45,6 +46,25 @@ Status CheckUpstream(const GatewayConfig& c, const PoolSpec& p,
   if (u->idle_timeout_ms < 0) u->idle_timeout_ms = p.idle_timeout_ms;
   if (u->connect_timeout_ms == 0)
     return Bad(c, u->line, where + ".connect-timeout", "must be above 0");
+  if (u->scrape_interval_ms < 0) u->scrape_interval_ms = p.scrape.interval_ms;
+  if (u->scrape_interval_ms > 0 && u->scrape_interval_ms < 100)
+    return Bad(c, u->line, where + ".scrape-metrics",
+               "must be at least 100ms (or off)");
+  return Status::Ok();
+}
+
+// "off" or a duration ("0" is off too).
+Status FlagDuration(const std::string& flag, const std::string& text,
+                    int64_t* out_ms) {
+  if (text == "off" || text == "false" || text.empty()) {
+    *out_ms = 0;
+    return Status::Ok();
+  }
+  auto ms = ParseDurationMs(text);
+  if (!ms.ok())
+    return Status::InvalidArgument(
+        fmt::format("{}: {} (or off)", flag, ms.status().message()));
+  *out_ms = *ms;
   return Status::Ok();
 }
 
@@ -72,6 +92,12 @@ Status FinalizeGatewayConfig(GatewayConfig* c) {
         "--metrics-prefix must be \"redline_\" or \"redline:\"");
   if (c->trace_sample != -1 && !(c->trace_sample >= 0 && c->trace_sample <= 1))
     return Status::InvalidArgument("--trace-sample must be in [0, 1]");
+
+  int64_t scrape_default_ms = 0, slow_start_default_ms = 0;
+  RL_RETURN_IF_ERROR(
+      FlagDuration("--scrape-metrics", c->scrape_metrics, &scrape_default_ms));
+  RL_RETURN_IF_ERROR(
+      FlagDuration("--slow-start", c->slow_start, &slow_start_default_ms));
 
   if (!c->cache.redis_url.empty() || !c->cache.warm_file.empty())
     c->cache.enabled = true;
@@ -120,6 +146,21 @@ Status FinalizeGatewayConfig(GatewayConfig* c) {
                  "must be at least base-ejection");
     if (p.deadline_ms <= 0)
       return Bad(*c, p.line, where + ".deadline", "must be above 0");
+    if (p.slow_start_ms < 0) p.slow_start_ms = slow_start_default_ms;
+    if (p.scrape.interval_ms < 0) p.scrape.interval_ms = scrape_default_ms;
+    if (p.scrape.interval_ms > 0 && p.scrape.interval_ms < 100)
+      return Bad(*c, p.line, where + ".scrape-metrics",
+                 "must be at least 100ms (or off)");
+    if (p.scrape.timeout_ms < 0) {
+      int64_t longest = p.scrape.interval_ms;
+      for (const UpstreamSpec& u : p.upstreams)
+        longest = std::max(longest, u.scrape_interval_ms);
+      p.scrape.timeout_ms =
+          std::min<int64_t>(std::max<int64_t>(longest, 100), 1'000);
+    }
+    if (p.scrape.timeout_ms == 0)
+      return Bad(*c, p.line, where + ".scrape-metrics.timeout",
+                 "must be above 0");
     std::set<std::string> upstream_names;
     for (size_t j = 0; j < p.upstreams.size(); ++j) {
       const std::string uw = fmt::format("{}.upstreams[{}]", where, j);
@@ -182,10 +223,25 @@ std::string DescribeGatewayConfig(const GatewayConfig& c) {
         p.probe.path,
         p.probe.interval_ms > 0 ? FormatDurationMs(p.probe.interval_ms)
                                 : std::string("never"));
+    if (p.scrape.interval_ms > 0)
+      out += fmt::format(
+          "    scrape-metrics {} every {} (timeout {}, stale after {} "
+          "intervals)\n",
+          p.scrape.path, FormatDurationMs(p.scrape.interval_ms),
+          FormatDurationMs(p.scrape.timeout_ms), p.scrape.stale_intervals);
+    if (p.slow_start_ms > 0)
+      out +=
+          fmt::format("    slow-start {}\n", FormatDurationMs(p.slow_start_ms));
     for (const UpstreamSpec& u : p.upstreams) {
-      out += fmt::format("    upstream {}: {} weight {} max-in-flight {}{}\n",
+      out += fmt::format("    upstream {}: {} weight {} max-in-flight {}{}{}\n",
                          u.name, u.url, u.weight, u.max_in_flight,
-                         u.api_key.empty() ? "" : " api-key ***");
+                         u.api_key.empty() ? "" : " api-key ***",
+                         u.scrape_interval_ms != p.scrape.interval_ms
+                             ? " scrape-metrics " +
+                                   (u.scrape_interval_ms > 0
+                                        ? FormatDurationMs(u.scrape_interval_ms)
+                                        : std::string("off"))
+                             : std::string());
     }
   }
   if (c.cache.enabled) {

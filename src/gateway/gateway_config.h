@@ -47,7 +47,9 @@ struct UpstreamSpec {
   int64_t first_byte_timeout_ms = -1;
   int64_t idle_timeout_ms = -1;
   std::string api_key;  // sent upstream as Authorization: Bearer
-  int line = 0;         // where the config file set it (0: a flag)
+  // Period of its /metrics scrape; 0: not scraped; -1: the pool's.
+  int64_t scrape_interval_ms = -1;
+  int line = 0;  // where the config file set it (0: a flag)
 };
 
 struct ProbeSpec {
@@ -56,6 +58,20 @@ struct ProbeSpec {
   std::string path = "/readyz";
   int64_t interval_ms = 2'000;
   int64_t timeout_ms = 1'000;
+};
+
+// Scraping each upstream's Prometheus /metrics for its own view of its
+// load (metrics_scraper.h): requests running and waiting, KV-cache usage.
+struct ScrapeSpec {
+  // GET `path` every interval; 0: off; -1 (before FinalizeGatewayConfig):
+  // the --scrape-metrics default.
+  int64_t interval_ms = -1;
+  // Answer limit; -1: the interval, at most 1 s.
+  int64_t timeout_ms = -1;
+  // Data older than this many intervals (or none yet) is stale, and a
+  // stale upstream counts as busy (policy.h, EffectiveRequests).
+  int stale_intervals = 3;
+  std::string path = "/metrics";
 };
 
 enum class HedgeMode { kOff, kFixed, kP95 };
@@ -91,6 +107,11 @@ struct PoolSpec {
   // Largest upstream answer buffered (non-streamed bodies, error bodies,
   // events held before the first token); beyond it: 502.
   int64_t max_response_bytes = 64 << 20;
+  ScrapeSpec scrape;
+  // An upstream that becomes routable again (after probes failed or an
+  // ejection) ramps its weight linearly from 10 % to full over this long;
+  // 0: off; -1 (before FinalizeGatewayConfig): the --slow-start default.
+  int64_t slow_start_ms = -1;
   int line = 0;
 };
 
@@ -111,6 +132,10 @@ struct GatewayConfig {
   // Pool that takes requests without "model" (default: the first).
   std::string default_pool;
   std::string metrics_prefix = "redline_";
+  // Defaults of every pool's scrape-metrics interval and slow-start window
+  // (durations, or "off"); a pool's own keys win.
+  std::string scrape_metrics = "off";
+  std::string slow_start = "off";
 
   // Tracing (docs/OBSERVABILITY.md), as redline serve's flags; the
   // OTEL_* environment variables apply when these are unset.
@@ -177,6 +202,16 @@ void VisitGatewayFlags(GatewayConfig& c, Visitor&& v) {
     GatewayFlagKind::kOption);
   v(c.metrics_prefix, "--metrics-prefix",
     "Prefix of metric names: \"redline_\" (default) or \"redline:\"",
+    GatewayFlagKind::kOption);
+  v(c.scrape_metrics, "--scrape-metrics",
+    "Scrape each upstream's /metrics this often (e.g. 1s; off) and route by "
+    "the requests it reports running and waiting and its KV-cache usage; "
+    "the default of every pool (a pool's scrape-metrics key wins)",
+    GatewayFlagKind::kOption);
+  v(c.slow_start, "--slow-start",
+    "Ramp an upstream that comes back (after failed probes or an ejection) "
+    "from 10% of its weight to full over this long (e.g. 30s; off); the "
+    "default of every pool (a pool's slow-start key wins)",
     GatewayFlagKind::kOption);
   v(c.otlp_endpoint, "--otlp-endpoint",
     "Export request traces over OTLP/HTTP JSON to this URL (.../v1/traces; "

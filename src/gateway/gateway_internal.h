@@ -24,6 +24,7 @@
 #include "gateway/gateway.h"
 #include "gateway/gateway_metrics.h"
 #include "gateway/gateway_trace.h"
+#include "gateway/metrics_scraper.h"
 #include "gateway/pool.h"
 #include "gateway/prober.h"
 #include "gateway/proxy_request.h"
@@ -166,6 +167,7 @@ struct Gateway::Impl {
   Pool* wildcard_pool = nullptr;
   Pool* default_pool = nullptr;
   std::unique_ptr<Prober> prober;
+  std::unique_ptr<MetricsScraper> scraper;
   std::unique_ptr<http::Server> http;
   std::unordered_map<uint64_t, std::unique_ptr<ProxyRequest>> active;
   uint64_t next_id = 1;

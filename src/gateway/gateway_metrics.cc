@@ -57,6 +57,33 @@ GatewayMetrics::GatewayMetrics(std::string prefix)
   e2e_ = &r.AddHistogram(p + "upstream_e2e_seconds",
                          "Attempt sent to last byte, successful attempts",
                          {"pool", "upstream"}, LatencyBuckets());
+  scraped_running_ = &r.AddGauge(
+      p + "upstream_scraped_running",
+      "Requests the upstream's /metrics reports running (scrape-metrics)",
+      {"pool", "upstream"});
+  scraped_waiting_ = &r.AddGauge(
+      p + "upstream_scraped_waiting",
+      "Requests the upstream's /metrics reports waiting (scrape-metrics)",
+      {"pool", "upstream"});
+  scraped_kv_ = &r.AddGauge(
+      p + "upstream_scraped_kv_usage",
+      "KV-cache usage (0..1) the upstream's /metrics reports; -1: none",
+      {"pool", "upstream"});
+  scrape_age_ = &r.AddGauge(p + "upstream_scrape_age_seconds",
+                            "Seconds since the last good scrape of the "
+                            "upstream's /metrics; -1: none yet",
+                            {"pool", "upstream"});
+  scrape_errors_ = &r.AddCounter(
+      p + "upstream_scrape_errors_total",
+      "Scrapes of the upstream's /metrics that gave no load, by reason",
+      {"pool", "upstream", "reason"});
+  slow_start_weight_ = &r.AddGauge(
+      p + "upstream_slow_start_weight",
+      "Share of its weight the upstream gets now (below 1 in slow start)",
+      {"pool", "upstream"});
+  slow_starts_ = &r.AddCounter(p + "upstream_slow_starts_total",
+                               "Slow starts begun (the upstream came back)",
+                               {"pool", "upstream"});
   retries_ = &r.AddCounter(p + "retries_total",
                            "Retries sent, by the failure that caused them",
                            {"pool", "class"});
@@ -100,6 +127,43 @@ UpstreamMetrics GatewayMetrics::ForUpstream(const std::string& pool,
   m.ttft = &ttft_->Labels({pool, upstream});
   m.e2e = &e2e_->Labels({pool, upstream});
   return m;
+}
+
+std::string_view ScrapeErrorName(ScrapeError e) {
+  switch (e) {
+    case ScrapeError::kTransport:
+      return "transport";
+    case ScrapeError::kStatus:
+      return "status";
+    case ScrapeError::kTooLarge:
+      return "too_large";
+    case ScrapeError::kNoLoadSeries:
+      return "no_load_series";
+  }
+  return "unknown";
+}
+
+void GatewayMetrics::AddScrapeMetrics(const std::string& pool,
+                                      const std::string& upstream,
+                                      UpstreamMetrics* m) {
+  m->scraped_running = &scraped_running_->Labels({pool, upstream});
+  m->scraped_waiting = &scraped_waiting_->Labels({pool, upstream});
+  m->scraped_kv = &scraped_kv_->Labels({pool, upstream});
+  m->scraped_kv->Set(-1);
+  m->scrape_age = &scrape_age_->Labels({pool, upstream});
+  m->scrape_age->Set(-1);
+  for (size_t i = 0; i < m->scrape_errors.size(); ++i)
+    m->scrape_errors[i] = &scrape_errors_->Labels(
+        {pool, upstream,
+         std::string(ScrapeErrorName(static_cast<ScrapeError>(i)))});
+}
+
+void GatewayMetrics::AddSlowStartMetrics(const std::string& pool,
+                                         const std::string& upstream,
+                                         UpstreamMetrics* m) {
+  m->slow_start_weight = &slow_start_weight_->Labels({pool, upstream});
+  m->slow_start_weight->Set(1);
+  m->slow_starts = &slow_starts_->Labels({pool, upstream});
 }
 
 PoolMetrics GatewayMetrics::ForPool(const std::string& pool) {

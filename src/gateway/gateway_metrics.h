@@ -15,6 +15,7 @@
 #include <array>
 #include <map>
 #include <string>
+#include <string_view>
 
 #include "gateway/failure.h"
 #include "telemetry/metrics.h"
@@ -31,7 +32,21 @@ struct UpstreamMetrics {
   telemetry::Gauge* healthy = nullptr;
   telemetry::Histogram* ttft = nullptr;
   telemetry::Histogram* e2e = nullptr;
+  // Only for scraped upstreams (AddScrapeMetrics), else null.
+  telemetry::Gauge* scraped_running = nullptr;
+  telemetry::Gauge* scraped_waiting = nullptr;
+  telemetry::Gauge* scraped_kv = nullptr;
+  telemetry::Gauge* scrape_age = nullptr;
+  // By ScrapeError.
+  std::array<telemetry::Counter*, 4> scrape_errors{};
+  // Only with slow start on (AddSlowStartMetrics), else null.
+  telemetry::Gauge* slow_start_weight = nullptr;
+  telemetry::Counter* slow_starts = nullptr;
 };
+
+// Why a scrape of an upstream's /metrics gave no load.
+enum class ScrapeError { kTransport, kStatus, kTooLarge, kNoLoadSeries };
+std::string_view ScrapeErrorName(ScrapeError e);
 
 struct PoolMetrics {
   std::array<telemetry::Counter*, kNumFailures> retries{};
@@ -54,6 +69,11 @@ class GatewayMetrics {
   const std::string& prefix() const { return prefix_; }
   UpstreamMetrics ForUpstream(const std::string& pool,
                               const std::string& upstream);
+  // The scraped-load series of one upstream, into `m`.
+  void AddScrapeMetrics(const std::string& pool, const std::string& upstream,
+                        UpstreamMetrics* m);
+  void AddSlowStartMetrics(const std::string& pool, const std::string& upstream,
+                           UpstreamMetrics* m);
   PoolMetrics ForPool(const std::string& pool);
   // A response to a client ("" pool: refused before a pool was known).
   // Loop thread only (caches children).
@@ -72,6 +92,13 @@ class GatewayMetrics {
   telemetry::GaugeFamily* healthy_;
   telemetry::HistogramFamily* ttft_;
   telemetry::HistogramFamily* e2e_;
+  telemetry::GaugeFamily* scraped_running_;
+  telemetry::GaugeFamily* scraped_waiting_;
+  telemetry::GaugeFamily* scraped_kv_;
+  telemetry::GaugeFamily* scrape_age_;
+  telemetry::CounterFamily* scrape_errors_;
+  telemetry::GaugeFamily* slow_start_weight_;
+  telemetry::CounterFamily* slow_starts_;
   telemetry::CounterFamily* retries_;
   telemetry::CounterFamily* retries_denied_;
   telemetry::CounterFamily* hedges_;

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -14,6 +15,11 @@ namespace {
 constexpr double kLatencyHalfLifeNs = 10e9;
 
 double Weight(const UpstreamLoad& u) { return u.weight > 0 ? u.weight : 1; }
+
+// (requests + this one) x KV pressure / weight.
+double RequestScore(const UpstreamLoad& u) {
+  return (EffectiveRequests(u) + 1) * KvFactor(u) / Weight(u);
+}
 
 // nginx's smooth weighted round robin: each pick adds every eligible
 // upstream's weight to its credit and takes the one with the most credit,
@@ -43,6 +49,20 @@ class RoundRobin final : public RoutingPolicy {
 // Fewest of something per unit of weight; ties rotate so equal upstreams
 // share the load instead of the first one taking every tie.
 class LeastLoaded final : public RoutingPolicy {
+  // Tokens in flight plus this request's; requests the upstream holds
+  // beyond its own attempts (scraped) count at its own mean per attempt
+  // (this request's estimate when it has none).
+  static double TokenScore(const UpstreamLoad& u, const RouteRequest& r) {
+    const double own = static_cast<double>(u.tokens_in_flight);
+    const double per_request = u.in_flight > 0
+                                   ? own / static_cast<double>(u.in_flight)
+                                   : static_cast<double>(r.token_estimate);
+    const double extra =
+        std::max(0.0, EffectiveRequests(u) - static_cast<double>(u.in_flight));
+    return (own + extra * per_request + static_cast<double>(r.token_estimate)) *
+           KvFactor(u) / Weight(u);
+  }
+
  public:
   explicit LeastLoaded(bool tokens) : tokens_(tokens) {}
   std::optional<size_t> Pick(std::span<const UpstreamLoad> ups,
@@ -53,11 +73,8 @@ class LeastLoaded final : public RoutingPolicy {
     for (size_t k = 0; k < n; ++k) {
       const size_t i = (rotation_ + k) % n;
       if (!ups[i].eligible) continue;
-      const double load = tokens_
-                              ? static_cast<double>(ups[i].tokens_in_flight +
-                                                    request.token_estimate)
-                              : static_cast<double>(ups[i].in_flight + 1);
-      const double score = load / Weight(ups[i]);
+      const double score =
+          tokens_ ? TokenScore(ups[i], request) : RequestScore(ups[i]);
       if (!best || score < best_score) {
         best = i;
         best_score = score;
@@ -95,8 +112,7 @@ class LatencyP2C final : public RoutingPolicy {
 
  private:
   static double Score(const UpstreamLoad& u, int64_t now_ns) {
-    return DecayedTtftMs(u, now_ns) * static_cast<double>(u.in_flight + 1) /
-           Weight(u);
+    return DecayedTtftMs(u, now_ns) * RequestScore(u);
   }
   std::mt19937_64 rng_;
   std::vector<size_t> eligible_;  // scratch, reused
@@ -134,6 +150,18 @@ std::string_view PolicyName(PolicyKind kind) {
       return "prefix_affinity";
   }
   return "unknown";
+}
+
+double EffectiveRequests(const UpstreamLoad& u) {
+  const double own = static_cast<double>(u.in_flight);
+  if (!u.scraped) return own;
+  if (u.scrape_stale) return own + static_cast<double>(u.max_in_flight);
+  return std::max(own, u.scraped_requests);
+}
+
+double KvFactor(const UpstreamLoad& u) {
+  if (!u.scraped || u.scrape_stale || u.kv_usage <= 0.8) return 1;
+  return 1 + 10 * (std::min(u.kv_usage, 1.0) - 0.8);
 }
 
 double DecayedTtftMs(const UpstreamLoad& u, int64_t now_ns) {

@@ -22,6 +22,12 @@
 //                      table) stays on its upstream while that one is
 //                      eligible; requests without a key: least_outstanding
 //
+// Load: every policy but round_robin counts an upstream's requests as
+// EffectiveRequests (its own in-flight attempts, or what its /metrics says
+// it holds when that is more) and multiplies by KvFactor (busier as its KV
+// cache fills). Slow start and configured weights reach every policy
+// through UpstreamLoad::weight.
+//
 // Eligible: healthy, not ejected or backed off, below max_in_flight and not
 // already tried by this request. Ties are broken by rotation or the seeded
 // generator, never by position alone (that would pile ties on the first).
@@ -58,6 +64,7 @@ std::string_view PolicyName(PolicyKind kind);
 // One upstream as a policy sees it.
 struct UpstreamLoad {
   std::string_view name;
+  // The configured weight x the slow-start factor (pool.h).
   double weight = 1;
   // May take this request now.
   bool eligible = false;
@@ -69,7 +76,28 @@ struct UpstreamLoad {
   // Exponentially weighted TTFT; 0 until the first sample.
   double ewma_ttft_ms = 0;
   int64_t ewma_sample_ns = 0;
+  // Its /metrics (scrape-metrics on): requests running + waiting, KV usage
+  // (0..1, -1 unknown), and whether that is older than the staleness bound
+  // (or missing). max_in_flight: the stale penalty.
+  bool scraped = false;
+  bool scrape_stale = false;
+  double scraped_requests = 0;
+  double kv_usage = -1;
+  int64_t max_in_flight = 0;
 };
+
+// Requests the upstream holds as the policies count them: its own
+// in-flight attempts; with scraping, the larger of that and the scraped
+// running + waiting (other clients' requests, and queues the gateway did
+// not fill, count too); with stale scraped data, its own in-flight plus
+// max_in_flight (as if a full gateway's worth of requests queued behind
+// them: avoided while fresher upstreams can take the request, still
+// ordered by its own load when every upstream is stale).
+double EffectiveRequests(const UpstreamLoad& u);
+// 1 up to 80 % KV-cache usage, then rising linearly to 3 when full
+// (1 + 10 x (usage - 0.8)): an upstream close to preempting or refusing
+// counts as busier. 1 when unknown or stale.
+double KvFactor(const UpstreamLoad& u);
 
 struct AffinityOptions {
   double load_factor = 1.25;

@@ -4,10 +4,14 @@
 #include <cmath>
 #include <set>
 
+#include "base/logging.h"
+#include "gateway/duration.h"
+
 namespace redline::gateway {
 namespace {
 
 constexpr double kEwmaAlpha = 0.3;
+constexpr int64_t kNsPerMs = 1'000'000;
 
 // "http://h:8080/v1/" -> "" ; "http://h/base/v1" -> "/base"; "http://h/x"
 // -> "/x".
@@ -40,6 +44,11 @@ Pool::Pool(const PoolSpec& spec, http::EventLoop& loop, GatewayMetrics& metrics,
         loop, u->origin, us.connect_timeout_ms,
         static_cast<size_t>(std::max(us.max_in_flight, 1)));
     u->metrics = metrics.ForUpstream(spec.name, us.name);
+    u->scrape_interval_ms = std::max<int64_t>(us.scrape_interval_ms, 0);
+    if (u->scrape_interval_ms > 0)
+      metrics.AddScrapeMetrics(spec.name, us.name, &u->metrics);
+    if (spec.slow_start_ms > 0)
+      metrics.AddSlowStartMetrics(spec.name, us.name, &u->metrics);
     names.push_back(us.name);
     weights.push_back(us.weight);
     upstreams_.push_back(std::move(u));
@@ -57,7 +66,7 @@ Pool::Pick Pool::Choose(const RouteRequest& request,
     const Upstream& u = *upstreams_[i];
     UpstreamLoad& l = loads_[i];
     l.name = u.spec.name;
-    l.weight = u.spec.weight;
+    l.weight = EffectiveWeight(u, now_ns);
     l.routable = u.health.Routable(now_ns);
     const bool untried =
         std::find(tried.begin(), tried.end(), &u) == tried.end();
@@ -67,6 +76,11 @@ Pool::Pick Pool::Choose(const RouteRequest& request,
     l.tokens_in_flight = u.tokens_in_flight;
     l.ewma_ttft_ms = u.ewma_ttft_ms;
     l.ewma_sample_ns = u.ewma_sample_ns;
+    l.scraped = u.scrape_interval_ms > 0;
+    l.scrape_stale = l.scraped && ScrapeStale(u, now_ns);
+    l.scraped_requests = u.scraped.running + u.scraped.waiting;
+    l.kv_usage = u.scraped.kv_usage;
+    l.max_in_flight = u.spec.max_in_flight;
   }
   Pick pick;
   if (auto i = policy_->Pick(loads_, request, now_ns)) {
@@ -164,12 +178,48 @@ int Pool::RoutableCount(int64_t now_ns) const {
   return n;
 }
 
+bool Pool::ScrapeStale(const Upstream& u, int64_t now_ns) const {
+  if (u.scraped_ns <= 0) return true;
+  const int64_t bound_ns = static_cast<int64_t>(spec_.scrape.stale_intervals) *
+                           u.scrape_interval_ms * kNsPerMs;
+  return now_ns - u.scraped_ns > bound_ns;
+}
+
+double Pool::EffectiveWeight(const Upstream& u, int64_t now_ns) const {
+  return u.spec.weight * u.health.SlowStartFactor(now_ns, spec_.slow_start_ms);
+}
+
 void Pool::UpdateGauges(int64_t now_ns) {
   int n = 0;
-  for (const auto& u : upstreams_) {
-    const bool ok = u->health.Routable(now_ns);
-    u->metrics.healthy->Set(ok ? 1 : 0);
+  for (const auto& up : upstreams_) {
+    Upstream& u = *up;
+    const bool ok = u.health.Routable(now_ns);
+    u.metrics.healthy->Set(ok ? 1 : 0);
     n += ok ? 1 : 0;
+    if (u.metrics.scrape_age != nullptr)
+      u.metrics.scrape_age->Set(u.scraped_ns > 0
+                                    ? static_cast<double>(std::max<int64_t>(
+                                          now_ns - u.scraped_ns, 0)) /
+                                          1e9
+                                    : -1);
+    if (spec_.slow_start_ms <= 0 || now_ns <= 0) continue;
+    const double factor =
+        ok ? u.health.SlowStartFactor(now_ns, spec_.slow_start_ms) : 1;
+    if (u.metrics.slow_start_weight != nullptr)
+      u.metrics.slow_start_weight->Set(factor);
+    const bool ramping = ok && factor < 1;
+    if (ramping && !u.slow_start_active) {
+      u.metrics.slow_starts->Increment();
+      RL_LOG(kInfo,
+             "gateway: pool {}: upstream {} is back; slow start: weight "
+             "{:.0f}% rising to full over {}",
+             name(), u.spec.name, factor * 100,
+             FormatDurationMs(spec_.slow_start_ms));
+    } else if (!ramping && u.slow_start_active && ok) {
+      RL_LOG(kInfo, "gateway: pool {}: upstream {}: slow start done", name(),
+             u.spec.name);
+    }
+    if (ok) u.slow_start_active = ramping;
   }
   metrics_.routable->Set(n);
 }

@@ -18,6 +18,7 @@
 #include "gateway/gateway_config.h"
 #include "gateway/gateway_metrics.h"
 #include "gateway/latency_window.h"
+#include "gateway/load_report.h"
 #include "gateway/policy.h"
 #include "gateway/retry_budget.h"
 #include "gateway/routing_key.h"
@@ -45,6 +46,14 @@ struct Upstream {
   int64_t tokens_in_flight = 0;
   double ewma_ttft_ms = 0;
   int64_t ewma_sample_ns = 0;
+
+  // Scrape state (metrics_scraper.h): the upstream's own report of its
+  // load, and when it was read (0: not yet).
+  int64_t scrape_interval_ms = 0;  // 0: not scraped
+  LoadReport scraped;
+  int64_t scraped_ns = 0;
+  // In a slow-start ramp at the last UpdateGauges (for its log lines).
+  bool slow_start_active = false;
 
   // Probe state (prober.h).
   std::string probe_path;
@@ -85,8 +94,14 @@ class Pool {
   // At least one upstream may take requests.
   bool Ready(int64_t now_ns) const;
   int RoutableCount(int64_t now_ns) const;
-  // Refreshes the healthy/routable gauges.
+  // Refreshes the healthy/routable, scrape-age and slow-start gauges, and
+  // logs slow starts beginning and ending.
   void UpdateGauges(int64_t now_ns);
+  // Scraped data of `u` is missing or older than stale-intervals x its
+  // scrape interval.
+  bool ScrapeStale(const Upstream& u, int64_t now_ns) const;
+  // `u`'s weight at `now_ns`: configured x slow-start factor.
+  double EffectiveWeight(const Upstream& u, int64_t now_ns) const;
 
   const PoolSpec& spec() const { return spec_; }
   const std::string& name() const { return spec_.name; }

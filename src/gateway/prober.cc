@@ -136,7 +136,7 @@ void Prober::OnProbeDone(Pool& pool, Upstream& u, int status,
   }
   const bool ok = transport_ok && status == 200;
   const int64_t now = http::NowNs();
-  if (u.health.RecordProbe(ok)) {
+  if (u.health.RecordProbe(ok, now)) {
     const LogLevel level = ok ? LogLevel::kInfo : LogLevel::kWarning;
     if (level >= GetLogLevel())
       LogLine(level,

@@ -9,13 +9,23 @@ constexpr int64_t kNsPerMs = 1'000'000;
 }
 
 UpstreamHealth::UpstreamHealth(const HealthOptions& options, bool probed)
-    : options_(options), probe_up_(!probed) {}
+    : options_(options), probe_up_(!probed), ever_up_(!probed) {}
+
+double UpstreamHealth::SlowStartFactor(int64_t now_ns,
+                                       int64_t window_ms) const {
+  const int64_t start = returned_at_ns();
+  if (window_ms <= 0 || start <= 0 || now_ns < start) return 1;
+  const double elapsed = static_cast<double>(now_ns - start);
+  const double window = static_cast<double>(window_ms * kNsPerMs);
+  if (elapsed >= window) return 1;
+  return kSlowStartMinFraction + (1 - kSlowStartMinFraction) * elapsed / window;
+}
 
 int64_t UpstreamHealth::available_at_ns() const {
   return std::max(ejected_until_ns_, backoff_until_ns_);
 }
 
-bool UpstreamHealth::RecordProbe(bool ok) {
+bool UpstreamHealth::RecordProbe(bool ok, int64_t now_ns) {
   if (ok) {
     probe_fail_streak_ = 0;
     ++probe_ok_streak_;
@@ -23,6 +33,8 @@ bool UpstreamHealth::RecordProbe(bool ok) {
       probe_up_ = true;
       // Back from the dead: a fresh process, not the one that failed.
       failures_ = 0;
+      if (ever_up_) returned_ns_ = now_ns;
+      ever_up_ = true;
       return true;
     }
     return false;

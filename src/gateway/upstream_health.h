@@ -13,6 +13,13 @@
 //     is not ejected and its failure streak is untouched: it said "busy",
 //     not "broken".
 //
+// Slow start (Envoy's): an upstream that comes back — probes pass again
+// after they had marked it down, or an ejection ends — gets a share of its
+// weight that grows linearly from kSlowStartMinFraction to 1 over the
+// pool's window (SlowStartFactor). Its first time up after the gateway
+// starts is not a return (every upstream starts so), nor is the end of a
+// back-off (it was busy, its caches are warm).
+//
 // Thread-safety: thread-compatible (the loop thread).
 #ifndef REDLINE_GATEWAY_UPSTREAM_HEALTH_H_
 #define REDLINE_GATEWAY_UPSTREAM_HEALTH_H_
@@ -20,6 +27,9 @@
 #include <cstdint>
 
 namespace redline::gateway {
+
+// Share of its weight a returning upstream starts its slow start with.
+inline constexpr double kSlowStartMinFraction = 0.1;
 
 struct HealthOptions {
   int healthy_threshold = 1;
@@ -47,8 +57,8 @@ class UpstreamHealth {
   // When it becomes routable again if probes keep passing (0: now).
   int64_t available_at_ns() const;
 
-  // A probe result. Returns true when probe_up() changed.
-  bool RecordProbe(bool ok);
+  // A probe result at `now_ns`. Returns true when probe_up() changed.
+  bool RecordProbe(bool ok, int64_t now_ns);
   // A request that got a good (or a client-error) answer.
   void RecordSuccess();
   // A request that failed for the upstream's sake. `may_eject`: false when
@@ -58,12 +68,24 @@ class UpstreamHealth {
   // 429/503 with Retry-After.
   void RecordBackoff(int64_t now_ns, int64_t retry_after_ms);
 
+  // When its latest return began (the later of its last probe comeback
+  // and the end of its last ejection); 0: it never came back.
+  int64_t returned_at_ns() const {
+    return returned_ns_ > ejected_until_ns_ ? returned_ns_ : ejected_until_ns_;
+  }
+  // The share of its weight at `now_ns` under a slow start of `window_ms`
+  // (0: off): kSlowStartMinFraction at its return, rising linearly to 1 at
+  // return + window; 1 outside a ramp.
+  double SlowStartFactor(int64_t now_ns, int64_t window_ms) const;
+
   int consecutive_failures() const { return failures_; }
   int ejection_level() const { return level_; }
 
  private:
   HealthOptions options_;
   bool probe_up_;
+  bool ever_up_;             // probes passed once (or none run)
+  int64_t returned_ns_ = 0;  // last probe comeback
   int probe_ok_streak_ = 0;
   int probe_fail_streak_ = 0;
   int failures_ = 0;

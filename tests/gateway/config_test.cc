@@ -179,6 +179,98 @@ TEST(GatewayConfigTest, MistakesNameTheLineAndTheKey) {
             std::string::npos);
 }
 
+TEST(GatewayConfigTest, ScrapeMetricsAndSlowStartKeys) {
+  GatewayConfig c;
+  ASSERT_TRUE(Load("pools:\n"
+                   "  - name: a\n"
+                   "    scrape-metrics: 1s\n"
+                   "    slow-start: 30s\n"
+                   "    upstreams:\n"
+                   "      - url: http://h:1\n"
+                   "        scrape-metrics: off\n"
+                   "      - url: http://h:2\n"
+                   "      - {url: 'http://h:3', scrape-metrics: 500ms}\n"
+                   "  - name: b\n"
+                   "    models: [x]\n"
+                   "    scrape-metrics: {interval: 2s, timeout: 300ms, "
+                   "stale-intervals: 5, path: /stats}\n"
+                   "    upstreams: [http://h:4]\n"
+                   "  - name: c\n"
+                   "    models: [y]\n"
+                   "    upstreams: [http://h:5]\n",
+                   &c)
+                  .ok());
+  const PoolSpec& a = c.pools[0];
+  EXPECT_EQ(a.scrape.interval_ms, 1000);
+  EXPECT_EQ(a.scrape.timeout_ms, 1000);  // the interval, at most 1 s
+  EXPECT_EQ(a.scrape.stale_intervals, 3);
+  EXPECT_EQ(a.scrape.path, "/metrics");
+  EXPECT_EQ(a.slow_start_ms, 30000);
+  EXPECT_EQ(a.upstreams[0].scrape_interval_ms, 0);
+  EXPECT_EQ(a.upstreams[1].scrape_interval_ms, 1000);  // inherited
+  EXPECT_EQ(a.upstreams[2].scrape_interval_ms, 500);
+  const PoolSpec& b = c.pools[1];
+  EXPECT_EQ(b.scrape.interval_ms, 2000);
+  EXPECT_EQ(b.scrape.timeout_ms, 300);
+  EXPECT_EQ(b.scrape.stale_intervals, 5);
+  EXPECT_EQ(b.scrape.path, "/stats");
+  EXPECT_EQ(b.slow_start_ms, 0);  // off by default
+  EXPECT_EQ(c.pools[2].scrape.interval_ms, 0);
+  EXPECT_EQ(c.pools[2].upstreams[0].scrape_interval_ms, 0);
+
+  // The flags are every pool's defaults; a pool's own key wins.
+  GatewayConfig f;
+  f.scrape_metrics = "250ms";
+  f.slow_start = "1m";
+  ASSERT_TRUE(Load("pools:\n  - name: a\n    upstreams: [http://h:1]\n"
+                   "  - name: b\n    models: [x]\n    scrape-metrics: off\n"
+                   "    slow-start: 0\n    upstreams: [http://h:2]\n",
+                   &f)
+                  .ok());
+  EXPECT_EQ(f.pools[0].scrape.interval_ms, 250);
+  EXPECT_EQ(f.pools[0].scrape.timeout_ms, 250);
+  EXPECT_EQ(f.pools[0].upstreams[0].scrape_interval_ms, 250);
+  EXPECT_EQ(f.pools[0].slow_start_ms, 60000);
+  EXPECT_EQ(f.pools[1].scrape.interval_ms, 0);
+  EXPECT_EQ(f.pools[1].slow_start_ms, 0);
+}
+
+TEST(GatewayConfigTest, ScrapeAndSlowStartMistakesNameTheKey) {
+  EXPECT_EQ(Error("pools:\n  - name: a\n    upstreams: [http://h:1]\n"
+                  "    scrape-metrics: 1\n"),
+            "--config gw.yaml:4: pools[0].scrape-metrics: bad duration '1': "
+            "a unit is required (us, ms, s, m, h) (write e.g. 250ms, 2s, 1m)");
+  EXPECT_NE(Error("pools:\n  - name: a\n    upstreams: [http://h:1]\n"
+                  "    slow-start: soon\n")
+                .find("gw.yaml:4: pools[0].slow-start: bad duration 'soon'"),
+            std::string::npos);
+  EXPECT_NE(Error("pools:\n  - name: a\n    upstreams: [http://h:1]\n"
+                  "    scrape-metrics: {interval: 1s, stale-intervals: 0}\n")
+                .find("gw.yaml:4: pools[0].scrape-metrics.stale-intervals: "
+                      "must be in 1..1000"),
+            std::string::npos);
+  EXPECT_NE(Error("pools:\n  - name: a\n    upstreams: [http://h:1]\n"
+                  "    scrape-metrics: {every: 1s}\n")
+                .find("pools[0].scrape-metrics.every: unknown key"),
+            std::string::npos);
+  EXPECT_NE(Error("pools:\n  - name: a\n    upstreams:\n"
+                  "      - {url: 'http://h:1', scrape-metrics: 10ms}\n")
+                .find("gw.yaml:4: pools[0].upstreams[0].scrape-metrics: must "
+                      "be at least 100ms"),
+            std::string::npos);
+  GatewayConfig c;
+  c.upstream_urls = {"http://h:1"};
+  c.scrape_metrics = "5";
+  EXPECT_NE(FinalizeGatewayConfig(&c).message().find(
+                "--scrape-metrics: bad duration '5'"),
+            std::string::npos);
+  GatewayConfig d;
+  d.upstream_urls = {"http://h:1"};
+  d.slow_start = "-3s";
+  EXPECT_NE(FinalizeGatewayConfig(&d).message().find("--slow-start: "),
+            std::string::npos);
+}
+
 TEST(GatewayConfigTest, FlagsAndPoolsAreExclusive) {
   GatewayConfig c;
   c.upstream_urls = {"http://h:1"};

@@ -637,6 +637,62 @@ TEST_F(GatewayReplicaTest, LlamaCppServerWorksNextToARedlineReplica) {
   EXPECT_EQ(MetricSum(Metrics(), "redline_gateway_upstream_errors_total"), 0);
 }
 
+// scrape-metrics against real `redline serve` replicas: the gateway reads
+// the load a replica reports for requests it never saw (sent to the
+// replica directly) and routes around it.
+TEST_F(GatewayReplicaTest, ScrapedLoadOfARealReplicaSteersRequests) {
+  StartReplica(0);
+  StartReplica(1);
+  PoolSpec pool = ReplicaPool(PolicyKind::kLeastOutstanding);
+  pool.scrape.interval_ms = 100;
+  StartGateway(pool);
+  auto series = [](const std::string& name, const std::string& up) {
+    return "redline_gateway_" + name + "{pool=\"tiny\",upstream=\"" + up +
+           "\"}";
+  };
+  ASSERT_TRUE(Eventually([&] {
+    const std::string m = Metrics();
+    return MetricValue(m, series("upstream_scrape_age_seconds", "r0")) >= 0 &&
+           MetricValue(m, series("upstream_scrape_age_seconds", "r1")) >= 0;
+  }));
+  // Four clients keep r0's four slots generating, straight to r0.
+  std::atomic<bool> stop{false};
+  std::atomic<int> direct_ok{0};
+  std::vector<std::thread> direct;
+  for (int i = 0; i < 4; ++i)
+    direct.emplace_back([&] {
+      while (!stop.load()) {
+        HttpResponse r = Http(
+            ports_[0], "POST", "/v1/chat/completions",
+            R"({"model":"tiny","messages":[{"role":"user","content":"go"}],)"
+            R"("max_tokens":3000,"ignore_eos":true})");
+        if (r.status == 200) direct_ok++;
+      }
+    });
+  const bool seen = Eventually([&] {
+    const std::string m = Metrics();
+    return MetricValue(m, series("upstream_scraped_running", "r0")) +
+               MetricValue(m, series("upstream_scraped_waiting", "r0")) >=
+           3;
+  });
+  std::map<std::string, int> by_upstream;
+  if (seen) {
+    for (int i = 0; i < 6; ++i) {
+      HttpResponse r = Http(port_, "POST", "/v1/chat/completions",
+                            ChatBody("tiny", {"hi"}, false, 2));
+      EXPECT_EQ(r.status, 200) << r.body;
+      by_upstream[r.Header("X-Gateway-Upstream")]++;
+    }
+  }
+  const std::string m = Metrics();
+  stop = true;
+  for (auto& t : direct) t.join();
+  ASSERT_TRUE(seen) << direct_ok.load() << " direct requests answered";
+  EXPECT_EQ(by_upstream["r1"], 6);
+  EXPECT_GE(MetricValue(m, series("upstream_scraped_kv_usage", "r0")), 0);
+  EXPECT_EQ(MetricSum(m, "redline_gateway_upstream_scrape_errors_total"), 0);
+}
+
 TEST_F(GatewayReplicaTest, TheBinaryServesAndRefusesBadConfigs) {
   const std::string bad = (dir_ / "bad.yaml").string();
   std::ofstream(bad) << "pools:\n  - name: a\n    upstreams: [http://h:1]\n"
@@ -658,7 +714,8 @@ TEST_F(GatewayReplicaTest, TheBinaryServesAndRefusesBadConfigs) {
   std::filesystem::remove(port_file);
   Child gw({RL_REDLINE_BIN, "gateway", "--upstream",
             "http://127.0.0.1:" + std::to_string(ports_[0]), "--port", "0",
-            "--port-file", port_file},
+            "--port-file", port_file, "--scrape-metrics", "100ms",
+            "--slow-start", "10s"},
            (dir_ / "gw.log").string());
   uint16_t port = 0;
   ASSERT_TRUE(Eventually(
@@ -677,6 +734,13 @@ TEST_F(GatewayReplicaTest, TheBinaryServesAndRefusesBadConfigs) {
   HttpResponse r = Http(port, "POST", "/v1/completions",
                         R"({"model":"tiny","prompt":"Once","max_tokens":4})");
   EXPECT_EQ(r.status, 200) << r.body;
+  // --scrape-metrics reached the default pool: the replica is scraped.
+  EXPECT_TRUE(Eventually([&] {
+    return MetricValue(Http(port, "GET", "/metrics").body,
+                       "redline_gateway_upstream_scrape_age_seconds{pool="
+                       "\"default\",upstream=\"127.0.0.1:" +
+                           std::to_string(ports_[0]) + "\"}") >= 0;
+  }));
   EXPECT_EQ(WEXITSTATUS(gw.Stop(SIGTERM)), 0);
 }
 

@@ -26,11 +26,11 @@ HealthOptions Options() {
 TEST(UpstreamHealthTest, ProbedUpstreamStartsDownUntilProbesPass) {
   UpstreamHealth h(Options(), /*probed=*/true);
   EXPECT_FALSE(h.Routable(0));
-  EXPECT_FALSE(h.RecordProbe(true));  // 1 of 2
-  EXPECT_TRUE(h.RecordProbe(true));
+  EXPECT_FALSE(h.RecordProbe(true, 0));  // 1 of 2
+  EXPECT_TRUE(h.RecordProbe(true, 0));
   EXPECT_TRUE(h.Routable(0));
-  EXPECT_FALSE(h.RecordProbe(false));
-  EXPECT_TRUE(h.RecordProbe(false));
+  EXPECT_FALSE(h.RecordProbe(false, 0));
+  EXPECT_TRUE(h.RecordProbe(false, 0));
   EXPECT_FALSE(h.Routable(0));
   EXPECT_TRUE(UpstreamHealth(Options(), false).Routable(0));
 }
@@ -90,14 +90,14 @@ TEST(UpstreamHealthTest, BackoffIsNotAnEjection) {
 
 TEST(UpstreamHealthTest, ComingBackFromProbesClearsTheStreak) {
   UpstreamHealth h(Options(), true);
-  h.RecordProbe(true);
-  h.RecordProbe(true);
+  h.RecordProbe(true, 0);
+  h.RecordProbe(true, 0);
   h.RecordFailure(0, true);
   h.RecordFailure(0, true);
-  h.RecordProbe(false);
-  h.RecordProbe(false);
-  h.RecordProbe(true);
-  h.RecordProbe(true);
+  h.RecordProbe(false, 0);
+  h.RecordProbe(false, 0);
+  h.RecordProbe(true, 0);
+  h.RecordProbe(true, 0);
   EXPECT_EQ(h.consecutive_failures(), 0);
 }
 

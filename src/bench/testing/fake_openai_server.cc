@@ -471,6 +471,10 @@ std::string FakeOpenAiServer::ServerExposition() const {
   return out;
 }
 
+std::string FakeOpenAiServer::ExtraMetrics() const {
+  return options_.extra_metrics ? options_.extra_metrics() : std::string();
+}
+
 std::string FakeOpenAiServer::KvGauge() const {
   if (options_.kv_capacity_tokens <= 0) return "";
   const int64_t now = http::NowNs();
@@ -502,7 +506,7 @@ void FakeOpenAiServer::Handle(http::ServerRequest&& request,
                       "{\"status\":\"ok\"}");
     } else if (path == "/metrics" && metrics_) {
       writer->Respond(200, {{"Content-Type", "text/plain; version=0.0.4"}},
-                      ServerExposition());
+                      ServerExposition() + ExtraMetrics());
     } else if (path == "/metrics") {
       const uint64_t n = next_index_;
       writer->Respond(
@@ -510,8 +514,8 @@ void FakeOpenAiServer::Handle(http::ServerRequest&& request,
           fmt::format(
               "# TYPE fake_requests_total counter\nfake_requests_total {}\n"
               "# TYPE fake_queue_depth "
-              "gauge\nfake_queue_depth{{model=\"fake\"}} {}\n{}{}",
-              n, n % 7, KvGauge(), SlotGauges()));
+              "gauge\nfake_queue_depth{{model=\"fake\"}} {}\n{}{}{}",
+              n, n % 7, KvGauge(), SlotGauges(), ExtraMetrics()));
     } else {
       writer->Respond(404, {{"Content-Type", "application/json"}},
                       api::BuildErrorBody(FakeError(

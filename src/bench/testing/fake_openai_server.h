@@ -142,6 +142,9 @@ struct FakeServerOptions {
   // process's CPU and RSS, and two series that never change
   // (cache_config_info, process_max_fds).
   std::string metrics_prefix;
+  // Optional: lines appended to every /metrics answer (called on the loop
+  // thread), e.g. a load report the test controls.
+  std::function<std::string()> extra_metrics;
 };
 
 class FakeOpenAiServer {
@@ -168,6 +171,8 @@ class FakeOpenAiServer {
   std::string ServerExposition() const;
   // The KV usage line (loop thread); "" without kv_capacity_tokens.
   std::string KvGauge() const;
+  // options_.extra_metrics() ("" without it).
+  std::string ExtraMetrics() const;
   void Handle(http::ServerRequest&& request,
               std::shared_ptr<http::ResponseWriter> writer);
 
