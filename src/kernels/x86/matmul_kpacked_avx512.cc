@@ -85,12 +85,11 @@ inline __m512i WeightGroup(const uint8_t* block, int k, int g) {
 
 // y[t0 + t, rows of P panels] for t < T. Panels p < P start at
 // first_panel + p * panel_bytes and hold rows r0 + 16p ..; rows at or past
-// row_end are not stored. With `prefetch` (decode), each panel stream is
-// fetched one super-block ahead.
+// row_end are not stored. Prefill (one panel, T tokens); decode has
+// KPanelDecode.
 template <DType kType, int P, int T>
 void KPanelTile(const MatMulArgs& a, const uint8_t* first_panel,
-                int64_t panel_bytes, int64_t r0, int64_t row_end, int64_t t0,
-                bool prefetch) {
+                int64_t panel_bytes, int64_t r0, int64_t row_end, int64_t t0) {
   using Block = PackedBlock<kType>;
   constexpr bool kQ4 = kType == DType::kQ4_K;
   const int64_t n_super = a.cols / kQkSuper;
@@ -128,20 +127,6 @@ void KPanelTile(const MatMulArgs& a, const uint8_t* first_panel,
 #pragma GCC unroll 8
     for (int k = 0; k < 8; ++k) {
       const int64_t b = i * 8 + k;
-      if (prefetch) {
-        // The next super-block, an eighth of it per sub-block.
-        constexpr int64_t kLines = (kSuperBytes<kType> + 8 * 64 - 1) / (8 * 64);
-#pragma GCC unroll 4
-        for (int p = 0; p < P; ++p) {
-#pragma GCC unroll 8
-          for (int64_t l = 0; l < kLines; ++l) {
-            _mm_prefetch(
-                reinterpret_cast<const char*>(block[p] + kSuperBytes<kType> +
-                                              (k * kLines + l) * 64),
-                _MM_HINT_T0);
-          }
-        }
-      }
       __m512i dot[P][T][2];
 #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) {
@@ -240,25 +225,191 @@ void KPanelTile(const MatMulArgs& a, const uint8_t* first_panel,
   }
 }
 
+// Decode (one token), P panels, each panel stream fetched one super-block
+// ahead: the same sums as KPanelTile<kType, P, 1>, but every 64-byte weight
+// operand is loaded once for the two sub-blocks it holds (Q4_K: its two
+// nibbles; Q6_K: ql's two nibbles, and qh for both), where KPanelTile's
+// per-sub-block loop loads it again for each. In decode the loads, not the
+// dot products, limit the kernel: this measured +25-34 % on cold matrices
+// (kernels_bench MatVec .../packed, Q4_K and Q6_K, 2 threads).
+template <DType kType, int P>
+void KPanelDecode(const MatMulArgs& a, const uint8_t* first_panel,
+                  int64_t panel_bytes, int64_t r0, int64_t row_end) {
+  using Block = PackedBlock<kType>;
+  constexpr bool kQ4 = kType == DType::kQ4_K;
+  // Sub-blocks sharing one set of loads.
+  constexpr int kSpan = 2;
+  // Sub-block of super-block i that span j's operand s2 covers: Q4_K's
+  // operand holds sub-blocks 2j, 2j + 1 (its nibbles); Q6_K's ql chunk c of
+  // half n holds 4n + c and 4n + c + 2 (qh, shared by all four of the half,
+  // is loaded once per pair: a span of four needs 16 accumulators for two
+  // panels and measured slower).
+  constexpr auto sub = [](int j, int s2) {
+    return kQ4 ? 2 * j + s2 : 4 * (j / 2) + j % 2 + 2 * s2;
+  };
+  constexpr int64_t kLines = (kSuperBytes<kType> + 63) / 64;
+  const int64_t n_super = a.cols / kQkSuper;
+  const int8_t* xq = a.xq.qs;
+  const float* xd = a.xq.d;
+  const int32_t* xs = a.xq.s;
+  const int32_t* xs16 = a.xq.s16;
+  const __m512i low4 = _mm512_set1_epi8(0x0f);
+  __m512 acc[P];
+#pragma GCC unroll 4
+  for (int p = 0; p < P; ++p) acc[p] = _mm512_setzero_ps();
+  for (int64_t i = 0; i < n_super; ++i) {
+    const uint8_t* block[P];
+#pragma GCC unroll 4
+    for (int p = 0; p < P; ++p)
+      block[p] = first_panel + p * panel_bytes + i * kSuperBytes<kType>;
+    __m512 sb[P], mn[P];
+#pragma GCC unroll 4
+    for (int p = 0; p < P; ++p) {
+      sb[p] = _mm512_setzero_ps();
+      mn[p] = _mm512_setzero_ps();
+    }
+#pragma GCC unroll 4
+    for (int j = 0; j < 8 / kSpan; ++j) {
+      // The next super-block, a share of it per span.
+      constexpr int64_t kSpanLines = (kLines + 8 / kSpan - 1) / (8 / kSpan);
+#pragma GCC unroll 4
+      for (int p = 0; p < P; ++p) {
+#pragma GCC unroll 8
+        for (int64_t l = 0; l < kSpanLines; ++l) {
+          _mm_prefetch(
+              reinterpret_cast<const char*>(block[p] + kSuperBytes<kType> +
+                                            (j * kSpanLines + l) * 64),
+              _MM_HINT_T0);
+        }
+      }
+      // dot[p][s2][h]: sub-block 8i + sub(j, s2); h the chain (Q4_K: even
+      // and odd groups) or the 16-element half (Q6_K).
+      __m512i dot[P][kSpan][2];
+#pragma GCC unroll 4
+      for (int s2 = 0; s2 < kSpan; ++s2) {
+        const int64_t b = i * 8 + sub(j, s2);
+        const __m512i lo =
+            kQ4 ? _mm512_setzero_si512() : _mm512_set1_epi32(-32 * xs16[2 * b]);
+        const __m512i hi = kQ4 ? _mm512_setzero_si512()
+                               : _mm512_set1_epi32(-32 * xs16[2 * b + 1]);
+#pragma GCC unroll 4
+        for (int p = 0; p < P; ++p) {
+          dot[p][s2][0] = lo;
+          dot[p][s2][1] = hi;
+        }
+      }
+#pragma GCC unroll 8
+      for (int g = 0; g < kGroups; ++g) {
+        const int h = kQ4 ? g % 2 : g / 4;
+        __m512i xb[kSpan];
+#pragma GCC unroll 4
+        for (int s2 = 0; s2 < kSpan; ++s2)
+          xb[s2] = Broadcast4(xq + (i * 8 + sub(j, s2)) * kQk + 4 * g);
+#pragma GCC unroll 4
+        for (int p = 0; p < P; ++p) {
+          if constexpr (kQ4) {
+            const __m512i raw = Load64(block[p] + (j * kGroups + g) * 64);
+            const __m512i w0 = _mm512_and_si512(raw, low4);
+            const __m512i w1 =
+                _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4);
+            dot[p][0][h] = _mm512_dpbusd_epi32(dot[p][0][h], w0, xb[0]);
+            dot[p][1][h] = _mm512_dpbusd_epi32(dot[p][1][h], w1, xb[1]);
+          } else {
+            // Sub-blocks 4n + c and 4n + c + 2: the low and high nibbles of
+            // ql chunk c, qh bits 2c, 2c + 1 and 2c + 4, 2c + 5.
+            const int n = j / 2, c = j % 2;
+            const __m512i ql =
+                Load64(block[p] + ((n * 2 + c) * kGroups + g) * 64);
+            const __m512i qh =
+                Load64(block[p] + Block::kQh + (n * kGroups + g) * 64);
+            const __m512i m30 = _mm512_set1_epi8(0x30);
+            const __m512i w0 = _mm512_ternarylogic_epi32(
+                _mm512_and_si512(ql, low4),
+                c == 0 ? _mm512_slli_epi16(qh, 4) : _mm512_slli_epi16(qh, 2),
+                m30, 0xf8);
+            const __m512i w1 = _mm512_ternarylogic_epi32(
+                _mm512_and_si512(_mm512_srli_epi16(ql, 4), low4),
+                c == 0 ? qh : _mm512_srli_epi16(qh, 2), m30, 0xf8);
+            dot[p][0][h] = _mm512_dpbusd_epi32(dot[p][0][h], w0, xb[0]);
+            dot[p][1][h] = _mm512_dpbusd_epi32(dot[p][1][h], w1, xb[1]);
+          }
+        }
+      }
+#pragma GCC unroll 4
+      for (int s2 = 0; s2 < kSpan; ++s2) {
+        const int k = sub(j, s2);
+        const int64_t b = i * 8 + k;
+        const __m512 dx = _mm512_set1_ps(xd[b]);
+#pragma GCC unroll 4
+        for (int p = 0; p < P; ++p) {
+          if constexpr (kQ4) {
+            const __m512i sc = _mm512_cvtepu8_epi32(
+                _mm_loadu_si128(reinterpret_cast<const __m128i*>(
+                    block[p] + Block::kScales + k * kPackRows)));
+            const __m512 m = _mm512_cvtepi32_ps(_mm512_cvtepu8_epi32(
+                _mm_loadu_si128(reinterpret_cast<const __m128i*>(
+                    block[p] + Block::kMins + k * kPackRows))));
+            const __m512i d = _mm512_add_epi32(dot[p][s2][0], dot[p][s2][1]);
+            sb[p] = _mm512_fmadd_ps(
+                _mm512_cvtepi32_ps(_mm512_mullo_epi32(d, sc)), dx, sb[p]);
+            mn[p] = _mm512_fmadd_ps(
+                m, _mm512_set1_ps(xd[b] * static_cast<float>(xs[b])), mn[p]);
+          } else {
+            const __m512i sc0 = _mm512_cvtepi8_epi32(
+                _mm_loadu_si128(reinterpret_cast<const __m128i*>(
+                    block[p] + Block::kScales + 2 * k * kPackRows)));
+            const __m512i sc1 = _mm512_cvtepi8_epi32(
+                _mm_loadu_si128(reinterpret_cast<const __m128i*>(
+                    block[p] + Block::kScales + (2 * k + 1) * kPackRows)));
+            const __m512i isum =
+                _mm512_add_epi32(_mm512_mullo_epi32(dot[p][s2][0], sc0),
+                                 _mm512_mullo_epi32(dot[p][s2][1], sc1));
+            sb[p] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), dx, sb[p]);
+          }
+        }
+      }
+    }
+#pragma GCC unroll 4
+    for (int p = 0; p < P; ++p) {
+      const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(
+          reinterpret_cast<const __m256i*>(block[p] + Block::kD)));
+      acc[p] = _mm512_fmadd_ps(d, sb[p], acc[p]);
+      if constexpr (kQ4) {
+        const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(
+            reinterpret_cast<const __m256i*>(block[p] + Block::kDmin)));
+        acc[p] = _mm512_fnmadd_ps(dmin, mn[p], acc[p]);
+      }
+    }
+  }
+#pragma GCC unroll 4
+  for (int p = 0; p < P; ++p) {
+    const int64_t rows = row_end - (r0 + p * kPackRows);
+    const auto mask = rows >= kPackRows
+                          ? static_cast<__mmask16>(0xffff)
+                          : static_cast<__mmask16>((1u << rows) - 1);
+    _mm512_mask_storeu_ps(a.y + r0 + p * kPackRows, mask, acc[p]);
+  }
+}
+
 template <DType kType>
 void KPanelTokens(const MatMulArgs& a, const uint8_t* panel, int64_t r0,
                   int64_t row_end, int64_t t0, int64_t n_tokens) {
   static_assert(kPrefillTokens == 4);
   switch (n_tokens) {
     case 1:
-      return KPanelTile<kType, 1, 1>(a, panel, 0, r0, row_end, t0, false);
+      return KPanelTile<kType, 1, 1>(a, panel, 0, r0, row_end, t0);
     case 2:
-      return KPanelTile<kType, 1, 2>(a, panel, 0, r0, row_end, t0, false);
+      return KPanelTile<kType, 1, 2>(a, panel, 0, r0, row_end, t0);
     case 3:
-      return KPanelTile<kType, 1, 3>(a, panel, 0, r0, row_end, t0, false);
+      return KPanelTile<kType, 1, 3>(a, panel, 0, r0, row_end, t0);
     default:
-      return KPanelTile<kType, 1, 4>(a, panel, 0, r0, row_end, t0, false);
+      return KPanelTile<kType, 1, 4>(a, panel, 0, r0, row_end, t0);
   }
 }
 
-// Decode: kDecodePanels panel streams at once (more reads in flight than
-// one stream and the prefetch give alone). Prefill: each panel stays in
-// cache while all token tiles pass over it.
+// Decode: two panel streams at once (more reads in flight than one stream
+// and the prefetch give alone; four measured slower). Prefill: each panel
+// stays in cache while all token tiles pass over it.
 template <DType kType>
 void KPackedRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
   const int64_t panel_bytes = a.cols / kQkSuper * kSuperBytes<kType>;
@@ -266,9 +417,9 @@ void KPackedRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
   int64_t r0 = row_begin;
   if (a.n_tokens == 1) {
     for (; r0 + kPackRows < row_end; r0 += 2 * kPackRows)
-      KPanelTile<kType, 2, 1>(a, panel(r0), panel_bytes, r0, row_end, 0, true);
+      KPanelDecode<kType, 2>(a, panel(r0), panel_bytes, r0, row_end);
     if (r0 < row_end)
-      KPanelTile<kType, 1, 1>(a, panel(r0), panel_bytes, r0, row_end, 0, true);
+      KPanelDecode<kType, 1>(a, panel(r0), panel_bytes, r0, row_end);
     return;
   }
   for (; r0 < row_end; r0 += kPackRows) {
