@@ -8,6 +8,9 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <string>
+#include <system_error>
+#include <vector>
 
 #include "base/float16.h"
 #include "kernels/isa.h"
@@ -197,6 +200,20 @@ class ReferenceModel {
   std::map<std::pair<const void*, int64_t>, std::vector<float>> rows_;
 };
 
+// The models TempModel wrote, removed when the test process exits (each
+// process writes its own, so nothing else reads them then).
+struct TempModels {
+  std::vector<std::string> paths;
+  ~TempModels() {
+    std::error_code ec;
+    for (const std::string& p : paths) std::filesystem::remove(p, ec);
+  }
+};
+TempModels& WrittenModels() {
+  static TempModels models;
+  return models;
+}
+
 std::string TempModel(const std::string& preset, DType type) {
   // One file per process: ctest runs the tests of this binary in parallel
   // processes, which must not write the same file at once.
@@ -210,6 +227,7 @@ std::string TempModel(const std::string& preset, DType type) {
     auto spec = SyntheticPreset(preset);
     EXPECT_TRUE(spec.ok());
     EXPECT_TRUE(WriteSyntheticModel(*spec, type, 7, path, pool).ok());
+    WrittenModels().paths.push_back(path);
   }
   return path;
 }
