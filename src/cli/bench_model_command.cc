@@ -19,6 +19,7 @@ struct BenchModelFlags {
   int threads = 0;
   std::vector<int64_t> prefill = {128, 512};
   int64_t decode = 64;
+  std::vector<int64_t> depths = {0};
   int repeats = 5;
   std::string format = "md";
   std::string output;  // file for the result, in --format
@@ -61,6 +62,7 @@ int RunBenchModel(const BenchModelFlags& f) {
   o.kv_type = *kv_type;
   o.prefill_tokens = f.prefill;
   o.decode_tokens = f.decode;
+  o.depths = f.depths;
   o.repeats = std::max(1, f.repeats);
   o.measure_bandwidth = !f.no_bandwidth;
   auto r = engine::RunModelBench(**m, pool, o);
@@ -98,6 +100,11 @@ void Setup(CLI::App& sub, int* exit_code) {
       ->capture_default_str();
   sub.add_option("-n,--max-tokens,--n-predict,--decode", f->decode,
                  "Tokens to decode for the decode test")
+      ->capture_default_str();
+  sub.add_option("-d,--depth,--n-depth", f->depths,
+                 "Tokens already in the KV cache before each test "
+                 "(llama-bench's -d); the tests run once per depth")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 20))
       ->capture_default_str();
   sub.add_option("-r,--repeats", f->repeats,
                  "Repeats per test; the median is reported")

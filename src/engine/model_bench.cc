@@ -66,16 +66,32 @@ Result<ModelBenchResult> RunModelBench(const model::Model& m, ThreadPool& pool,
 
   int64_t max_prefill = 0;
   for (int64_t n : o.prefill_tokens) max_prefill = std::max(max_prefill, n);
-  const int64_t n_ctx = std::max(max_prefill, o.decode_tokens + 1);
+  std::vector<int64_t> depths =
+      o.depths.empty() ? std::vector<int64_t>{0} : o.depths;
+  std::sort(depths.begin(), depths.end());
+  depths.erase(std::unique(depths.begin(), depths.end()), depths.end());
+  if (depths.front() < 0)
+    return Status::InvalidArgument("a depth must be >= 0");
+  const int64_t max_depth = depths.back();
+  const int64_t n_ctx = max_depth + std::max(max_prefill, o.decode_tokens + 1);
   if (n_ctx > (1 << 20))
     return Status::InvalidArgument("benchmark lengths too large");
-  model::Transformer tf(c, m.weights(), pool,
-                        std::max<int64_t>(max_prefill, 1));
+  if (c.context_length_train > 0 && n_ctx > c.context_length_train) {
+    return Status::InvalidArgument(fmt::format(
+        "depth {} + test length {} is more than the model's context of {} "
+        "tokens",
+        max_depth, n_ctx - max_depth, c.context_length_train));
+  }
+  // Prefill chunks of at most 512 tokens, as a server's batch would be.
+  model::Transformer tf(
+      c, m.weights(), pool,
+      std::clamp<int64_t>(std::max(max_prefill, max_depth), 1, 512));
   model::KvCache cache = tf.NewCache(n_ctx, o.kv_type);
   std::vector<float> logits(c.vocab_size);
 
   // Deterministic pseudo-random prompt tokens (skipping the special ids).
-  std::vector<int32_t> prompt(std::max<int64_t>(max_prefill, 1));
+  std::vector<int32_t> prompt(
+      std::max<int64_t>(std::max(max_prefill, max_depth), 1));
   uint64_t state = 12345;
   for (auto& t : prompt) {
     state = state * 6364136223846793005ull + 1442695040888963407ull;
@@ -89,41 +105,60 @@ Result<ModelBenchResult> RunModelBench(const model::Model& m, ThreadPool& pool,
   RL_RETURN_IF_ERROR(tf.ForwardSequence(
       std::span(prompt).first(std::min<size_t>(prompt.size(), 16)), 0, cache,
       logits));
-  for (int64_t n : o.prefill_tokens) {
-    ModelBenchTest test{fmt::format("pp{}", n), n, {}};
-    for (int rep = 0; rep < o.repeats; ++rep) {
-      const auto start = std::chrono::steady_clock::now();
+  for (int64_t depth : depths) {
+    // The context the tests run after (positions [0, depth)); the tests
+    // write from `depth` on, so the context stays as filled here.
+    if (depth > 0) {
       RL_RETURN_IF_ERROR(
-          tf.ForwardSequence(std::span(prompt).first(n), 0, cache, logits));
-      test.tok_per_s.push_back(static_cast<double>(n) / Seconds(start));
+          tf.ForwardSequence(std::span(prompt).first(depth), 0, cache, logits));
     }
-    r.tests.push_back(std::move(test));
-  }
-  if (o.decode_tokens > 0) {
-    ModelBenchTest test{
-        fmt::format("tg{}", o.decode_tokens), o.decode_tokens, {}};
-    for (int rep = 0; rep < o.repeats; ++rep) {
-      int32_t token = prompt[0];
-      const auto start = std::chrono::steady_clock::now();
-      for (int64_t i = 0; i < o.decode_tokens; ++i) {
-        RL_RETURN_IF_ERROR(
-            tf.ForwardSequence(std::span(&token, 1), i, cache, logits));
-        token = Argmax(logits);
+    const std::string at =
+        depth > 0 ? fmt::format(" @ d{}", depth) : std::string();
+    for (int64_t n : o.prefill_tokens) {
+      ModelBenchTest test{fmt::format("pp{}{}", n, at), n, depth, {}};
+      for (int rep = 0; rep < o.repeats; ++rep) {
+        const auto start = std::chrono::steady_clock::now();
+        RL_RETURN_IF_ERROR(tf.ForwardSequence(std::span(prompt).first(n), depth,
+                                              cache, logits));
+        test.tok_per_s.push_back(static_cast<double>(n) / Seconds(start));
       }
-      test.tok_per_s.push_back(static_cast<double>(o.decode_tokens) /
-                               Seconds(start));
+      r.tests.push_back(std::move(test));
     }
-    r.tests.push_back(std::move(test));
+    if (o.decode_tokens > 0) {
+      ModelBenchTest test{fmt::format("tg{}{}", o.decode_tokens, at),
+                          o.decode_tokens,
+                          depth,
+                          {}};
+      for (int rep = 0; rep < o.repeats; ++rep) {
+        int32_t token = prompt[0];
+        const auto start = std::chrono::steady_clock::now();
+        for (int64_t i = 0; i < o.decode_tokens; ++i) {
+          RL_RETURN_IF_ERROR(tf.ForwardSequence(std::span(&token, 1), depth + i,
+                                                cache, logits));
+          token = Argmax(logits);
+        }
+        test.tok_per_s.push_back(static_cast<double>(o.decode_tokens) /
+                                 Seconds(start));
+      }
+      r.tests.push_back(std::move(test));
+    }
   }
   if (o.measure_bandwidth) {
     r.bandwidth = MeasureMemoryBandwidth(pool);
-    if (o.decode_tokens > 0 && r.bandwidth.best_gbps() > 0) {
+    const ModelBenchTest* tg = r.RooflineTest();
+    if (tg != nullptr && r.bandwidth.best_gbps() > 0) {
       r.roofline_share = static_cast<double>(r.decode_bytes_per_token) *
-                         r.tests.back().median() /
-                         (r.bandwidth.best_gbps() * 1e9);
+                         tg->median() / (r.bandwidth.best_gbps() * 1e9);
     }
   }
   return r;
+}
+
+const ModelBenchTest* ModelBenchResult::RooflineTest() const {
+  for (const ModelBenchTest& t : tests) {
+    if (t.name.rfind("tg", 0) == 0) return &t;
+  }
+  return nullptr;
 }
 
 std::string ModelBenchResult::ToMarkdown() const {
@@ -139,6 +174,7 @@ std::string ModelBenchResult::ToMarkdown() const {
         fmt::format("| {:<6} | {:>14.2f} | {:>6.2f} | {:>6.2f} | {:>7} |\n",
                     t.name, t.median(), t.min(), t.max(), t.tok_per_s.size());
   }
+  const ModelBenchTest* tg = RooflineTest();
   if (bandwidth.best_gbps() > 0) {
     out += fmt::format(
         "\nmemory bandwidth (STREAM-style, best pass): read {:.1f} GB/s, copy "
@@ -147,9 +183,8 @@ std::string ModelBenchResult::ToMarkdown() const {
     out += fmt::format(
         "decode roofline share: {:.1f} MiB/token x {:.2f} tok/s / {:.1f} GB/s "
         "= {:.1f} %{}\n",
-        decode_bytes_per_token / 1048576.0,
-        tests.empty() ? 0.0 : tests.back().median(), bandwidth.best_gbps(),
-        100.0 * roofline_share,
+        decode_bytes_per_token / 1048576.0, tg == nullptr ? 0.0 : tg->median(),
+        bandwidth.best_gbps(), 100.0 * roofline_share,
         fits_in_cache() ? " (above 100 %: the weights fit in cache, so DRAM "
                           "bandwidth does not bound decode here)"
                         : "");
@@ -164,11 +199,11 @@ std::string ModelBenchResult::ToJson() const {
     for (double v : t.tok_per_s)
       reps += fmt::format("{}{:.3f}", reps.empty() ? "" : ", ", v);
     tests_json += fmt::format(
-        "{}\n    {{\"name\": {}, \"tokens\": {}, \"tok_per_s_median\": {:.3f}, "
-        "\"tok_per_s_min\": {:.3f}, "
+        "{}\n    {{\"name\": {}, \"tokens\": {}, \"depth\": {}, "
+        "\"tok_per_s_median\": {:.3f}, \"tok_per_s_min\": {:.3f}, "
         "\"tok_per_s_max\": {:.3f}, \"tok_per_s\": [{}]}}",
-        tests_json.empty() ? "" : ",", JsonQuote(t.name), t.tokens, t.median(),
-        t.min(), t.max(), reps);
+        tests_json.empty() ? "" : ",", JsonQuote(t.name), t.tokens, t.depth,
+        t.median(), t.min(), t.max(), reps);
   }
   return fmt::format(
       "{{\n  \"schema\": \"redline.bench-model.v1\",\n  \"model\": {},\n  "

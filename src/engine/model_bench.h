@@ -20,14 +20,19 @@ namespace redline::engine {
 struct ModelBenchOptions {
   std::vector<int64_t> prefill_tokens = {128, 512};
   int64_t decode_tokens = 64;
+  // Tokens already in the KV cache before each test (llama-bench's -d): the
+  // prefill and decode tests run once per depth, after an untimed prefill
+  // of that many tokens, so attention reads that much more context.
+  std::vector<int64_t> depths = {0};
   int repeats = 5;
   bool measure_bandwidth = true;
   model::KvType kv_type = model::KvType::kF16;
 };
 
 struct ModelBenchTest {
-  std::string name;  // "pp128", "tg64"
+  std::string name;  // "pp128", "tg64", "tg64 @ d4096"
   int64_t tokens = 0;
+  int64_t depth = 0;              // tokens in the cache before the test
   std::vector<double> tok_per_s;  // one per repeat
   double median() const;
   double min() const;
@@ -48,9 +53,12 @@ struct ModelBenchResult {
   std::string weight_layout;
   std::vector<ModelBenchTest> tests;
   BandwidthResult bandwidth;
-  // decode_bytes_per_token x median decode tok/s / bandwidth.best_gbps(); 0 if
-  // not measured.
+  // decode_bytes_per_token x median decode tok/s (at the smallest depth) /
+  // bandwidth.best_gbps(); 0 if not measured.
   double roofline_share = 0;
+  // The decode test the roofline share is of (the first, i.e. the smallest
+  // depth); null without one.
+  const ModelBenchTest* RooflineTest() const;
   // Above 1 the decode read its weights faster than DRAM can deliver: they
   // sit in the CPU caches, and the DRAM roofline does not bound it.
   bool fits_in_cache() const { return roofline_share > 1.0; }

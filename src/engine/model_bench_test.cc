@@ -1,6 +1,14 @@
 #include "engine/model_bench.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+
+#include "base/thread_pool.h"
+#include "model/arch/model.h"
+#include "model/arch/synthetic.h"
 
 namespace redline::engine {
 namespace {
@@ -8,7 +16,7 @@ namespace {
 ModelBenchResult WithShare(int64_t bytes_per_token, double tok_per_s) {
   ModelBenchResult r;
   r.decode_bytes_per_token = bytes_per_token;
-  r.tests.push_back({"tg64", 64, {tok_per_s}});
+  r.tests.push_back({"tg64", 64, 0, {tok_per_s}});
   r.bandwidth.read_gbps = 10;
   r.bandwidth.copy_gbps = 8;
   r.bandwidth.triad_gbps = 9;
@@ -32,6 +40,51 @@ TEST(ModelBenchReportTest, ShareAboveOneSaysFitsInCache) {
       << dram.ToMarkdown();
   EXPECT_NE(dram.ToJson().find("\"decode_fits_in_cache\": false"),
             std::string::npos);
+}
+
+TEST(ModelBenchDepthTest, EachDepthRunsEveryTestAfterThatMuchContext) {
+  const std::string path =
+      (std::filesystem::temp_directory_path() /
+       ("redline_model_bench_depth_" + std::to_string(getpid()) + ".gguf"))
+          .string();
+  ThreadPool pool(2);
+  auto preset = model::SyntheticPreset("tiny");
+  ASSERT_TRUE(preset.ok());
+  ASSERT_TRUE(
+      model::WriteSyntheticModel(*preset, kernels::DType::kQ8_0, 3, path, pool)
+          .ok());
+  model::LoadOptions lo;
+  lo.load_tokenizer = false;
+  auto m = model::Model::Load(path, lo);
+  std::filesystem::remove(path);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+
+  ModelBenchOptions o;
+  o.prefill_tokens = {8};
+  o.decode_tokens = 4;
+  o.depths = {64, 0};  // any order
+  o.repeats = 1;
+  o.measure_bandwidth = false;
+  auto r = RunModelBench(**m, pool, o);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  ASSERT_EQ(r->tests.size(), 4u);
+  EXPECT_EQ(r->tests[0].name, "pp8");
+  EXPECT_EQ(r->tests[1].name, "tg4");
+  EXPECT_EQ(r->tests[2].name, "pp8 @ d64");
+  EXPECT_EQ(r->tests[3].name, "tg4 @ d64");
+  EXPECT_EQ(r->tests[3].depth, 64);
+  for (const ModelBenchTest& t : r->tests) EXPECT_GT(t.median(), 0) << t.name;
+  EXPECT_EQ(r->RooflineTest(), &r->tests[1]);
+  EXPECT_NE(r->ToJson().find("\"depth\": 64"), std::string::npos);
+
+  // Past the model's context: an error naming it, nothing run.
+  o.depths = {(*m)->config().context_length_train};
+  auto too_deep = RunModelBench(**m, pool, o);
+  ASSERT_FALSE(too_deep.ok());
+  EXPECT_NE(too_deep.status().ToString().find("context"), std::string::npos)
+      << too_deep.status().ToString();
+  o.depths = {-1};
+  EXPECT_FALSE(RunModelBench(**m, pool, o).ok());
 }
 
 }  // namespace
