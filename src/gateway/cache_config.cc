@@ -95,6 +95,25 @@ Status ParseCacheYaml(const YAML::Node& node, const std::string& where,
       s = x.Get(v, path, &c->max_entry_bytes);
     } else if (k == "deterministic-only") {
       s = x.Get(v, path, &c->deterministic_only);
+    } else if (k == "models") {
+      if (!v.IsMap())
+        return x.Error(v, path,
+                       "must map model names to {deterministic-only: BOOL}");
+      for (const auto& mkv : v) {
+        const std::string name = mkv.first.as<std::string>();
+        const std::string at = path + "." + name;
+        if (!mkv.second.IsMap())
+          return x.Error(mkv.second, at, "must be a mapping");
+        for (const auto& okv : mkv.second) {
+          const std::string ok = Key(okv.first);
+          if (ok != "deterministic-only")
+            return x.Error(okv.first, at + "." + ok,
+                           "unknown key (known: deterministic-only)");
+          bool b = true;
+          RL_RETURN_IF_ERROR(x.Get(okv.second, at + "." + ok, &b));
+          c->model_deterministic_only[name] = b;
+        }
+      }
     } else if (k == "store-length") {
       s = x.Get(v, path, &c->store_length);
     } else if (k == "normalize-text") {
@@ -186,7 +205,8 @@ Status ParseCacheYaml(const YAML::Node& node, const std::string& where,
     } else {
       return x.Error(kv.first, path,
                      "unknown key (known: enabled, namespace, max-bytes, "
-                     "max-entry-bytes, deterministic-only, store-length, "
+                     "max-entry-bytes, deterministic-only, models, "
+                     "store-length, "
                      "normalize-text, "
                      "default-class, classes, rules, single-flight-wait, "
                      "max-single-flight-waiters, redis, "

@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -44,7 +45,10 @@ struct CacheConfig {
   int64_t max_bytes = 256ll << 20;      // local tier byte budget
   int64_t max_entry_bytes = 4ll << 20;  // larger answers are not stored
   bool deterministic_only = true;       // temperature 0 or a seed
-  bool store_length = false;            // store finish_reason "length"
+  // Per model (after alias resolution): overrides deterministic_only for
+  // that model's requests (`cache.models: {NAME: {deterministic-only: B}}`).
+  std::map<std::string, bool, std::less<>> model_deterministic_only;
+  bool store_length = false;  // store finish_reason "length"
   // Near-duplicate keys: message and prompt text with case, whitespace
   // and trailing punctuation folded ("What is X?" = "what is x").
   bool normalize_text = false;

@@ -481,8 +481,12 @@ Result<CacheDecision> CacheLayer::Decide(const api::CompletionRequest& request,
   d.key =
       BuildCacheKey(request, model, route_class, body, config_.normalize_text);
   d.storage_key = StorageKey(config_.name_space, cls, model, d.key.hash_hex);
-  const bool deterministic =
-      !config_.deterministic_only || IsDeterministic(request);
+  const auto per_model = config_.model_deterministic_only.find(model);
+  const bool deterministic_only =
+      per_model != config_.model_deterministic_only.end()
+          ? per_model->second
+          : config_.deterministic_only;
+  const bool deterministic = !deterministic_only || IsDeterministic(request);
   if (d.ttl_ms <= 0 || !deterministic) {
     d.verdict = "uncacheable";
     return d;

@@ -5,6 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <boost/json/parse.hpp>
+#include <memory>
+#include <string>
+#include <vector>
 
 #include "api/request.h"
 #include "gateway/cache_config.h"
@@ -309,6 +312,35 @@ TEST_F(CacheDecisionTest, ConfiguredRulesInOrderWithModelDefaults) {
   EXPECT_EQ(l->ClassFor("chatty", "What is 2+2?"), "opinions");
 }
 
+TEST_F(CacheDecisionTest, DeterministicOnlyPerModel) {
+  const std::string sampled =
+      R"({"model":"m","messages":[{"role":"user","content":"x"}],"temperature":0.7})";
+  // One layer (and metrics registry) per configuration.
+  std::vector<std::unique_ptr<GatewayMetrics>> registries;
+  auto verdict_for = [&](const CacheConfig& c) {
+    registries.push_back(std::make_unique<GatewayMetrics>("redline_"));
+    CacheLayer l(c, loop_, *registries.back(), [this] { return now_ms_; });
+    EXPECT_TRUE(l.Init().ok());
+    json::value v = json::parse(sampled);
+    auto d = l.Decide(Parse(sampled), "m", "", v.as_object(), nullptr);
+    EXPECT_TRUE(d.ok());
+    if (!d.ok()) return std::string("error");
+    return d->lookup && d->store ? std::string("cacheable") : d->verdict;
+  };
+  CacheConfig c;
+  EXPECT_EQ(verdict_for(c), "uncacheable");  // the global default
+  c.model_deterministic_only = {{"m", false}};
+  EXPECT_EQ(verdict_for(c), "cacheable");
+  // Another model's setting leaves this one on the global rule.
+  c.model_deterministic_only = {{"creative", false}};
+  EXPECT_EQ(verdict_for(c), "uncacheable");
+  // A per-model rule can be stricter than the global one.
+  c.deterministic_only = false;
+  EXPECT_EQ(verdict_for(c), "cacheable");
+  c.model_deterministic_only = {{"m", true}};
+  EXPECT_EQ(verdict_for(c), "uncacheable");
+}
+
 TEST(RouterTest, ScorerTable) {
   RoutingConfig rc;
   rc.models = {"auto"};
@@ -396,6 +428,7 @@ cache:
     - {class: time_sensitive, regex: "\\b(today|now)\\b"}
     - {class: opinions, keywords: [best, think]}
     - {class: short, models: [tiny]}
+  models: {creative: {deterministic-only: false}}
 routing:
   models: [auto]
   classes:
@@ -420,6 +453,8 @@ pools:
   EXPECT_EQ(cache.redis_url, "redis://127.0.0.1:6390");
   EXPECT_EQ(cache.redis_timeout_ms, 20);
   EXPECT_EQ(cache.rules.size(), 3u);
+  ASSERT_EQ(cache.model_deterministic_only.count("creative"), 1u);
+  EXPECT_FALSE(cache.model_deterministic_only.at("creative"));
   EXPECT_EQ(cache.classes.size(), 4u);
   EXPECT_EQ(routing.classes.size(), 2u);
   EXPECT_EQ(routing.weights.code, 0.5);
@@ -432,6 +467,9 @@ pools:
         std::string("cache: {classes: {facts: 30}}\n"),
         std::string("cache: {rules: [{class: facts, regex: \"(\"}]}\n"),
         std::string("cache: {whatever: 1}\n"),
+        std::string("cache: {models: {m: {ttl: 3}}}\n"),
+        std::string("cache: {models: [m]}\n"),
+        std::string("cache: {models: {m: {deterministic-only: maybe}}}\n"),
         std::string("routing: {escalate: {stream-tokens: -1}}\n"),
         std::string("routing: {escalate: {stream-tokens: 100000}}\n"),
         std::string("routing: {escalate: {stream-bytes: 0}}\n"),
