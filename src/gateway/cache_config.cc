@@ -193,10 +193,12 @@ Status ParseCacheYaml(const YAML::Node& node, const std::string& where,
                 x.Ms(rkv.second, rp, &c->redis_connect_timeout_ms));
           } else if (rk == "queue") {
             RL_RETURN_IF_ERROR(x.Get(rkv.second, rp, &c->redis_queue));
+          } else if (rk == "purge-poll") {
+            RL_RETURN_IF_ERROR(x.Ms(rkv.second, rp, &c->redis_purge_poll_ms));
           } else {
             return x.Error(rkv.first, rp,
                            "unknown key (known: url, timeout, "
-                           "connect-timeout, queue)");
+                           "connect-timeout, queue, purge-poll)");
           }
         }
       } else {
@@ -330,6 +332,9 @@ Status ValidateCacheConfig(const CacheConfig& c) {
     return Status::InvalidArgument("cache.redis.queue: 1..1000000");
   if (c.redis_timeout_ms < 1 || c.redis_connect_timeout_ms < 1)
     return Status::InvalidArgument("cache.redis timeouts must be >= 1ms");
+  if (c.redis_purge_poll_ms != 0 &&
+      (c.redis_purge_poll_ms < 10 || c.redis_purge_poll_ms > 3'600'000))
+    return Status::InvalidArgument("cache.redis.purge-poll: off or 10ms..1h");
   if (c.warm_concurrency < 1 || c.warm_concurrency > 256)
     return Status::InvalidArgument("cache.warm-concurrency: 1..256");
   if (c.name_space.empty() || c.name_space.find(':') != std::string::npos)

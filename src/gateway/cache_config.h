@@ -64,7 +64,10 @@ struct CacheConfig {
   std::string redis_url;
   int64_t redis_timeout_ms = 50;
   int64_t redis_connect_timeout_ms = 200;
-  int redis_queue = 1024;               // operations waiting for the worker
+  int redis_queue = 1024;  // commands sent and unanswered, or waiting
+  // How often each gateway reads the purge log (a Redis stream beside the
+  // keys) and applies other gateways' purges to its local tier; 0: never.
+  int64_t redis_purge_poll_ms = 1000;
   int64_t compress_above_bytes = 2048;  // zstd beyond this
   // Key for POST /admin/cache/purge; empty: the gateway's --api-key keys.
   std::string admin_key;

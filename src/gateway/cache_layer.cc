@@ -7,6 +7,7 @@
 #include <charconv>
 #include <chrono>
 #include <cmath>
+#include <random>
 
 #include "api/response.h"
 #include "base/logging.h"
@@ -19,6 +20,19 @@ namespace {
 namespace json = boost::json;
 
 constexpr int64_t kMaxPaceGapUs = 5'000'000;
+// The purge log: entries read per command, and its length in Redis
+// (trimmed approximately; a gateway away from Redis for more purges than
+// this misses the oldest of them).
+constexpr int kPurgeLogBatch = 100;
+constexpr int64_t kPurgeLogMaxEntries = 1000;
+
+std::string NewInstanceId() {
+  std::random_device rd;
+  const uint64_t a = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  const uint64_t b = static_cast<uint64_t>(
+      std::chrono::steady_clock::now().time_since_epoch().count());
+  return fmt::format("{:016x}", a ^ (b * 0x9e3779b97f4a7c15ull));
+}
 
 int64_t WallMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -277,7 +291,8 @@ CacheLayer::CacheLayer(CacheConfig config, http::EventLoop& loop,
       loop_(loop),
       metrics_(metrics),
       now_(now ? std::move(now) : NowFn(WallMs)),
-      local_(config_.max_bytes) {
+      local_(config_.max_bytes),
+      instance_id_(NewInstanceId()) {
   auto& r = metrics_.registry();
   const std::string p = metrics_.prefix() + "gateway_cache_";
   requests_ = &r.AddCounter(
@@ -334,6 +349,14 @@ CacheLayer::CacheLayer(CacheConfig config, http::EventLoop& loop,
   redis_metrics_.set_latency = &redis_latency_->Labels({"set"});
   redis_metrics_.up = &r.AddGauge(p + "redis_up", "1 while connected to Redis")
                            .Labels(std::vector<std::string>{});
+  remote_purges_ =
+      &r.AddCounter(p + "remote_purges_total",
+                    "Purges by other gateways (read from the Redis purge "
+                    "log) applied to the local tier")
+           .Labels(std::vector<std::string>{});
+  remote_purged_entries_ = &r.AddCounter(p + "remote_purged_entries_total",
+                                         "Local entries those purges removed")
+                                .Labels(std::vector<std::string>{});
   telemetry::Gauge* b = &bytes_->Labels({"local"});
   telemetry::Gauge* n = &entries_->Labels({"local"});
   // Rendered on the loop thread (the gateway serves /metrics there).
@@ -370,11 +393,72 @@ Status CacheLayer::Init() {
   return Status::Ok();
 }
 
+void CacheLayer::Start() {
+  if (redis_ == nullptr || config_.redis_purge_poll_ms <= 0 || stopped_) return;
+  purge_timer_ = std::make_unique<http::Timer>(loop_);
+  PollPurges();
+}
+
 void CacheLayer::Stop() {
   stopped_ = true;
   flights_.clear();
   pacers_.clear();
+  purge_timer_.reset();
   redis_.reset();
+}
+
+void CacheLayer::PollPurges() {
+  if (stopped_ || redis_ == nullptr || purge_read_in_flight_) return;
+  purge_read_in_flight_ = true;
+  std::weak_ptr<CacheLayer> weak = weak_from_this();
+  auto done = [weak](bool ok, std::vector<RedisTier::StreamEntry> entries) {
+    if (auto self = weak.lock()) self->ApplyPurges(ok, std::move(entries));
+  };
+  // Until the log's end is known, only that is asked: purges from before
+  // this process started concern entries it never held.
+  if (purge_cursor_.empty()) {
+    redis_->StreamLast(PurgeLogKey(), done);
+  } else {
+    redis_->StreamRead(PurgeLogKey(), purge_cursor_, kPurgeLogBatch, done);
+  }
+}
+
+void CacheLayer::ApplyPurges(bool ok,
+                             std::vector<RedisTier::StreamEntry> entries) {
+  purge_read_in_flight_ = false;
+  if (stopped_) return;
+  bool more = false;
+  if (ok && purge_cursor_.empty()) {
+    purge_cursor_ = entries.empty() ? "0-0" : entries.front().id;
+    more = true;  // read what came after it at once
+  } else if (ok) {
+    for (const RedisTier::StreamEntry& e : entries) {
+      purge_cursor_ = e.id;
+      std::string_view origin, prefix;
+      bool has_prefix = false;
+      for (const auto& [f, v] : e.fields) {
+        if (f == "origin") origin = v;
+        if (f == "prefix") {
+          prefix = v;
+          has_prefix = true;
+        }
+      }
+      if (!has_prefix || origin == instance_id_) continue;
+      remote_purged_entries_->Increment(static_cast<double>(
+          local_.Purge(config_.name_space + ":" + std::string(prefix))));
+      remote_purges_->Increment();
+    }
+    more = static_cast<int>(entries.size()) >= kPurgeLogBatch;
+  }
+  if (more) {
+    std::weak_ptr<CacheLayer> weak = weak_from_this();
+    loop_.Post([weak] {
+      if (auto self = weak.lock()) self->PollPurges();
+    });
+    return;
+  }
+  purge_timer_->ExpireAfter(config_.redis_purge_poll_ms * 1'000'000,
+                            [this] { PollPurges(); });
 }
 
 int64_t CacheLayer::ClassTtl(const std::string& cls) const {
@@ -764,8 +848,17 @@ void CacheLayer::Purge(const std::string& prefix,
     done(local, -1);
     return;
   }
-  redis_->Purge(
-      full, [local, done](int64_t n, bool ok) { done(local, ok ? n : -1); });
+  // The log entry goes out after the keys are gone from Redis: a gateway
+  // applying it earlier could refill its local tier from Redis.
+  std::weak_ptr<CacheLayer> weak = weak_from_this();
+  redis_->Purge(full, [weak, prefix, local, done](int64_t n, bool ok) {
+    if (auto self = weak.lock(); self && self->redis_ != nullptr)
+      self->redis_->StreamAdd(
+          self->PurgeLogKey(),
+          {{"prefix", prefix}, {"origin", self->instance_id_}},
+          kPurgeLogMaxEntries);
+    done(local, ok ? n : -1);
+  });
 }
 
 }  // namespace redline::gateway

@@ -9,7 +9,14 @@
 // with [DONE] or carried an error event, partial or cancelled answers, and
 // finish_reason "length" unless cache.store-length.
 //
-// Threading: loop thread only (Redis runs on its own worker, see
+// Purges reach every gateway sharing a Redis: a purge deletes the keys in
+// Redis and this gateway's local tier, then appends itself to a purge log
+// (the stream "<namespace>-purges", capped at ~1000 entries); every
+// gateway reads the log every cache.redis.purge-poll and purges its own
+// local tier likewise, so another gateway's local copies are gone within
+// one poll interval (while Redis is unreachable, once it is back).
+//
+// Threading: loop thread only (Redis runs on the same loop, see
 // redis_tier.h). Ownership: held by shared_ptr; tees hold a weak_ptr, so a
 // writer that outlives the layer (the loop's task queue at shutdown)
 // touches nothing. Stop() ends every callback into the gateway (waiters of
@@ -61,8 +68,11 @@ class CacheLayer : public std::enable_shared_from_this<CacheLayer> {
   CacheLayer(CacheConfig config, http::EventLoop& loop, GatewayMetrics& metrics,
              NowFn now = {});
   ~CacheLayer();
-  // Compiles the rules and starts the Redis worker (when configured).
+  // Compiles the rules and creates the Redis tier (when configured).
   Status Init();
+  // On the loop thread once it runs: starts following the purge log
+  // (with Redis and a purge-poll).
+  void Start();
   void Stop();
 
   const CacheConfig& config() const { return config_; }
@@ -165,6 +175,11 @@ class CacheLayer : public std::enable_shared_from_this<CacheLayer> {
   void EndFlight(const std::string& key, std::shared_ptr<const CacheEntry> e);
   void CountStoreTier(const char* tier);
   void CountEvictions(uint64_t before_lru, uint64_t before_expired);
+  // The purge log: reads what other gateways purged since purge_cursor_
+  // and applies it locally; re-arms itself every purge-poll.
+  void PollPurges();
+  void ApplyPurges(bool ok, std::vector<RedisTier::StreamEntry> entries);
+  std::string PurgeLogKey() const { return config_.name_space + "-purges"; }
 
   CacheConfig config_;
   http::EventLoop& loop_;
@@ -177,6 +192,12 @@ class CacheLayer : public std::enable_shared_from_this<CacheLayer> {
   std::map<uint64_t, std::unique_ptr<Pacer>> pacers_;
   uint64_t next_pacer_ = 1;
   bool stopped_ = false;
+  // This process's id in the purge log (its own entries are skipped).
+  const std::string instance_id_;
+  std::unique_ptr<http::Timer> purge_timer_;
+  // The last purge-log id applied; "" until the log's end was read.
+  std::string purge_cursor_;
+  bool purge_read_in_flight_ = false;
 
   // Metrics (families; children looked up per use).
   telemetry::CounterFamily* requests_;
@@ -191,6 +212,8 @@ class CacheLayer : public std::enable_shared_from_this<CacheLayer> {
   telemetry::CounterFamily* redis_bypass_;
   telemetry::HistogramFamily* redis_latency_;
   RedisMetrics redis_metrics_;
+  telemetry::Counter* remote_purges_ = nullptr;
+  telemetry::Counter* remote_purged_entries_ = nullptr;
 
  public:
   // Counts one answer's verdict (x-redline-cache) by class.

@@ -162,6 +162,7 @@ Result<uint16_t> Gateway::Start() {
     g.tick_timer = std::make_unique<http::Timer>(g.loop);
     g.prober->Start();
     if (g.scraper) g.scraper->Start();
+    if (g.cache) g.cache->Start();
     g.Tick();
   });
   g.loop_thread = std::thread([&g] {

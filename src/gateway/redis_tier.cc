@@ -28,6 +28,32 @@ std::string GlobEscape(std::string_view s) {
   return out;
 }
 
+// The [id, [field, value, ...]] entries of an XRANGE-style array reply.
+bool ParseEntries(const redisReply* r,
+                  std::vector<RedisTier::StreamEntry>* out) {
+  if (r->type != REDIS_REPLY_ARRAY) return false;
+  for (size_t i = 0; i < r->elements; ++i) {
+    const redisReply* e = r->element[i];
+    if (e->type != REDIS_REPLY_ARRAY || e->elements != 2 ||
+        e->element[0]->type != REDIS_REPLY_STRING ||
+        e->element[1]->type != REDIS_REPLY_ARRAY)
+      return false;
+    RedisTier::StreamEntry entry;
+    entry.id.assign(e->element[0]->str, e->element[0]->len);
+    const redisReply* f = e->element[1];
+    for (size_t j = 0; j + 1 < f->elements; j += 2) {
+      const redisReply* k = f->element[j];
+      const redisReply* v = f->element[j + 1];
+      if (k->type != REDIS_REPLY_STRING || v->type != REDIS_REPLY_STRING)
+        return false;
+      entry.fields.emplace_back(std::string(k->str, k->len),
+                                std::string(v->str, v->len));
+    }
+    out->push_back(std::move(entry));
+  }
+  return true;
+}
+
 }  // namespace
 
 struct RedisTier::PurgeState {
@@ -114,6 +140,40 @@ void RedisTier::Purge(std::string prefix, PurgeFn done) {
   op.command = Format({"SCAN", "0", "MATCH", p->match, "COUNT", "100"});
   op.purge = p;
   if (!Submit(std::move(op))) loop_.Post([done] { done(0, false); });
+}
+
+void RedisTier::StreamAdd(
+    std::string key,
+    const std::vector<std::pair<std::string, std::string>>& fields,
+    int64_t max_len) {
+  const std::string len = std::to_string(std::max<int64_t>(max_len, 1));
+  std::vector<std::string_view> args{"XADD", key, "MAXLEN", "~", len, "*"};
+  for (const auto& [f, v] : fields) {
+    args.push_back(f);
+    args.push_back(v);
+  }
+  Op op;
+  op.kind = Op::Kind::kStreamAdd;
+  op.command = Format(args);
+  Submit(std::move(op));
+}
+
+void RedisTier::StreamRead(std::string key, std::string after_id, int count,
+                           StreamFn done) {
+  Op op;
+  op.kind = Op::Kind::kStreamRead;
+  op.command = Format({"XREAD", "COUNT", std::to_string(std::max(count, 1)),
+                       "STREAMS", key, after_id});
+  op.stream_done = done;
+  if (!Submit(std::move(op))) loop_.Post([done] { done(false, {}); });
+}
+
+void RedisTier::StreamLast(std::string key, StreamFn done) {
+  Op op;
+  op.kind = Op::Kind::kStreamLast;
+  op.command = Format({"XREVRANGE", key, "+", "-", "COUNT", "1"});
+  op.stream_done = done;
+  if (!Submit(std::move(op))) loop_.Post([done] { done(false, {}); });
 }
 
 bool RedisTier::Submit(Op op) {
@@ -287,6 +347,35 @@ void RedisTier::OnReply(Op op, redisReply* reply) {
       NextScan(p);
       return;
     }
+    case Op::Kind::kStreamAdd:
+      metrics_.set_latency->Observe(seconds);
+      if (error) metrics_.set_errors->Increment();
+      return;
+    case Op::Kind::kStreamRead: {
+      std::vector<StreamEntry> entries;
+      bool ok = reply->type == REDIS_REPLY_NIL;  // nothing new
+      // [[key, entries]]: one stream asked for.
+      if (reply->type == REDIS_REPLY_ARRAY && reply->elements == 1 &&
+          reply->element[0]->type == REDIS_REPLY_ARRAY &&
+          reply->element[0]->elements == 2)
+        ok = ParseEntries(reply->element[0]->element[1], &entries);
+      if (!ok) {
+        metrics_.get_errors->Increment();
+        entries.clear();
+      }
+      op.stream_done(ok, std::move(entries));
+      return;
+    }
+    case Op::Kind::kStreamLast: {
+      std::vector<StreamEntry> entries;
+      const bool ok = ParseEntries(reply, &entries);
+      if (!ok) {
+        metrics_.get_errors->Increment();
+        entries.clear();
+      }
+      op.stream_done(ok, std::move(entries));
+      return;
+    }
   }
 }
 
@@ -354,6 +443,7 @@ void RedisTier::Expire() {
     Op failed;
     failed.kind = sent_[i].kind;
     failed.get_done = std::move(sent_[i].get_done);
+    failed.stream_done = std::move(sent_[i].stream_done);
     failed.purge = std::move(sent_[i].purge);
     Fail(failed);
     if (!*alive || !connected_) return;
@@ -379,6 +469,14 @@ void RedisTier::Fail(Op& op) {
     case Op::Kind::kDel:
       metrics_.set_errors->Increment();
       EndPurge(op.purge, false);
+      return;
+    case Op::Kind::kStreamAdd:
+      metrics_.set_errors->Increment();
+      return;
+    case Op::Kind::kStreamRead:
+    case Op::Kind::kStreamLast:
+      metrics_.get_errors->Increment();
+      op.stream_done(false, {});
       return;
   }
 }
@@ -411,6 +509,7 @@ void RedisTier::Drop(bool connect_failed) {
       // Never tried: a refusal, as when the backoff is already running.
       metrics_.refused->Increment();
       if (op.kind == Op::Kind::kGet) op.get_done(Result::kError, {});
+      if (op.stream_done) op.stream_done(false, {});
       if (op.purge) EndPurge(op.purge, false);
     } else {
       Fail(op);

@@ -26,6 +26,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "http/event_loop.h"
@@ -59,6 +60,13 @@ class RedisTier {
   enum class Result { kFound, kNotFound, kError };
   using GetFn = std::function<void(Result, std::string value)>;
   using PurgeFn = std::function<void(int64_t deleted, bool ok)>;
+  // One entry of a Redis stream: its id ("ms-seq") and field/value pairs.
+  struct StreamEntry {
+    std::string id;
+    std::vector<std::pair<std::string, std::string>> fields;
+  };
+  // ok false: the command failed (Redis down, timeout, error reply).
+  using StreamFn = std::function<void(bool ok, std::vector<StreamEntry>)>;
 
   RedisTier(RedisOptions options, http::EventLoop& loop, RedisMetrics metrics);
   ~RedisTier();
@@ -70,16 +78,38 @@ class RedisTier {
   void Set(std::string key, std::string value, int64_t ttl_ms);
   // SCAN MATCH prefix* + DEL, bounded to 1,000,000 keys per call.
   void Purge(std::string prefix, PurgeFn done);
+  // XADD key MAXLEN ~ max_len * field value ...; failures are counted,
+  // never reported.
+  void StreamAdd(std::string key,
+                 const std::vector<std::pair<std::string, std::string>>& fields,
+                 int64_t max_len);
+  // XREAD COUNT count STREAMS key after_id: at most `count` entries after
+  // `after_id`, oldest first (none: an empty list).
+  void StreamRead(std::string key, std::string after_id, int count,
+                  StreamFn done);
+  // XREVRANGE key + - COUNT 1: the newest entry (none when the stream is
+  // empty or absent).
+  void StreamLast(std::string key, StreamFn done);
 
  private:
   struct PurgeState;
   struct Op {
-    enum class Kind { kSelect, kGet, kSet, kScan, kDel } kind = Kind::kGet;
+    enum class Kind {
+      kSelect,
+      kGet,
+      kSet,
+      kScan,
+      kDel,
+      kStreamAdd,
+      kStreamRead,
+      kStreamLast
+    } kind = Kind::kGet;
     std::string command;  // RESP bytes
     int64_t t_sent_ns = 0;
     uint64_t seq = 0;      // order of sending
     bool expired = false;  // timed out and failed; its reply is dropped
     GetFn get_done;
+    StreamFn stream_done;
     std::shared_ptr<PurgeState> purge;
   };
   // Queues (and, when connected, sends) one command; false: refused.

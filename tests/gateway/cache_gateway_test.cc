@@ -404,6 +404,7 @@ TEST_F(CacheGatewayTest, TwoGatewaysShareRedisAndPurge) {
   c.redis_url = redis.Url();
   c.admin_key = "admin-secret";
   c.compress_above_bytes = 64;  // exercise zstd
+  c.redis_purge_poll_ms = 20;
   const uint16_t a = Start(c, {Pool("p", "fake", f)});
   const uint16_t b = Start(c, {Pool("p", "fake", f)});
   const std::string body = Q("Shared question", false);
@@ -439,6 +440,17 @@ TEST_F(CacheGatewayTest, TwoGatewaysShareRedisAndPurge) {
   EXPECT_NE(purge.body.find("\"purged_redis\":2"), std::string::npos)
       << purge.body;
   EXPECT_EQ(Post(b, body).Header("x-redline-cache"), "miss");
+  // Gateway A's local copies (stored on its misses) go too: it reads B's
+  // purge from the log within a poll, and never applies its own.
+  auto remote = [&](uint16_t port, const std::string& name) {
+    return MetricValue(Http(port, "GET", "/metrics").body,
+                       "redline_gateway_cache_remote_" + name);
+  };
+  ASSERT_TRUE(Eventually([&] { return remote(a, "purges_total") >= 1; }));
+  EXPECT_EQ(remote(a, "purged_entries_total"), 2);
+  EXPECT_EQ(Post(a, stream).Header("x-redline-cache"), "miss");
+  EXPECT_EQ(remote(b, "purges_total"), 0);
+  EXPECT_EQ(f.requests(), 4u);
 }
 
 TEST_F(CacheGatewayTest, KillingRedisMidRunLosesNoRequest) {

@@ -422,7 +422,7 @@ TEST(CacheConfigTest, YamlSections) {
 cache:
   namespace: app1
   max-bytes: 1000000
-  redis: {url: "redis://127.0.0.1:6390", timeout: 20ms, queue: 64}
+  redis: {url: "redis://127.0.0.1:6390", timeout: 20ms, queue: 64, purge-poll: 250ms}
   classes: {opinions: 2s, short: 100ms}
   rules:
     - {class: time_sensitive, regex: "\\b(today|now)\\b"}
@@ -452,6 +452,7 @@ pools:
   EXPECT_EQ(cache.name_space, "app1");
   EXPECT_EQ(cache.redis_url, "redis://127.0.0.1:6390");
   EXPECT_EQ(cache.redis_timeout_ms, 20);
+  EXPECT_EQ(cache.redis_purge_poll_ms, 250);
   EXPECT_EQ(cache.rules.size(), 3u);
   ASSERT_EQ(cache.model_deterministic_only.count("creative"), 1u);
   EXPECT_FALSE(cache.model_deterministic_only.at("creative"));
@@ -470,6 +471,9 @@ pools:
         std::string("cache: {models: {m: {ttl: 3}}}\n"),
         std::string("cache: {models: [m]}\n"),
         std::string("cache: {models: {m: {deterministic-only: maybe}}}\n"),
+        std::string(
+            "cache: {redis: {url: \"redis://h:1\", purge-poll: 1ms}}\n"),
+        std::string("cache: {redis: {url: \"redis://h:1\", purge-pol: 1s}}\n"),
         std::string("routing: {escalate: {stream-tokens: -1}}\n"),
         std::string("routing: {escalate: {stream-tokens: 100000}}\n"),
         std::string("routing: {escalate: {stream-bytes: 0}}\n"),

@@ -1,8 +1,9 @@
 // RedisTier against a real redis-server (started by the test on a free
 // loopback port, persistence off, stopped by pid; skipped when the binary
 // is absent): pipelined commands answered in order, purge by prefix across
-// several SCAN batches, and Redis killed or unreachable: every operation
-// still completes (as an error), none hangs.
+// several SCAN batches, the stream commands of the purge log, and Redis
+// killed or unreachable: every operation still completes (as an error),
+// none hangs.
 #include "gateway/redis_tier.h"
 
 #include <gtest/gtest.h>
@@ -159,6 +160,79 @@ TEST_F(RedisTierTest, PipelinedCommandsAnswerInOrderAndPurgeByPrefix) {
   EXPECT_EQ(kept, "kept");
   EXPECT_EQ(m_.get_errors->value(), 0);
   EXPECT_EQ(m_.set_errors->value(), 0);
+}
+
+// The purge log's commands: the newest entry of an absent stream is none,
+// added entries read back in order after a cursor, a batch is bounded by
+// its count, the stream is trimmed near its cap, and with Redis gone every
+// read still completes, as a failure.
+TEST_F(RedisTierTest, StreamAddReadAndLast) {
+  RedisServer redis;
+  if (!redis.Start()) GTEST_SKIP() << "redis-server not installed";
+  auto tier = Tier("redis://127.0.0.1:" + std::to_string(redis.port()));
+  struct Got {
+    bool done = false, ok = false;
+    std::vector<RedisTier::StreamEntry> entries;
+  };
+  auto collect = [](Got* g) {
+    *g = Got();
+    return [g](bool ok, std::vector<RedisTier::StreamEntry> e) {
+      g->done = true;
+      g->ok = ok;
+      g->entries = std::move(e);
+    };
+  };
+  Got last;
+  tier->StreamLast("log", collect(&last));
+  ASSERT_TRUE(RunUntil([&] { return last.done; }));
+  EXPECT_TRUE(last.ok);
+  EXPECT_TRUE(last.entries.empty());
+
+  for (int i = 0; i < 5; ++i)
+    tier->StreamAdd("log", {{"prefix", "p" + std::to_string(i)}, {"o", "x"}},
+                    1000);
+  Got all;
+  tier->StreamRead("log", "0-0", 100, collect(&all));
+  ASSERT_TRUE(RunUntil([&] { return all.done; }));
+  ASSERT_TRUE(all.ok);
+  ASSERT_EQ(all.entries.size(), 5u);
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_EQ(all.entries[i].fields.size(), 2u);
+    EXPECT_EQ(all.entries[i].fields[0].first, "prefix");
+    EXPECT_EQ(all.entries[i].fields[0].second, "p" + std::to_string(i));
+  }
+  Got two;
+  tier->StreamRead("log", all.entries[1].id, 2, collect(&two));
+  ASSERT_TRUE(RunUntil([&] { return two.done; }));
+  ASSERT_EQ(two.entries.size(), 2u);
+  EXPECT_EQ(two.entries[0].id, all.entries[2].id);
+  EXPECT_EQ(two.entries[1].id, all.entries[3].id);
+  Got none;
+  tier->StreamRead("log", all.entries[4].id, 100, collect(&none));
+  ASSERT_TRUE(RunUntil([&] { return none.done; }));
+  EXPECT_TRUE(none.ok);
+  EXPECT_TRUE(none.entries.empty());
+  tier->StreamLast("log", collect(&last));
+  ASSERT_TRUE(RunUntil([&] { return last.done; }));
+  ASSERT_EQ(last.entries.size(), 1u);
+  EXPECT_EQ(last.entries[0].id, all.entries[4].id);
+
+  // MAXLEN ~: trimmed in whole nodes (100 entries by default), so 300
+  // more entries capped at 10 leave far fewer than 305.
+  for (int i = 0; i < 300; ++i) tier->StreamAdd("cap", {{"i", "x"}}, 10);
+  Got capped;
+  tier->StreamRead("cap", "0-0", 1000, collect(&capped));
+  ASSERT_TRUE(RunUntil([&] { return capped.done; }));
+  EXPECT_TRUE(capped.ok);
+  EXPECT_LE(capped.entries.size(), 200u);
+  EXPECT_EQ(m_.get_errors->value(), 0);
+  EXPECT_EQ(m_.set_errors->value(), 0);
+
+  redis.Kill();
+  Got gone;
+  tier->StreamRead("log", "0-0", 100, collect(&gone));
+  ASSERT_TRUE(RunUntil([&] { return gone.done; }));
+  EXPECT_FALSE(gone.ok);
 }
 
 TEST_F(RedisTierTest, KilledOrUnreachableRedisFailsEveryOperationAtOnce) {
