@@ -278,6 +278,15 @@ Result<Plan> BuildPlan(const BenchCommandOptions& o) {
   // Workload.
   if (!o.scenario.empty()) {
     RL_ASSIGN_OR_RETURN(p.tasks, Workload::LoadScenario(o.scenario));
+    // --max-tokens and --temperature are the defaults of the tasks that set
+    // neither (as --model is): a scenario without lengths would otherwise
+    // send no max_tokens, and a server generates up to its context.
+    for (TaskSpec& t : p.tasks) {
+      if (!t.sampling.max_tokens && !t.output_tokens && o.max_tokens > 0)
+        t.sampling.max_tokens = o.max_tokens;
+      if (!t.sampling.temperature && o.temperature >= 0)
+        t.sampling.temperature = o.temperature;
+    }
   } else {
     TaskSpec t;
     if (o.api == "completions") {

@@ -156,6 +156,45 @@ TEST_F(BenchCommandTest, PassExitsZeroAndWritesTheJsonSchema) {
   EXPECT_EQ(count, 1 + 4 + 24);  // cold + warm-up + measured
 }
 
+// A scenario task that sets no length or temperature takes --max-tokens and
+// --temperature (as it takes --model); one that sets them keeps its own. A
+// chat task's fixed `prompt:` is its user message.
+TEST_F(BenchCommandTest, ScenarioTasksDefaultToTheSamplingFlags) {
+  FakeServerOptions fo;
+  fo.default_plan.tokens = 2;
+  auto server = std::make_unique<FakeOpenAiServer>(fo);
+  ASSERT_TRUE(server->Start().ok());
+  const std::string scenario = dir_ + "/s.yaml";
+  std::ofstream(scenario)
+      << "tasks:\n"
+         "  - {name: plain, weight: 1, prompt: hi}\n"
+         "  - {name: own, weight: 1, messages: [{role: user, content: yo}],\n"
+         "     max_tokens: 5, temperature: 0.9}\n";
+  BenchCommandOptions o = Options(*server);
+  o.scenario = scenario;
+  o.max_tokens = 7;
+  o.temperature = 0;
+  o.requests = 16;
+  EXPECT_EQ(Run(o), kExitPass);
+  int plain = 0, own = 0;
+  for (const testing::FakeTruth& t : server->Truths()) {
+    json::value v = json::parse(t.body);
+    const json::object& b = v.as_object();
+    const std::string text = json::serialize(b.at("messages"));
+    if (text.find("\"hi\"") != std::string::npos) {
+      ++plain;
+      EXPECT_EQ(b.at("max_tokens").as_int64(), 7) << t.body;
+      EXPECT_EQ(b.at("temperature").to_number<double>(), 0) << t.body;
+    } else {
+      ++own;
+      EXPECT_EQ(b.at("max_tokens").as_int64(), 5) << t.body;
+      EXPECT_EQ(b.at("temperature").to_number<double>(), 0.9) << t.body;
+    }
+  }
+  EXPECT_GT(plain, 0);
+  EXPECT_GT(own, 0);
+}
+
 TEST_F(BenchCommandTest, SloBreachExits99) {
   auto server = Server(50'000, 1'000, 4);
   BenchCommandOptions o = Options(*server);

@@ -273,6 +273,13 @@ Result<std::unique_ptr<Workload>> Workload::Create(std::vector<TaskSpec> tasks,
       r.model = t.model.empty() ? w->default_model_ : t.model;
       r.messages = t.messages;
       r.prompt = t.prompt;
+      // A fixed `prompt:` is the user message of a chat task too.
+      if (t.api == api::ApiKind::kChat && r.messages.empty() &&
+          !t.prompt.empty()) {
+        if (!t.system_prompt.empty())
+          r.messages.push_back({"system", t.system_prompt});
+        r.messages.push_back({"user", t.prompt});
+      }
       r.sampling = t.sampling;
       r.stream = t.stream;
       r.include_usage = t.include_usage;
@@ -412,7 +419,12 @@ PreparedRequest Workload::Prepare(UserState& user) {
       } else {
         if (!t.system_prompt.empty())
           user.history.push_back({"system", t.system_prompt});
-        user.history.push_back({"user", prefix + user_text});
+        // A fixed `prompt:` is the user message of a chat task too.
+        const std::string text =
+            t.source == TaskSpec::Source::kFixed && !t.prompt.empty()
+                ? Render(t.prompt, user_text)
+                : user_text;
+        user.history.push_back({"user", prefix + text});
       }
     } else {
       // Later turns: the history (with the assistant replies fed back by
