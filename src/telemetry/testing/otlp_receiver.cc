@@ -188,10 +188,14 @@ void ValidateOtlpJson(const std::string& body, std::vector<ReceivedSpan>* spans,
 OtlpReceiver::OtlpReceiver(int status) : state_(std::make_shared<State>()) {
   thread_ = std::thread([st = state_, status] {
     http::ServerOptions opts;
+    // The handler holds the state by raw pointer: the loop's pending
+    // operations (kept by the state's own loop) hold the handler, and a
+    // shared_ptr there would keep the state alive forever. The state
+    // outlives the server (reset in the destructor).
     st->server = std::make_unique<http::Server>(
         st->loop, opts,
-        [st, status](http::ServerRequest&& req,
-                     std::shared_ptr<http::ResponseWriter> writer) {
+        [st = st.get(), status](http::ServerRequest&& req,
+                                std::shared_ptr<http::ResponseWriter> writer) {
           {
             std::lock_guard<std::mutex> lock(st->mu);
             ++st->posts;
