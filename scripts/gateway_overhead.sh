@@ -66,30 +66,10 @@ if [[ -n $nice_level ]]; then
 fi
 tmp=${keep:-$(mktemp -d /tmp/gateway_overhead.XXXXXX)}
 mkdir -p "$tmp"
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  [[ -n $keep ]] || rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
-# Waits until URL answers 200 (at most 10 s).
-wait_ready() {
-  for _ in $(seq 100); do
-    if python3 - "$1" <<'EOF' 2>/dev/null; then return 0; fi
-import sys, urllib.request
-sys.exit(0 if urllib.request.urlopen(sys.argv[1], timeout=1).status == 200 else 1)
-EOF
-    sleep 0.1
-  done
-  echo "gateway_overhead: $1 not ready" >&2
-  return 1
-}
+script=gateway_overhead
+# shellcheck source=scripts/loopback_lib.sh
+source "$root/scripts/loopback_lib.sh"
+trap stop_all EXIT
 
 # --- the upstream: the fake OpenAI server, answering at once -----------------
 fake_port=$(free_port)

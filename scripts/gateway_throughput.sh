@@ -66,28 +66,11 @@ nginx_bin=$(command -v nginx || echo /usr/sbin/nginx)
 (($(nproc) >= 2)) || { echo "gateway_throughput: needs 2 CPUs" >&2; exit 2; }
 
 tmp=$(mktemp -d /tmp/gateway_throughput.XXXXXX)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
+script=gateway_throughput
+# shellcheck source=scripts/loopback_lib.sh
+source "$root/scripts/loopback_lib.sh"
+trap stop_all EXIT
 
-free_port() {
-  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-wait_ready() {
-  for _ in $(seq 100); do
-    if python3 - "$1" <<'EOF' 2>/dev/null; then return 0; fi
-import sys, urllib.request
-sys.exit(0 if urllib.request.urlopen(sys.argv[1], timeout=1).status == 200 else 1)
-EOF
-    sleep 0.1
-  done
-  echo "gateway_throughput: $1 not ready" >&2
-  return 1
-}
 # utime + stime of PID in clock ticks.
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 seconds() {  # 10s / 500ms / 2m -> seconds

@@ -40,27 +40,13 @@ done
 command -v python3 >/dev/null || { echo "route_bench: python3 needed" >&2; exit 2; }
 
 tmp=$(mktemp -d /tmp/route_bench.XXXXXX)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
+script=route_bench
+# shellcheck source=scripts/loopback_lib.sh
+source "$root/scripts/loopback_lib.sh"
+trap stop_all EXIT
 wait_port() {  # FILE -> port
   for _ in $(seq 300); do [[ -s $1 ]] && { cat "$1"; return 0; }; sleep 0.1; done
   echo "route_bench: no port in $1" >&2
-  return 1
-}
-wait_ready() {
-  for _ in $(seq 300); do
-    if python3 - "$1" <<'EOF' 2>/dev/null; then return 0; fi
-import sys, urllib.request
-sys.exit(0 if urllib.request.urlopen(sys.argv[1], timeout=1).status == 200 else 1)
-EOF
-    sleep 0.1
-  done
-  echo "route_bench: $1 not ready" >&2
   return 1
 }
 
@@ -72,8 +58,8 @@ pids+=($!)
 pids+=($!)
 light_url=http://127.0.0.1:$(wait_port "$tmp/light.port")
 full_url=http://127.0.0.1:$(wait_port "$tmp/full.port")
-wait_ready "$light_url/readyz"
-wait_ready "$full_url/readyz"
+wait_ready "$light_url/readyz" 300
+wait_ready "$full_url/readyz" 300
 
 cat >"$tmp/gateway.yaml" <<EOF
 routing:
@@ -89,7 +75,7 @@ EOF
   --port-file "$tmp/gw.port" >"$tmp/gw.log" 2>&1 &
 pids+=($!)
 gw_url=http://127.0.0.1:$(wait_port "$tmp/gw.port")
-wait_ready "$gw_url/readyz"
+wait_ready "$gw_url/readyz" 300
 
 # Simple questions (short, no markers) and a complex task (reasoning and
 # step markers, a code block), 3:1.
