@@ -66,11 +66,21 @@ QuantileEstimate EstimateQuantile(const Histogram& h, int64_t extra_infinite,
 // indicator "above the point estimate"; its autocorrelation gives the
 // integrated autocorrelation time tau = 1 + 2 * sum(rho_k) (lags summed in
 // pairs while a pair stays positive, Geyer's initial positive sequence, up
-// to lag n / 4), and the effective sample size n_eff = n / tau. The
+// to lag n / 4). In a window a few relaxation times long that sum stops
+// early and reads tau several times too low, so where it exceeds 2 the
+// window is also cut into four consecutive batches: the spread of their
+// fractions above the point estimates tau too, and since that spread rests
+// on three degrees of freedom it is scaled by (t_3 / z)^2, Student's t over
+// the normal quantile at the interval's level (2.6 at 95 %); tau is the
+// larger of the two. The effective sample size is n_eff = n / tau. The
 // interval is then QuantileRankInterval(n_eff), its ranks scaled back to
 // the n samples, so it is as wide as n_eff independent samples would make
 // it — and an end n_eff cannot bound is missing (-inf/+inf). Never narrower
 // than `e`. Independent samples: tau near 1, `e` nearly unchanged.
+// Coverage by simulation (M/D/8 at 50-95 % load, p50/p95/p99, windows of
+// 500-2000): 88-98 %, where Geyer's sum alone gave 73-87 %. Fewer
+// batches cover more and bound less: three gave 92-99 % but left most
+// steps of a queue at 70 % load without an upper bound.
 struct CorrelatedEstimate {
   QuantileEstimate estimate;
   double tau = 1;           // integrated autocorrelation time (>= 1)

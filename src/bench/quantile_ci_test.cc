@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <random>
 #include <vector>
 
@@ -85,31 +86,41 @@ TEST(QuantileCiTest, HistogramAndSortedValuesAgree) {
 
 // Coverage by simulation: the 95 % interval contains the true quantile of
 // the sampled distribution in about 95 % of repeats (the exact binomial
-// method is conservative, so somewhat more, never clearly less).
-void ExpectCoverage(int n, double q, double confidence) {
+// method is conservative, so somewhat more, never clearly less). With
+// `widen`, the interval WidenForCorrelation makes of the same independent
+// samples (in draw order), which must stay as close to nominal.
+void ExpectCoverage(int n, double q, double confidence, bool widen = false) {
   std::mt19937_64 rng(12345 + static_cast<uint64_t>(n));
   std::exponential_distribution<double> d(1.0);
   const double truth = -std::log(1 - q);
   constexpr int kRepeats = 2000;
   int covered = 0;
   std::vector<double> v(static_cast<size_t>(n));
+  std::vector<double> sorted(static_cast<size_t>(n));
   for (int rep = 0; rep < kRepeats; ++rep) {
     for (double& x : v) x = d(rng);
-    std::sort(v.begin(), v.end());
-    const QuantileEstimate e = EstimateQuantile(v, q, confidence);
+    sorted = v;
+    std::sort(sorted.begin(), sorted.end());
+    QuantileEstimate e = EstimateQuantile(sorted, q, confidence);
+    if (widen) e = WidenForCorrelation(e, v, q, confidence).estimate;
     covered += e.lower <= truth && truth <= e.upper;
   }
   const double coverage = static_cast<double>(covered) / kRepeats;
   // 2000 repeats: binomial sd of the coverage is about 0.5 %.
   EXPECT_GE(coverage, confidence - 0.015) << "n=" << n << " q=" << q;
   EXPECT_LE(coverage, std::min(1.0, confidence + 0.035))
-      << "n=" << n << " q=" << q;
+      << "n=" << n << " q=" << q << " widen=" << widen;
 }
 
 TEST(QuantileCiTest, CoverageOfTheMedian) { ExpectCoverage(200, 0.5, 0.95); }
 TEST(QuantileCiTest, CoverageOfP99) { ExpectCoverage(1000, 0.99, 0.95); }
 TEST(QuantileCiTest, CoverageOfP90At90Percent) {
   ExpectCoverage(300, 0.9, 0.90);
+}
+TEST(QuantileCiTest, WideningKeepsTheCoverageOfIndependentSamples) {
+  ExpectCoverage(200, 0.5, 0.95, /*widen=*/true);
+  ExpectCoverage(2000, 0.95, 0.95, /*widen=*/true);
+  ExpectCoverage(1000, 0.99, 0.95, /*widen=*/true);
 }
 
 // Response times of an M/D/c queue near saturation, in arrival order: the
@@ -131,50 +142,89 @@ std::vector<double> MdcResponseTimes(std::mt19937_64& rng, int n, double rate,
   return out;
 }
 
+struct MdcCoverageResult {
+  double plain = 0;    // order-statistic interval, independence assumed
+  double widened = 0;  // WidenForCorrelation
+  double bounded = 0;  // fraction of widened intervals with a finite upper end
+  double mean_tau = 0;
+};
+
 // Each window is a fresh, independent stretch of the process, so the
 // fraction of windows whose interval holds the stationary quantile is the
-// interval's coverage.
-double MdcCoverage(bool widen, double* tau_seen) {
+// interval's coverage. 8 slots, service time 1.
+MdcCoverageResult MdcCoverage(double rate, double q, int window, int repeats,
+                              uint64_t seed) {
   constexpr int kSlots = 8;
-  constexpr double kService = 1.0, kRate = 7.2;  // 90 % utilisation
-  constexpr double kQ = 0.95;
-  std::mt19937_64 rng(777);
+  constexpr double kService = 1.0;
+  constexpr int kLong = 2'000'000;
+  std::mt19937_64 rng(seed);
   std::vector<double> all =
-      MdcResponseTimes(rng, 2'000'000, kRate, kSlots, kService, 100'000);
-  std::nth_element(all.begin(), all.begin() + static_cast<long>(kQ * 2e6),
-                   all.end());
-  const double truth = all[static_cast<size_t>(kQ * 2e6)];
-  constexpr int kRepeats = 300;
-  int covered = 0;
-  for (int rep = 0; rep < kRepeats; ++rep) {
+      MdcResponseTimes(rng, kLong, rate, kSlots, kService, 100'000);
+  const auto at = static_cast<size_t>(q * kLong);
+  std::nth_element(all.begin(), all.begin() + static_cast<long>(at), all.end());
+  const double truth = all[at];
+  MdcCoverageResult r;
+  for (int rep = 0; rep < repeats; ++rep) {
     const std::vector<double> w =
-        MdcResponseTimes(rng, 2000, kRate, kSlots, kService, 5000);
+        MdcResponseTimes(rng, window, rate, kSlots, kService, 5000);
     std::vector<double> sorted = w;
     std::sort(sorted.begin(), sorted.end());
-    QuantileEstimate e = EstimateQuantile(sorted, kQ, 0.95);
-    if (widen) {
-      const CorrelatedEstimate c = WidenForCorrelation(e, w, kQ, 0.95);
-      *tau_seen = c.tau;
-      e = c.estimate;
-    }
-    covered += e.lower <= truth && truth <= e.upper;
+    const QuantileEstimate e = EstimateQuantile(sorted, q, 0.95);
+    const CorrelatedEstimate c = WidenForCorrelation(e, w, q, 0.95);
+    r.plain += e.lower <= truth && truth <= e.upper;
+    r.widened += c.estimate.lower <= truth && truth <= c.estimate.upper;
+    r.bounded += std::isfinite(c.estimate.upper);
+    r.mean_tau += c.tau;
   }
-  return static_cast<double>(covered) / kRepeats;
+  r.plain /= repeats;
+  r.widened /= repeats;
+  r.bounded /= repeats;
+  r.mean_tau /= repeats;
+  return r;
 }
 
+// The case the capacity search meets most: a step just below saturation.
+// Geyer's sum alone read tau near 45 here against a true 170 and covered
+// about 75 %; with the batch-means bound the coverage is near nominal.
 TEST(QuantileCiTest, EffectiveSamplesRestoreCoverageForCorrelatedLatencies) {
-  double tau = 0;
-  const double plain = MdcCoverage(false, &tau);
-  const double widened = MdcCoverage(true, &tau);
-  EXPECT_GT(tau, 5);
+  const MdcCoverageResult r = MdcCoverage(7.2, 0.95, 2000, 300, 777);
+  EXPECT_GT(r.mean_tau, 20);
   // The order-statistic interval assumes independence and misses the
   // quantile of a queue near saturation far more often than 5 %.
-  EXPECT_LT(plain, 0.85);
-  // Widened to its effective sample size it holds it in most windows
-  // (about 80 % here: tau is itself estimated from one window of a few
-  // relaxation times, and short windows read it low).
-  EXPECT_GE(widened, 0.72) << "plain " << plain;
-  EXPECT_GT(widened, plain + 0.5);
+  EXPECT_LT(r.plain, 0.85);
+  // 300 windows: binomial sd of the coverage about 1.3 %.
+  EXPECT_GE(r.widened, 0.90) << "plain " << r.plain;
+  EXPECT_LE(r.widened, 0.995);
+}
+
+// Other loads (50-95 % utilisation), quantiles and window lengths: near
+// nominal everywhere (88.5 % in the worst case, 95 % load in windows of
+// 500), and at moderate load the interval still bounds
+// the quantile in most windows (coverage is not bought with infinite
+// intervals there). Near saturation most windows cannot bound a p95 from
+// above: 2000 requests there are worth about a dozen independent ones,
+// and the capacity search extends such steps.
+TEST(QuantileCiTest, CorrelatedCoverageAcrossLoadsAndQuantiles) {
+  struct Case {
+    double rate, q;
+    int window;
+    double min_bounded;
+  };
+  for (const Case& c :
+       {Case{4.0, 0.95, 2000, 0.5}, Case{4.8, 0.95, 2000, 0.5},
+        Case{4.8, 0.5, 500, 0.5}, Case{5.6, 0.95, 1000, 0.0},
+        Case{6.4, 0.95, 2000, 0.0}, Case{7.6, 0.95, 2000, 0.0},
+        Case{7.2, 0.99, 2000, 0.0}, Case{7.2, 0.95, 500, 0.0}}) {
+    const MdcCoverageResult r = MdcCoverage(c.rate, c.q, c.window, 200, 4242);
+    EXPECT_GE(r.widened, 0.86)
+        << "rate " << c.rate << " q " << c.q << " window " << c.window
+        << " plain " << r.plain << " tau " << r.mean_tau;
+    EXPECT_GE(r.bounded, c.min_bounded) << "rate " << c.rate;
+    std::printf(
+        "rate %.1f q %.2f window %d: plain %.3f widened %.3f bounded %.3f "
+        "tau %.1f\n",
+        c.rate, c.q, c.window, r.plain, r.widened, r.bounded, r.mean_tau);
+  }
 }
 
 TEST(QuantileCiTest, EffectiveSamplesLeaveIndependentSamplesNearlyAlone) {
