@@ -88,6 +88,10 @@ Status Reader::Number(std::string_view key, std::optional<double>* out) {
   const json::value* v = Find(key);
   if (v == nullptr) return Status::Ok();
   if (v->is_double()) {
+    // Boost.JSON reads 1e400 as infinity and 0e400 as NaN.
+    if (!std::isfinite(v->get_double()))
+      return RangeError(
+          key, fmt::format("'{}{}' must be a finite number", prefix_, key));
     *out = v->get_double();
   } else if (v->is_int64()) {
     *out = static_cast<double>(v->get_int64());
@@ -138,10 +142,11 @@ Status Reader::String(std::string_view key, std::string* out) {
 std::optional<int64_t> GetInt(const json::object& o, std::string_view key) {
   const json::value* v = o.if_contains(key);
   if (v == nullptr) return std::nullopt;
-  if (v->is_int64()) return v->get_int64();
-  if (v->is_uint64()) return static_cast<int64_t>(v->get_uint64());
-  if (v->is_double()) return static_cast<int64_t>(v->get_double());
-  return std::nullopt;
+  // Only what names one integer: a cast of 1e300 or of a uint64 above
+  // INT64_MAX would be undefined or wrap.
+  int64_t x = 0;
+  if (ToInt(*v, &x) != IntRead::kOk) return std::nullopt;
+  return x;
 }
 
 bool AppendString(const json::object& o, std::string_view key,

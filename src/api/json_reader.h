@@ -53,7 +53,8 @@ class Reader {
 enum class IntRead { kOk, kNotInteger, kTooLarge };
 IntRead ToInt(const boost::json::value& v, int64_t* out);
 
-// Lenient getters for client-side parsing (wrong types read as absent).
+// Lenient getters for client-side parsing (wrong types, and numbers that
+// name no int64 for GetInt, read as absent).
 std::optional<int64_t> GetInt(const boost::json::object& o,
                               std::string_view key);
 // Appends a string member when it is a string; true when it was non-empty.

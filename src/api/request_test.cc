@@ -94,6 +94,11 @@ TEST(RequestTest, ErrorsNameTheField) {
       {R"({})", "messages"},
       {R"({"messages":[{"role":"user","content":"x"}],"temperature":"hot"})",
        "temperature"},
+      // Boost.JSON reads these as infinity and NaN.
+      {R"({"messages":[{"role":"user","content":"x"}],"temperature":1e400})",
+       "temperature"},
+      {R"({"messages":[{"role":"user","content":"x"}],"top_p":0e400})",
+       "top_p"},
       {R"({"messages":[{"role":"user","content":"x"}],"max_tokens":0})",
        "max_tokens"},
       {R"({"messages":[{"role":"user","content":"x"}],"max_tokens":1.5})",

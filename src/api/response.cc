@@ -140,13 +140,17 @@ json::object TimingsObject(const ServerTimings& t) {
   o["ttft_ms"] = t.ttft_ms;
   o["decode_ms"] = t.decode_ms;
   o["e2e_ms"] = t.e2e_ms;
+  if (t.gateway_ms >= 0) o["gateway_ms"] = t.gateway_ms;
   return o;
 }
 
 std::optional<double> GetNumber(const json::object& o, std::string_view key) {
   const json::value* v = o.if_contains(key);
   if (v == nullptr || !v->is_number()) return std::nullopt;
-  return v->to_number<double>();
+  // Boost.JSON reads 0e400 as NaN and 1e400 as infinity: no timing.
+  const double x = v->to_number<double>();
+  if (!std::isfinite(x)) return std::nullopt;
+  return x;
 }
 
 // Redline's names, or llama.cpp's server (prompt_ms is its prefill,
@@ -171,6 +175,7 @@ std::optional<ServerTimings> ReadTimings(const json::object& parent) {
   read("decode_ms", &t.decode_ms);
   read("e2e_ms", &t.e2e_ms);
   if (!any) return std::nullopt;
+  if (auto x = GetNumber(o, "gateway_ms"); x && *x >= 0) t.gateway_ms = *x;
   return t;
 }
 
@@ -254,12 +259,14 @@ void AppendTokenLogprobs(const json::object& choice, std::vector<double>* out) {
     for (const json::value& t : c->get_array()) {
       const json::value* x =
           t.is_object() ? t.get_object().if_contains("logprob") : nullptr;
-      if (x && x->is_number()) out->push_back(x->to_number<double>());
+      if (x && x->is_number() && std::isfinite(x->to_number<double>()))
+        out->push_back(x->to_number<double>());
     }
   } else if (const json::value* t = l.if_contains("token_logprobs");
              t && t->is_array()) {
     for (const json::value& x : t->get_array())
-      if (x.is_number()) out->push_back(x.to_number<double>());
+      if (x.is_number() && std::isfinite(x.to_number<double>()))
+        out->push_back(x.to_number<double>());
   }
 }
 
@@ -276,6 +283,22 @@ void StreamChunk::Clear() {
   timings.reset();
   error.reset();
   token_logprobs.clear();
+}
+
+std::optional<std::string> AddGatewayTiming(std::string_view chunk,
+                                            double gateway_ms) {
+  json::error_code ec;
+  json::value v = json::parse(chunk, ec);
+  if (ec || !v.is_object()) return std::nullopt;
+  json::value* t = v.get_object().if_contains("timings");
+  if (t == nullptr || !t->is_object()) return std::nullopt;
+  t->get_object()["gateway_ms"] = gateway_ms;
+  std::string out = json::serialize(v);
+  // A number too large for a double parses as infinity and serialises as
+  // "Infinity", which is not JSON: such a chunk is better relayed as sent.
+  json::parse(out, ec);
+  if (ec) return std::nullopt;
+  return out;
 }
 
 Status ParseStreamChunk(std::string_view text, StreamChunk* out) {

@@ -96,6 +96,17 @@ struct StreamChunk {
 // Returns an error for invalid JSON or a payload that is not an object.
 Status ParseStreamChunk(std::string_view json, StreamChunk* out);
 
+// `chunk` (one stream event's JSON) with "gateway_ms": `gateway_ms` set in
+// its "timings" object, so a gateway's share reaches a streaming client in
+// the final chunk beside the server's own timings; nullopt when the chunk is
+// not a JSON object, has no timings object, or holds a number no double can
+// carry (it would not serialise as JSON). Other fields keep their values
+// (a number written with more digits than a double holds may come back one
+// unit in the last place away: the chunk is parsed and serialised again).
+// Cost: two parses and one serialisation of the chunk.
+std::optional<std::string> AddGatewayTiming(std::string_view chunk,
+                                            double gateway_ms);
+
 // A non-streamed response body, as a client reads it.
 struct CompletionResponse {
   std::string content;  // choices[0].message.content or choices[0].text

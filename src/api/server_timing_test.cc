@@ -64,5 +64,51 @@ TEST(ServerTimingTest, ChunksAndBodiesCarryTimings) {
   EXPECT_DOUBLE_EQ(r->timings->queue_ms, 1);
 }
 
+TEST(ServerTimingTest, GatewayShareJoinsTheFinalChunksTimings) {
+  ResponseIdentity id{"chatcmpl-1", "m", 1};
+  ServerTimings t{1, 2, 3, 4, 7};
+  ChunkChoice c;
+  c.index = 0;
+  c.finish_reason = std::string("stop");
+  const std::string plain = BuildChunk(ApiKind::kChat, id, {c}, nullptr, &t);
+  StreamChunk chunk;
+  ASSERT_TRUE(ParseStreamChunk(plain, &chunk).ok());
+  EXPECT_EQ(chunk.timings->gateway_ms, -1);  // absent
+  const std::optional<std::string> with = AddGatewayTiming(plain, 0.75);
+  ASSERT_TRUE(with.has_value());
+  ASSERT_TRUE(ParseStreamChunk(*with, &chunk).ok());
+  EXPECT_DOUBLE_EQ(chunk.timings->gateway_ms, 0.75);
+  EXPECT_DOUBLE_EQ(chunk.timings->e2e_ms, 7);  // the server's are kept
+  EXPECT_EQ(chunk.finish_reason, "stop");
+  // llama.cpp's timings object takes it too.
+  auto llama =
+      AddGatewayTiming(R"({"choices":[],"timings":{"prompt_ms":5}})", 2);
+  ASSERT_TRUE(llama.has_value());
+  ASSERT_TRUE(ParseStreamChunk(*llama, &chunk).ok());
+  EXPECT_DOUBLE_EQ(chunk.timings->prefill_ms, 5);
+  EXPECT_DOUBLE_EQ(chunk.timings->gateway_ms, 2);
+  // Nothing to add to.
+  EXPECT_FALSE(AddGatewayTiming(R"({"choices":[]})", 1).has_value());
+  EXPECT_FALSE(AddGatewayTiming(R"({"timings":3})", 1).has_value());
+  EXPECT_FALSE(AddGatewayTiming("not json", 1).has_value());
+  EXPECT_FALSE(AddGatewayTiming("[1]", 1).has_value());
+  // A number beyond a double's range would serialise as "Infinity".
+  EXPECT_FALSE(
+      AddGatewayTiming(R"({"x":1e400,"timings":{"e2e_ms":1}})", 1).has_value());
+  // And reads as no timing at all, as does 0e400 (NaN to Boost.JSON).
+  ASSERT_TRUE(
+      ParseStreamChunk(
+          R"({"choices":[],"timings":{"e2e_ms":0e400,"decode_ms":1e400}})",
+          &chunk)
+          .ok());
+  EXPECT_FALSE(chunk.timings.has_value());
+  // A round trip through the builder keeps it.
+  t.gateway_ms = 0.5;
+  ASSERT_TRUE(
+      ParseStreamChunk(BuildChunk(ApiKind::kChat, id, {c}, nullptr, &t), &chunk)
+          .ok());
+  EXPECT_DOUBLE_EQ(chunk.timings->gateway_ms, 0.5);
+}
+
 }  // namespace
 }  // namespace redline::api

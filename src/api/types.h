@@ -51,6 +51,9 @@ struct ServerTimings {
   double ttft_ms = 0;
   double decode_ms = 0;
   double e2e_ms = 0;
+  // A gateway's own share (arrival -> upstream request sent), added to a
+  // streamed answer's timings by the gateway; < 0 when absent.
+  double gateway_ms = -1;
 };
 
 // Identity fields shared by every chunk of one response.

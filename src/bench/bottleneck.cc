@@ -365,10 +365,12 @@ std::vector<Knee> FindKnees(const CapacityResult& capacity) {
   std::map<std::string, std::vector<std::pair<double, StepVerdict>>> by;
   std::vector<std::string> order;
   for (const CapacityPoint& p : capacity.curve) {
-    for (const PercentileCheck& c : p.checks) {
-      if (!by.count(c.threshold)) order.push_back(c.threshold);
-      by[c.threshold].emplace_back(p.offered_rps, c.verdict);
-    }
+    auto add = [&](const std::string& threshold, StepVerdict v) {
+      if (!by.count(threshold)) order.push_back(threshold);
+      by[threshold].emplace_back(p.offered_rps, v);
+    };
+    for (const PercentileCheck& c : p.checks) add(c.threshold, c.verdict);
+    for (const PointCheck& c : p.point_checks) add(c.threshold, c.verdict);
   }
   std::vector<Knee> out;
   for (const std::string& t : order) {

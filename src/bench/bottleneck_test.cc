@@ -207,6 +207,38 @@ TEST(BottleneckTest, KneesPerThreshold) {
   EXPECT_EQ(knees[1].breaks_rps, 5);
 }
 
+TEST(BottleneckTest, KneesOfThresholdsJudgedOnThePoint) {
+  // An error-rate SLO that breaks before the latency one, and a rate SLO
+  // that never breaks.
+  CapacityResult c;
+  auto point = [](double rate, StepVerdict e2e, StepVerdict errors) {
+    CapacityPoint p;
+    p.offered_rps = rate;
+    PercentileCheck a;
+    a.threshold = "e2e: p(99)<1s";
+    a.verdict = e2e;
+    p.checks = {a};
+    p.point_checks = {{"errors: rate<1%", 0, "", errors},
+                      {"requests: rate>0.5", rate, "", StepVerdict::kPass}};
+    return p;
+  };
+  using V = StepVerdict;
+  c.curve = {point(10, V::kFail, V::kFail), point(5, V::kPass, V::kFail),
+             point(2.5, V::kPass, V::kPass), point(7.5, V::kPass, V::kFail),
+             point(4, V::kPass, V::kPass)};
+  const std::vector<Knee> knees = FindKnees(c);
+  ASSERT_EQ(knees.size(), 3u);
+  EXPECT_EQ(knees[0].threshold, "e2e: p(99)<1s");
+  EXPECT_EQ(knees[0].holds_rps, 7.5);
+  EXPECT_EQ(knees[0].breaks_rps, 10);
+  EXPECT_EQ(knees[1].threshold, "errors: rate<1%");
+  EXPECT_EQ(knees[1].holds_rps, 4);
+  EXPECT_EQ(knees[1].breaks_rps, 5);
+  EXPECT_EQ(knees[2].threshold, "requests: rate>0.5");
+  EXPECT_EQ(knees[2].holds_rps, 10);
+  EXPECT_EQ(knees[2].breaks_rps, 0);
+}
+
 TEST(BottleneckTest, SpearmanCorrelation) {
   std::vector<double> x, up, down, flat;
   for (int i = 0; i < 20; ++i) {

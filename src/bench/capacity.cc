@@ -379,7 +379,12 @@ CapacityPoint JudgeStep(const RunResult& run,
   PhaseStatsSet set;
   set.measure = &s;
   for (const ThresholdResult& t : EvaluateThresholds(thresholds, set)) {
-    if (IsPercentileThreshold(t.threshold) || t.pass) continue;
+    if (IsPercentileThreshold(t.threshold)) continue;
+    p.point_checks.push_back(
+        {t.threshold.source, t.observed,
+         FormatThresholdValue(t.threshold, t.observed),
+         t.pass ? StepVerdict::kPass : StepVerdict::kFail});
+    if (t.pass) continue;
     fails.push_back(fmt::format("{}: {}", t.threshold.source,
                                 FormatThresholdValue(t.threshold, t.observed)));
   }

@@ -78,6 +78,33 @@ TEST(CapacityStepTest, NoPercentileVerdictOnTooFewSamples) {
   EXPECT_EQ(StepSamplesNeeded(slo, o), 368);
 }
 
+TEST(CapacityStepTest, ThresholdsBesideThePercentilesAreJudgedOnThePoint) {
+  CapacityOptions o;
+  o.min_samples = 100;
+  std::vector<Threshold> slo = Slo("e2e: p(50)<1s");
+  for (const char* t : {"errors: rate<1%", "itl: avg<100ms"}) {
+    const auto more = Slo(t);
+    slo.insert(slo.end(), more.begin(), more.end());
+  }
+  // 200 requests of 20 ms, 10 of them failed (5 %): the error rate breaks,
+  // the mean inter-token latency (10 ms, not error-adjusted) holds.
+  RunResult run = Steady(200, 10, 20);
+  for (int i = 0; i < 10; ++i) {
+    run.records[i * 20].http_status = 500;
+    run.records[i * 20].error = ErrorClass::kHttp5xx;
+  }
+  const CapacityPoint p = JudgeStep(run, slo, LooseValidity(), 10, o);
+  EXPECT_EQ(p.verdict, StepVerdict::kFail);
+  EXPECT_NE(p.reason.find("errors: rate<1%"), std::string::npos) << p.reason;
+  ASSERT_EQ(p.point_checks.size(), 2u);
+  EXPECT_EQ(p.point_checks[0].threshold, "errors: rate<1%");
+  EXPECT_EQ(p.point_checks[0].verdict, StepVerdict::kFail);
+  EXPECT_NEAR(p.point_checks[0].observed, 0.05, 1e-9);
+  EXPECT_EQ(p.point_checks[0].shown, "5%");
+  EXPECT_EQ(p.point_checks[1].threshold, "itl: avg<100ms");
+  EXPECT_EQ(p.point_checks[1].verdict, StepVerdict::kPass);
+}
+
 TEST(CapacityStepTest, ThresholdInsideTheIntervalIsInconclusive) {
   CapacityOptions o;
   o.min_samples = 100;

@@ -113,6 +113,17 @@ struct PercentileCheck {
   StepVerdict verdict = StepVerdict::kInconclusive;
 };
 
+// A threshold that is not a percentile (an error rate, a mean, a
+// throughput), judged on the step's point value: kPass or kFail.
+struct PointCheck {
+  std::string threshold;  // as written, e.g. "errors: rate<1%"
+  // The value judged: us for latencies, a fraction for rates, else plain
+  // (Threshold::value's units); `shown` formats it ("0.12%").
+  double observed = 0;
+  std::string shown;
+  StepVerdict verdict = StepVerdict::kFail;
+};
+
 struct CapacityPoint {
   int repeat = 0;          // 0-based search repetition (--repeat)
   bool remeasure = false;  // re-measurement of the final pass/fail pair
@@ -135,6 +146,7 @@ struct CapacityPoint {
   double dispatch_p99_us = 0;
   bool valid = true;
   std::vector<PercentileCheck> checks;
+  std::vector<PointCheck> point_checks;
   StepVerdict verdict = StepVerdict::kInconclusive;
   std::string reason;  // why it is not a pass, one line
   bool pass() const { return verdict == StepVerdict::kPass; }

@@ -128,6 +128,10 @@ std::string RenderCapacityText(const CapacityResult& c) {
               : "",
           StepVerdictName(k.verdict));
     }
+    for (const PointCheck& k : p.point_checks) {
+      out += fmt::format("        {:<28} {} {}\n", k.threshold, k.shown,
+                         StepVerdictName(k.verdict));
+    }
     if (!p.reason.empty()) out += "        → " + p.reason + "\n";
     if (!p.drained)
       out += "        → the target was not idle before the step\n";
@@ -161,7 +165,7 @@ std::string RenderCapacityHtml(const CapacityResult& c) {
        "<th>sent/s</th><th>completed/s</th><th>sent</th><th>ok</th>"
        "<th>step</th><th>tail</th><th>drain</th><th>e2e p50 [CI]</th>"
        "<th>e2e p99 [CI]</th><th>ttft p99 [CI]</th><th>errors</th>"
-       "<th>percentile thresholds [CI]</th><th>verdict</th></tr>";
+       "<th>thresholds [CI]</th><th>verdict</th></tr>";
   int i = 0;
   for (const CapacityPoint& p : c.curve) {
     ++i;
@@ -172,6 +176,11 @@ std::string RenderCapacityHtml(const CapacityResult& c) {
           HtmlEscape(k.threshold),
           HtmlEscape(FormatEstimateWithInterval(k.estimate)), k.estimate.n,
           k.needed_samples, HtmlEscape(StepVerdictName(k.verdict)));
+    }
+    for (const PointCheck& k : p.point_checks) {
+      checks += fmt::format("{}{} {}: {}", checks.empty() ? "" : "<br>",
+                            HtmlEscape(k.threshold), HtmlEscape(k.shown),
+                            HtmlEscape(StepVerdictName(k.verdict)));
     }
     h += fmt::format(
         "<tr><td>{}</td><td>{:.2f}</td><td>{:.2f}</td><td>{:.2f}</td><td>{}"

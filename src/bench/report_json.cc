@@ -406,6 +406,13 @@ std::string RenderJson(const BenchReport& r) {
                          {"effective_samples", k.effective_samples},
                          {"verdict", StepVerdictName(k.verdict)}});
       }
+      json::array point_checks;
+      for (const PointCheck& k : p.point_checks) {
+        point_checks.push_back(
+            json::object{{"threshold", k.threshold},
+                         {"observed", Num(k.observed)},
+                         {"verdict", StepVerdictName(k.verdict)}});
+      }
       curve.push_back(json::object{{"search", p.repeat},
                                    {"remeasure", p.remeasure},
                                    {"offered_rps", p.offered_rps},
@@ -434,7 +441,8 @@ std::string RenderJson(const BenchReport& r) {
                                    {"pass", p.pass()},
                                    {"verdict", StepVerdictName(p.verdict)},
                                    {"reason", p.reason},
-                                   {"checks", std::move(checks)}});
+                                   {"checks", std::move(checks)},
+                                   {"point_checks", std::move(point_checks)}});
     }
     json::array searches;
     for (const CapacitySearch& s : c.searches) {

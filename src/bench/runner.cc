@@ -234,6 +234,7 @@ void ApplyServerTiming(const std::optional<api::ServerTimings>& timings,
     r.server_prefill_ms = timings->prefill_ms;
     r.server_decode_ms = timings->decode_ms;
     r.server_e2e_ms = timings->e2e_ms;
+    if (timings->gateway_ms >= 0) r.gateway_ms = timings->gateway_ms;
   }
   if (header.empty()) return;
   const std::vector<api::TimingEntry> entries = api::ParseServerTiming(header);
@@ -245,7 +246,10 @@ void ApplyServerTiming(const std::optional<api::ServerTimings>& timings,
   take("prefill", &r.server_prefill_ms);
   take("decode", &r.server_decode_ms);
   take("e2e", &r.server_e2e_ms);
-  take("gateway", &r.gateway_ms);
+  // The header's gateway share wins over the final chunk's: a gateway's
+  // cache replays a stored chunk, whose timings are the original request's.
+  if (const double g = api::TimingOf(entries, "gateway"); g >= 0)
+    r.gateway_ms = g;
 }
 
 class Runner {

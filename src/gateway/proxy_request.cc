@@ -251,6 +251,16 @@ void ProxyRequest::OnBody(Attempt& a, std::string_view data, int64_t t_ns) {
     std::string out = a.splitter.TakeComplete(data);
     if (a.splitter.pending_bytes() > kMaxEventBytes)
       out += a.splitter.TakeRest();
+    if (out.find("\"timings\"") != std::string::npos) {
+      // The final chunk is among them: cut again to add the gateway's
+      // share to it (once per request).
+      std::string relayed;
+      SseSplitter again;
+      again.Feed(out,
+                 [&](std::string_view raw) { AppendRelayed(raw, &relayed); });
+      relayed += again.TakeRest();
+      out = std::move(relayed);
+    }
     if (!out.empty()) {
       writer_->Write(std::move(out));
       RecordOverhead(t_ns);
@@ -263,7 +273,7 @@ void ProxyRequest::OnBody(Attempt& a, std::string_view data, int64_t t_ns) {
   a.splitter.Feed(data, [&](std::string_view raw) {
     if (a.broken || done_) return;
     if (committed_) {
-      after_commit.append(raw.data(), raw.size());
+      AppendRelayed(raw, &after_commit);
       return;
     }
     HoldEvent(a, raw, t_ns);
@@ -317,7 +327,7 @@ void ProxyRequest::HoldEvent(Attempt& a, std::string_view raw, int64_t t_ns) {
            "error event before the first token: " + chunk.error->message);
     return;
   }
-  a.held.append(raw.data(), raw.size());
+  AppendRelayed(raw, &a.held);
   ++a.held_events;
   const bool output = !parsed.ok() || !chunk.content.empty() ||
                       !chunk.reasoning.empty() || chunk.has_finish;
@@ -344,6 +354,34 @@ void ProxyRequest::HoldEvent(Attempt& a, std::string_view raw, int64_t t_ns) {
       a.held.size() >= std::min(plan_.hold.max_bytes, kMaxHeldBytes) ||
       a.held_events >= kMaxHeldEvents + plan_.hold.tokens)
     Judge(a, t_ns);
+}
+
+void ProxyRequest::AppendRelayed(std::string_view raw, std::string* out) const {
+  // Only the final chunk carries timings; every other event is copied
+  // without decoding.
+  if (raw.find("\"timings\"") != std::string_view::npos) {
+    std::string data;
+    bool only_data = true;
+    http::SseParser parser;
+    auto take = [&](const http::SseEvent& e) {
+      if (e.kind != http::SseEvent::Kind::kData || !e.event_type.empty() ||
+          !data.empty()) {
+        only_data = false;
+        return;
+      }
+      data.assign(e.data.data(), e.data.size());
+    };
+    parser.Feed(raw, take);
+    parser.Finish(take);
+    if (only_data && !data.empty()) {
+      if (std::optional<std::string> with = api::AddGatewayTiming(
+              data, static_cast<double>(gateway_pre_ns_) / 1e6)) {
+        out->append(http::SseData(*with));
+        return;
+      }
+    }
+  }
+  out->append(raw.data(), raw.size());
 }
 
 bool ProxyRequest::Judge(Attempt& a, int64_t t_ns) {

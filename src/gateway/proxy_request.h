@@ -120,6 +120,10 @@ class ProxyRequest {
 
   // Classifies one held event of an uncommitted stream; may commit or fail.
   void HoldEvent(Attempt& a, std::string_view raw, int64_t t_ns);
+  // Appends one SSE event as the client gets it: a chunk carrying the
+  // server's timings gets the gateway's share added ("gateway_ms"), all
+  // else verbatim. Cost: a scan of the event; a parse only for that chunk.
+  void AppendRelayed(std::string_view raw, std::string* out) const;
   bool holding() const { return plan_.hold.tokens > 0 && plan_.stream; }
   // The held start's decision: commits (true) or hands over (false).
   bool Judge(Attempt& a, int64_t t_ns);

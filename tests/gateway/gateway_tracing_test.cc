@@ -24,12 +24,14 @@
 #include <thread>
 #include <vector>
 
+#include "api/response.h"
 #include "api/server_timing.h"
 #include "base/thread_pool.h"
 #include "bench/testing/fake_openai_server.h"
 #include "gateway/gateway.h"
 #include "gateway/gateway_config.h"
 #include "gateway_test_util.h"
+#include "http/sse.h"
 #include "model/arch/synthetic.h"
 #include "telemetry/testing/otlp_receiver.h"
 #include "test_http_client.h"
@@ -273,6 +275,38 @@ TEST_F(GatewayTracingTest, EveryRetryIsItsOwnAttemptSpan) {
   // Each upstream saw its own attempt as the parent.
   EXPECT_EQ(ParentOf(fakes_.Seen(0).back()), first->span_id);
   EXPECT_EQ(ParentOf(fakes_.Seen(1).back()), retry->span_id);
+}
+
+TEST_F(GatewayTracingTest, AStreamsFinalChunkCarriesTheGatewaysShare) {
+  const std::string url = fakes_.Add(Quick());
+  StartGateway(FakePool({url}, PolicyKind::kRoundRobin), "");
+  HttpResponse r = Chat({}, "fake", /*stream=*/true);
+  ASSERT_EQ(r.status, 200) << r.body;
+  const double header_ms = api::TimingOf(
+      api::ParseServerTiming(r.Header("Server-Timing")), "gateway");
+  ASSERT_GE(header_ms, 0.0) << r.Header("Server-Timing");
+  // The upstream's timings object, in the last chunk, gains gateway_ms:
+  // the same share as the header (which rounds to microseconds).
+  int with_timings = 0;
+  bool done = false;
+  http::SseParser parser;
+  auto take = [&](const http::SseEvent& e) {
+    if (e.kind != http::SseEvent::Kind::kData) return;
+    if (e.data == "[DONE]") {
+      done = true;
+      return;
+    }
+    api::StreamChunk chunk;
+    ASSERT_TRUE(api::ParseStreamChunk(e.data, &chunk).ok()) << e.data;
+    if (!chunk.timings) return;
+    ++with_timings;
+    EXPECT_GT(chunk.timings->e2e_ms, 0) << e.data;
+    EXPECT_NEAR(chunk.timings->gateway_ms, header_ms, 0.001) << e.data;
+  };
+  parser.Feed(r.body, take);
+  parser.Finish(take);
+  EXPECT_EQ(with_timings, 1) << r.body;
+  EXPECT_TRUE(done) << r.body;
 }
 
 TEST_F(GatewayTracingTest, WithoutTracingTheCallersTraceparentPassesThrough) {
