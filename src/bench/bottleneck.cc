@@ -365,6 +365,9 @@ std::vector<Knee> FindKnees(const CapacityResult& capacity) {
   std::map<std::string, std::vector<std::pair<double, StepVerdict>>> by;
   std::vector<std::string> order;
   for (const CapacityPoint& p : capacity.curve) {
+    // A step whose client could not keep its schedule (or that broke
+    // another validity rule) did not offer its rate: it shows nothing.
+    if (!p.valid) continue;
     auto add = [&](const std::string& threshold, StepVerdict v) {
       if (!by.count(threshold)) order.push_back(threshold);
       by[threshold].emplace_back(p.offered_rps, v);

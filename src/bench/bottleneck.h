@@ -128,7 +128,7 @@ BottleneckInput GatherBottleneckInput(const RunResult& run,
                                       std::span<const ScrapeSeries> scrape,
                                       int max_connections);
 
-// The knee of each SLO over a capacity search's steps.
+// The knee of each SLO over a capacity search's valid steps.
 std::vector<Knee> FindKnees(const CapacityResult& capacity);
 
 // Spearman's rank correlation of paired samples (NaN below 8 pairs or when

@@ -223,9 +223,13 @@ TEST(BottleneckTest, KneesOfThresholdsJudgedOnThePoint) {
     return p;
   };
   using V = StepVerdict;
-  c.curve = {point(10, V::kFail, V::kFail), point(5, V::kPass, V::kFail),
+  c.curve = {point(10, V::kFail, V::kFail),  point(5, V::kPass, V::kFail),
              point(2.5, V::kPass, V::kPass), point(7.5, V::kPass, V::kFail),
-             point(4, V::kPass, V::kPass)};
+             point(4, V::kPass, V::kPass),   point(4.5, V::kPass, V::kPass),
+             point(12, V::kPass, V::kPass)};
+  // Invalid steps (the client fell behind) count for nothing.
+  c.curve[5].valid = false;
+  c.curve[6].valid = false;
   const std::vector<Knee> knees = FindKnees(c);
   ASSERT_EQ(knees.size(), 3u);
   EXPECT_EQ(knees[0].threshold, "e2e: p(99)<1s");
