@@ -35,12 +35,18 @@ TEST(ServerTimingTest, ToleratesWhatOtherServersSend) {
   EXPECT_EQ(ParseServerTiming(many).size(), 64u);
 }
 
-TEST(ServerTimingTest, ChunksAndBodiesCarryTimings) {
-  ResponseIdentity id{"chatcmpl-1", "m", 1};
-  ServerTimings t{1, 2, 3, 4, 7};
+// The last choice of a stream: finished, no text.
+ChunkChoice StopChoice() {
   ChunkChoice c;
   c.index = 0;
   c.finish_reason = std::string("stop");
+  return c;
+}
+
+TEST(ServerTimingTest, ChunksAndBodiesCarryTimings) {
+  const ResponseIdentity id{"chatcmpl-1", "m", 1};
+  ServerTimings t{1, 2, 3, 4, 7};
+  const ChunkChoice c = StopChoice();
   StreamChunk chunk;
   ASSERT_TRUE(
       ParseStreamChunk(BuildChunk(ApiKind::kChat, id, {c}, nullptr, &t), &chunk)
@@ -65,11 +71,9 @@ TEST(ServerTimingTest, ChunksAndBodiesCarryTimings) {
 }
 
 TEST(ServerTimingTest, GatewayShareJoinsTheFinalChunksTimings) {
-  ResponseIdentity id{"chatcmpl-1", "m", 1};
+  const ResponseIdentity id{"chatcmpl-1", "m", 1};
   ServerTimings t{1, 2, 3, 4, 7};
-  ChunkChoice c;
-  c.index = 0;
-  c.finish_reason = std::string("stop");
+  const ChunkChoice c = StopChoice();
   const std::string plain = BuildChunk(ApiKind::kChat, id, {c}, nullptr, &t);
   StreamChunk chunk;
   ASSERT_TRUE(ParseStreamChunk(plain, &chunk).ok());

@@ -385,8 +385,8 @@ CapacityPoint JudgeStep(const RunResult& run,
          FormatThresholdValue(t.threshold, t.observed),
          t.pass ? StepVerdict::kPass : StepVerdict::kFail});
     if (t.pass) continue;
-    fails.push_back(fmt::format("{}: {}", t.threshold.source,
-                                FormatThresholdValue(t.threshold, t.observed)));
+    fails.push_back(
+        fmt::format("{}: {}", t.threshold.source, p.point_checks.back().shown));
   }
   if (s.ok == 0) fails.push_back("no successful request");
   if (!p.kept_up)
