@@ -187,18 +187,18 @@ TEST_F(CapacitySearchTest, RangeContainsTheKnownCapacityOfAnMdcServer) {
       const double low = cap.at("capacity_rps").as_double();
       const double high = cap.at("capacity_high_rps").as_double();
       ExpectIsolatedSteps(cap, o.min_samples);
-      EXPECT_NE(std::string(cap.at("range").as_string()).find("at 95 %"),
-                std::string::npos)
-          << cap.at("range").as_string() << "\n"
-          << Steps(cap);
+      const std::string range(cap.at("range").as_string());
+      // A range, with its confidence, that holds the truth; a miss (no
+      // rate passed on a stalled machine, say) is what the retry is for.
       const bool contains = low > 0 && low <= truth * 1.02 &&
-                            (high == 0 || high >= truth_tight * 0.98);
+                            (high == 0 || high >= truth_tight * 0.98) &&
+                            range.find("at 95 %") != std::string::npos;
       miss = contains ? std::string()
                       : "seed " + std::to_string(o.seed) + " truth " +
                             std::to_string(truth) + " (" +
                             std::to_string(truth_tight) + " for 34 ms) range " +
                             std::to_string(low) + "-" + std::to_string(high) +
-                            "\n" + Steps(cap);
+                            " (" + range + ")\n" + Steps(cap);
       if (contains) break;
     }
     EXPECT_TRUE(miss.empty()) << miss;
