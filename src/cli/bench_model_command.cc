@@ -91,7 +91,8 @@ void Setup(CLI::App& sub, int* exit_code) {
   sub.add_option("-m,--model", f->model, "GGUF model file")->required();
   sub.add_option("-t,--threads", f->threads,
                  "Threads (default: physical cores)");
-  sub.add_option("--kv-type", f->kv_type, "KV cache element type: f16 or f32")
+  sub.add_option("--kv-type", f->kv_type,
+                 "KV cache element type: f16, q8_0 or f32")
       ->capture_default_str();
   // -p is --prompt elsewhere; bench-model's old `-p N` (llama-bench's prompt
   // length) is rewritten to --prefill with a note (vocabulary.cc).

@@ -118,7 +118,8 @@ void Setup(CLI::App& sub, int* exit_code) {
                  "Tokens per forward step")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 16))
       ->capture_default_str();
-  sub.add_option("--kv-type", f->kv_type, "KV cache element type: f16 or f32")
+  sub.add_option("--kv-type", f->kv_type,
+                 "KV cache element type: f16, q8_0 or f32")
       ->capture_default_str();
   sub.add_option("--format", f->format, "Output: text (table) or json")
       ->check(CLI::IsMember({"text", "json"}))

@@ -107,7 +107,7 @@ std::span<const SharedFlag> SharedFlags() {
        {}},
       {"--kv-type",
        {},
-       "KV cache element type: f16 or f32",
+       "KV cache element type: f16, q8_0 or f32",
        {"run", "serve", "bench-model", "profile"},
        {}},
       {"--no-repack",

@@ -43,6 +43,7 @@ std::optional<int64_t> ReadMemAvailableBytes(const std::string& meminfo_path) {
 Status CheckKvCacheFits(const model::ModelConfig& config, int64_t n_ctx,
                         int slots, model::KvType type,
                         std::optional<int64_t> available_bytes) {
+  RL_RETURN_IF_ERROR(model::CheckKvType(config, type));
   if (!available_bytes) return Status::Ok();
   const int64_t per_slot = model::KvCacheBytes(config, n_ctx, type);
   int64_t need = 0;

@@ -31,7 +31,9 @@ std::optional<int64_t> ReadMemAvailableBytes(
 // model::KvCacheBytes) fit in `available_bytes`; nullopt skips the check.
 // Otherwise ResourceExhausted, e.g. "the KV cache for 4 slots x 100000000
 // tokens needs 1.4 TiB; this machine has 22 GiB available (MemAvailable);
-// lower --ctx or --parallel" ("lower --ctx" alone for one slot).
+// lower --ctx or --parallel" ("lower --ctx" alone for one slot); and
+// InvalidArgument when the model's heads cannot be stored as `type`
+// (model::CheckKvType), whether or not `available_bytes` is given.
 Status CheckKvCacheFits(const model::ModelConfig& config, int64_t n_ctx,
                         int slots, model::KvType type,
                         std::optional<int64_t> available_bytes);

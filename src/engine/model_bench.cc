@@ -82,6 +82,7 @@ Result<ModelBenchResult> RunModelBench(const model::Model& m, ThreadPool& pool,
         "tokens",
         max_depth, n_ctx - max_depth, c.context_length_train));
   }
+  RL_RETURN_IF_ERROR(model::CheckKvType(c, o.kv_type));
   // Prefill chunks of at most 512 tokens, as a server's batch would be.
   model::Transformer tf(
       c, m.weights(), pool,

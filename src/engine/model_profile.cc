@@ -100,6 +100,7 @@ Result<ModelProfileResult> RunModelProfile(const std::string& path,
   if (o.measure_bandwidth) r.bandwidth = MeasureMemoryBandwidth(pool);
   const double bw = r.bandwidth.best_gbps();
 
+  RL_RETURN_IF_ERROR(model::CheckKvType(c, o.kv_type));
   model::Transformer tf(c, m.weights(), pool,
                         std::max<int64_t>(1, o.batch_tokens));
   const int64_t n_ctx = o.prompt_tokens + o.decode_tokens + 1;

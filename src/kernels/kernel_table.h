@@ -101,6 +101,10 @@ struct KernelTable {
                              const uint16_t* v, int64_t n_kv, int64_t head_dim,
                              int64_t kv_stride, float scale, float* work,
                              float* out) = nullptr;
+  void (*attention_chunk)(KvElement type, const float* q, int64_t n_q,
+                          const void* k, const void* v, int64_t n_kv,
+                          int64_t head_dim, int64_t row_bytes, float scale,
+                          float* work, float* partial) = nullptr;
 };
 
 // One block of a quantized type (BlockElements(type) = E elements) in the

@@ -62,4 +62,40 @@ void AttentionHeadF16(const float* q, const uint16_t* k, const uint16_t* v,
                                      work, out);
 }
 
+void AttentionChunk(KvElement type, const float* q, int64_t n_q, const void* k,
+                    const void* v, int64_t n_kv, int64_t head_dim,
+                    int64_t row_bytes, float scale, float* work,
+                    float* partial) {
+  RL_DCHECK(n_q > 0 && n_kv > 0 && n_kv <= kAttentionChunkKeys)
+      << "n_q=" << n_q << " n_kv=" << n_kv;
+  RL_DCHECK(type != KvElement::kQ8_0 || head_dim % 32 == 0)
+      << "head_dim=" << head_dim;
+  ActiveKernels().attention_chunk(type, q, n_q, k, v, n_kv, head_dim, row_bytes,
+                                  scale, work, partial);
+}
+
+void MergeAttention(const float* partials, int64_t n_chunks, int64_t n_q,
+                    int64_t head_dim, float* out) {
+  RL_DCHECK(n_chunks > 0) << "n_chunks=" << n_chunks;
+  const int64_t stride = AttentionPartialFloats(n_q, head_dim);
+  for (int64_t h = 0; h < n_q; ++h) {
+    float max = -INFINITY;
+    for (int64_t c = 0; c < n_chunks; ++c) {
+      max = std::fmax(max, partials[c * stride + n_q * head_dim + h]);
+    }
+    float* o = out + h * head_dim;
+    float den = 0.0f;
+    for (int64_t d = 0; d < head_dim; ++d) o[d] = 0.0f;
+    for (int64_t c = 0; c < n_chunks; ++c) {
+      const float* p = partials + c * stride;
+      const float w = std::exp(p[n_q * head_dim + h] - max);
+      den += w * p[n_q * (head_dim + 1) + h];
+      const float* acc = p + h * head_dim;
+      for (int64_t d = 0; d < head_dim; ++d) o[d] += w * acc[d];
+    }
+    const float inv = den == 0.0f ? 0.0f : 1.0f / den;
+    for (int64_t d = 0; d < head_dim; ++d) o[d] *= inv;
+  }
+}
+
 }  // namespace redline::kernels

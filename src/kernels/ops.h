@@ -75,6 +75,60 @@ void AttentionHeadF16(const float* q, const uint16_t* k, const uint16_t* v,
                       int64_t n_kv, int64_t head_dim, int64_t kv_stride,
                       float scale, float* work, float* out);
 
+// Element type of cached keys and values, as AttentionChunk reads them.
+// Head g of position i starts at byte i * row_bytes + g * (head bytes):
+enum class KvElement : uint8_t {
+  kF16,   // head_dim binary16 values per head
+  kQ8_0,  // head_dim / 32 BlockQ8_0 blocks per head (head_dim % 32 == 0)
+};
+
+// Cached positions per chunk: a sequence's n_kv positions split into
+// ceil(n_kv / kAttentionChunkKeys) chunks at these fixed boundaries whatever
+// the thread count or batch, so a token's attention does not depend on how
+// the work was spread (speculative verification equals plain decoding).
+inline constexpr int64_t kAttentionChunkKeys = 256;
+
+// Floats of one chunk's partial result for n_q query heads:
+// acc [n_q, head_dim], then max [n_q], then sum [n_q].
+constexpr int64_t AttentionPartialFloats(int64_t n_q, int64_t head_dim) {
+  return n_q * (head_dim + 2);
+}
+
+// Scratch floats AttentionChunk needs: K and V tiles of 16 keys widened to
+// f32, and 16 probabilities.
+constexpr int64_t AttentionChunkWorkFloats(int64_t head_dim) {
+  return 2 * 16 * head_dim + 16;
+}
+
+// Partial attention of n_q query heads that share one KV head, over n_kv
+// (1..kAttentionChunkKeys) consecutive cached positions, in f32: for head h
+//   s_hi  = scale * q_h . k_i,   max_h = max_i s_hi,
+//   sum_h = sum_i e^(s_hi - max_h),   acc_h = sum_i e^(s_hi - max_h) v_i.
+// Keys and values are widened to f32 a tile of keys at a time (16 for
+// AVX-512, 8 for AVX2), shared by the n_q heads, and a tile's scores are
+// exponentiated together; the softmax is online across tiles. Unlike
+// AttentionHeadF16 this is not ggml's arithmetic: sums stay in f32 (no
+// binary16 rounding of the accumulator), so results differ from it by
+// rounding, and differ across ISAs by f32 rounding (ops_test bounds both).
+//   q:       [n_q, head_dim]
+//   k, v:    the chunk's first position; position i at byte i * row_bytes
+//   work:    AttentionChunkWorkFloats(head_dim) floats
+//   partial: AttentionPartialFloats(n_q, head_dim) floats, written
+// Cost: about 4 * n_q * n_kv * head_dim flops; reads each K/V row once.
+void AttentionChunk(KvElement type, const float* q, int64_t n_q, const void* k,
+                    const void* v, int64_t n_kv, int64_t head_dim,
+                    int64_t row_bytes, float scale, float* work,
+                    float* partial);
+
+// out [n_q, head_dim] = the attention the n_chunks consecutive partials
+// (AttentionPartialFloats(n_q, head_dim) floats each, in key order) give
+// together: with M = max_c max_c,h and w_c = e^(max_c,h - M),
+//   out_h = (sum_c w_c acc_c,h) * (1 / sum_c w_c sum_c,h),
+// summed in chunk order. One chunk gives acc * (1 / sum) exactly. Scalar;
+// not dispatched. Cost: O(n_chunks * n_q * head_dim).
+void MergeAttention(const float* partials, int64_t n_chunks, int64_t n_q,
+                    int64_t head_dim, float* out);
+
 }  // namespace redline::kernels
 
 #endif  // REDLINE_KERNELS_OPS_H_

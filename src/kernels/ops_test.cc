@@ -9,11 +9,16 @@
 // in order, which can flip a binary16 rounding of the running output); 1e-2
 // of max |v| against exact f64 attention over the same binary16 inputs (the
 // output is accumulated in binary16, as ggml does).
+// AttentionChunk: 1e-5 relative (max, sum) and 2e-5 absolute on outputs of
+// |v| <= 2 against the f64 reference and exact attention, chunks merged or
+// not (f32 sums, a ~2 ulp exp).
 #include "kernels/ops.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <string>
@@ -21,6 +26,7 @@
 
 #include "base/float16.h"
 #include "kernels/isa.h"
+#include "kernels/matmul.h"
 
 namespace redline::kernels {
 namespace {
@@ -284,6 +290,171 @@ TEST_P(OpsTest, AttentionHeadF16MatchesReferenceAndExactAttention) {
         // One position: the output is that position's value, exactly.
         if (n_kv == 1) {
           ASSERT_EQ(actual[d], Fp16ToFp32(v[d]));
+        }
+      }
+    }
+  }
+}
+
+// K or V rows of n_kv positions, each holding two heads and 6 bytes of
+// padding (head 1 is the one read), in the element type: f16 rounds,
+// q8_0 quantises per block as the KV cache does.
+struct KvRows {
+  std::vector<uint8_t> bytes;
+  int64_t row_bytes = 0;
+  int64_t head_bytes = 0;
+  const uint8_t* head1() const { return bytes.data() + head_bytes; }
+};
+
+KvRows MakeKvRows(KvElement type, int64_t n_kv, int64_t head_dim,
+                  uint32_t seed) {
+  KvRows r;
+  r.head_bytes = type == KvElement::kF16 ? 2 * head_dim : head_dim / 32 * 34;
+  r.row_bytes = 2 * r.head_bytes + 6;
+  r.bytes.assign(static_cast<size_t>(n_kv * r.row_bytes), 0xff);
+  const std::vector<float> x = RandomFloats(n_kv * 2 * head_dim, seed, -2, 2);
+  for (int64_t i = 0; i < n_kv; ++i) {
+    for (int64_t h = 0; h < 2; ++h) {
+      const float* src = x.data() + (i * 2 + h) * head_dim;
+      uint8_t* dst = r.bytes.data() + i * r.row_bytes + h * r.head_bytes;
+      if (type == KvElement::kF16) {
+        for (int64_t d = 0; d < head_dim; ++d) {
+          const uint16_t h16 = Fp32ToFp16(src[d]);
+          std::memcpy(dst + 2 * d, &h16, 2);
+        }
+      } else {
+        QuantizeRow(DType::kQ8_0, src, head_dim, dst);
+      }
+    }
+  }
+  return r;
+}
+
+// Element d of position i's head 1, as the kernels read it.
+double KvAt(KvElement type, const KvRows& r, int64_t i, int64_t d) {
+  const uint8_t* row = r.head1() + i * r.row_bytes;
+  if (type == KvElement::kF16) {
+    uint16_t h16;
+    std::memcpy(&h16, row + 2 * d, 2);
+    return Fp16ToFp32(h16);
+  }
+  uint16_t scale;
+  std::memcpy(&scale, row + d / 32 * 34, 2);
+  return double(Fp16ToFp32(scale)) *
+         static_cast<int8_t>(row[d / 32 * 34 + 2 + d % 32]);
+}
+
+// Exact attention in f64 of query q [head_dim] over n_kv positions.
+std::vector<double> ExactAttention(KvElement type, const float* q,
+                                   const KvRows& k, const KvRows& v,
+                                   int64_t n_kv, int64_t head_dim,
+                                   float scale) {
+  std::vector<double> p(n_kv), out(head_dim, 0.0);
+  double max = -1e300, sum = 0;
+  for (int64_t i = 0; i < n_kv; ++i) {
+    double dot = 0;
+    for (int64_t d = 0; d < head_dim; ++d) dot += q[d] * KvAt(type, k, i, d);
+    max = std::max(max, p[i] = dot * scale);
+  }
+  for (double& e : p) sum += (e = std::exp(e - max));
+  for (int64_t i = 0; i < n_kv; ++i) {
+    for (int64_t d = 0; d < head_dim; ++d) {
+      out[d] += p[i] / sum * KvAt(type, v, i, d);
+    }
+  }
+  return out;
+}
+
+TEST_P(OpsTest, AttentionChunkMatchesReferenceForEveryElementType) {
+  for (KvElement type : {KvElement::kF16, KvElement::kQ8_0}) {
+    for (int64_t head_dim : {8, 32, 64, 80, 128}) {
+      if (type == KvElement::kQ8_0 && head_dim % 32 != 0) continue;
+      for (int64_t n_q : {1, 3, 7}) {
+        for (int64_t n_kv : {1, 2, 8, 15, 16, 17, 100, 256}) {
+          const KvRows k = MakeKvRows(type, n_kv, head_dim, 20);
+          const KvRows v = MakeKvRows(type, n_kv, head_dim, 21);
+          const std::vector<float> q =
+              RandomFloats(n_q * head_dim, 22, -2.0f, 2.0f);
+          const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+          const int64_t floats = AttentionPartialFloats(n_q, head_dim);
+          std::vector<float> work(AttentionChunkWorkFloats(head_dim)),
+              expected(floats), actual(floats), out(n_q * head_dim);
+          {
+            ScopedIsa s(Isa::kScalar);
+            AttentionChunk(type, q.data(), n_q, k.head1(), v.head1(), n_kv,
+                           head_dim, k.row_bytes, scale, work.data(),
+                           expected.data());
+          }
+          {
+            ScopedIsa s(GetParam());
+            AttentionChunk(type, q.data(), n_q, k.head1(), v.head1(), n_kv,
+                           head_dim, k.row_bytes, scale, work.data(),
+                           actual.data());
+          }
+          MergeAttention(actual.data(), 1, n_q, head_dim, out.data());
+          const std::string where =
+              "type=" + std::to_string(static_cast<int>(type)) +
+              " head_dim=" + std::to_string(head_dim) +
+              " n_q=" + std::to_string(n_q) + " n_kv=" + std::to_string(n_kv);
+          for (int64_t h = 0; h < n_q; ++h) {
+            const float max_e = expected[n_q * head_dim + h];
+            const float max_a = actual[n_q * head_dim + h];
+            ASSERT_NEAR(max_a, max_e, 1e-5 * (1 + std::fabs(max_e))) << where;
+            const float sum_e = expected[n_q * (head_dim + 1) + h];
+            const float sum_a = actual[n_q * (head_dim + 1) + h];
+            ASSERT_NEAR(sum_a, sum_e, 1e-5 * sum_e) << where;
+            const std::vector<double> exact = ExactAttention(
+                type, q.data() + h * head_dim, k, v, n_kv, head_dim, scale);
+            for (int64_t d = 0; d < head_dim; ++d) {
+              // |v| <= 2: 1e-5 of it.
+              ASSERT_NEAR(out[h * head_dim + d], exact[d], 2e-5) << where;
+              ASSERT_NEAR(actual[h * head_dim + d] / sum_a,
+                          expected[h * head_dim + d] / sum_e, 2e-5)
+                  << where;
+              // One position: its value exactly.
+              if (n_kv == 1) {
+                ASSERT_EQ(out[h * head_dim + d],
+                          static_cast<float>(KvAt(type, v, 0, d)))
+                    << where;
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_P(OpsTest, MergedChunksEqualExactAttentionOverTheWholeSequence) {
+  ScopedIsa s(GetParam());
+  const int64_t head_dim = 64, n_q = 2;
+  for (KvElement type : {KvElement::kF16, KvElement::kQ8_0}) {
+    for (int64_t n_kv : {257, 700, 2048}) {
+      const KvRows k = MakeKvRows(type, n_kv, head_dim, 30);
+      const KvRows v = MakeKvRows(type, n_kv, head_dim, 31);
+      // Large scores, so the chunks' maxima differ widely.
+      const std::vector<float> q = RandomFloats(n_q * head_dim, 32, -6, 6);
+      const float scale = 0.125f;
+      const int64_t floats = AttentionPartialFloats(n_q, head_dim);
+      const int64_t n_chunks =
+          (n_kv + kAttentionChunkKeys - 1) / kAttentionChunkKeys;
+      std::vector<float> work(AttentionChunkWorkFloats(head_dim)),
+          partials(n_chunks * floats), out(n_q * head_dim);
+      for (int64_t c = 0; c < n_chunks; ++c) {
+        const int64_t begin = c * kAttentionChunkKeys;
+        AttentionChunk(type, q.data(), n_q, k.head1() + begin * k.row_bytes,
+                       v.head1() + begin * v.row_bytes,
+                       std::min(kAttentionChunkKeys, n_kv - begin), head_dim,
+                       k.row_bytes, scale, work.data(),
+                       partials.data() + c * floats);
+      }
+      MergeAttention(partials.data(), n_chunks, n_q, head_dim, out.data());
+      for (int64_t h = 0; h < n_q; ++h) {
+        const std::vector<double> exact = ExactAttention(
+            type, q.data() + h * head_dim, k, v, n_kv, head_dim, scale);
+        for (int64_t d = 0; d < head_dim; ++d) {
+          ASSERT_NEAR(out[h * head_dim + d], exact[d], 2e-5)
+              << "type=" << static_cast<int>(type) << " n_kv=" << n_kv;
         }
       }
     }

@@ -37,8 +37,10 @@ Result<std::string> ReadWholeFile(const std::string& path) {
                      std::istreambuf_iterator<char>());
 }
 
+// The config was validated (ParseKvType) before it gets here.
 model::KvType KvTypeOf(const std::string& name) {
-  return name == "f32" ? model::KvType::kF32 : model::KvType::kF16;
+  auto type = model::ParseKvType(name);
+  return type.ok() ? *type : model::KvType::kF16;
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include "base/thread_pool.h"
+#include "model/arch/kv_cache.h"
 #include "model/chat/chat_template.h"
 
 namespace redline::server {
@@ -87,8 +88,8 @@ Status FinalizeConfig(ServerConfig* c) {
   if (!(c->shutdown_grace_s >= 0))
     return Status::InvalidArgument("--shutdown-grace must be >= 0");
   if (c->max_n < 1) return Status::InvalidArgument("--max-n must be >= 1");
-  if (c->kv_type != "f16" && c->kv_type != "f32") {
-    return Status::InvalidArgument("--kv-type must be \"f16\" or \"f32\"");
+  if (auto kv = model::ParseKvType(c->kv_type); !kv.ok()) {
+    return Status::InvalidArgument("--kv-type: " + kv.status().message());
   }
   if (c->metrics_prefix != "redline:" && c->metrics_prefix != "redline_") {
     return Status::InvalidArgument(

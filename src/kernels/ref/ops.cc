@@ -1,9 +1,11 @@
 // Scalar reference element-wise and row-wise ops (the oracle for the SIMD
 // variants and the portable fallback). Sums run in f64, as ggml's CPU ops
 // do for RMSNorm and softmax.
+#include <array>
 #include <cmath>
 
 #include "base/float16.h"
+#include "kernels/blocks.h"
 #include "kernels/kernel_table.h"
 
 namespace redline::kernels::ref {
@@ -134,6 +136,52 @@ void AttentionHeadF16(const float* q, const uint16_t* k, const uint16_t* v,
   for (int64_t d = 0; d < head_dim; ++d) out[d] = acc[d] * inv;
 }
 
+// Element d of head row `row` (one position's head) as f32.
+float KvValue(KvElement type, const uint8_t* row, int64_t d) {
+  if (type == KvElement::kF16) {
+    return Fp16ToFp32(reinterpret_cast<const uint16_t*>(row)[d]);
+  }
+  const BlockQ8_0* b = reinterpret_cast<const BlockQ8_0*>(row) + d / kQkBlock;
+  return Fp16ToFp32(b->d) * static_cast<float>(b->qs[d % kQkBlock]);
+}
+
+// The partial in f64: exact max, then e^(s - max) per key, sums in f64.
+void AttentionChunk(KvElement type, const float* q, int64_t n_q, const void* k,
+                    const void* v, int64_t n_kv, int64_t head_dim,
+                    int64_t row_bytes, float scale, float* /*work*/,
+                    float* partial) {
+  const auto* kb = static_cast<const uint8_t*>(k);
+  const auto* vb = static_cast<const uint8_t*>(v);
+  std::array<double, kAttentionChunkKeys> e;
+  for (int64_t h = 0; h < n_q; ++h) {
+    const float* qh = q + h * head_dim;
+    double max = -INFINITY;
+    for (int64_t i = 0; i < n_kv; ++i) {
+      double dot = 0.0;
+      for (int64_t d = 0; d < head_dim; ++d) {
+        dot +=
+            static_cast<double>(qh[d]) * KvValue(type, kb + i * row_bytes, d);
+      }
+      e[i] = static_cast<double>(scale) * dot;
+      max = std::fmax(max, e[i]);
+    }
+    double sum = 0.0;
+    for (int64_t i = 0; i < n_kv; ++i) {
+      e[i] = std::exp(e[i] - max);
+      sum += e[i];
+    }
+    for (int64_t d = 0; d < head_dim; ++d) {
+      double acc = 0.0;
+      for (int64_t i = 0; i < n_kv; ++i) {
+        acc += e[i] * KvValue(type, vb + i * row_bytes, d);
+      }
+      partial[h * head_dim + d] = static_cast<float>(acc);
+    }
+    partial[n_q * head_dim + h] = static_cast<float>(max);
+    partial[n_q * (head_dim + 1) + h] = static_cast<float>(sum);
+  }
+}
+
 }  // namespace
 
 void FillTable(KernelTable* table) {
@@ -146,6 +194,7 @@ void FillTable(KernelTable* table) {
   table->rope = &Rope;
   table->attention_head = &AttentionHead;
   table->attention_head_f16 = &AttentionHeadF16;
+  table->attention_chunk = &AttentionChunk;
 }
 
 }  // namespace redline::kernels::ref

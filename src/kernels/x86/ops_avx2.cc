@@ -1,7 +1,9 @@
 // AVX2 + FMA element-wise and row-wise ops. Rope stays scalar (ref).
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
+#include "kernels/blocks.h"
 #include "kernels/kernel_table.h"
 #include "kernels/x86/intrinsics.h"
 
@@ -346,6 +348,132 @@ void AttentionHeadF16(const float* q, const uint16_t* k, const uint16_t* v,
   for (d = 0; d < head_dim; ++d) out[d] = acc[d] * inv;
 }
 
+constexpr int kTile = 8;  // keys per tile of AttentionChunk
+
+// Widens rows [0, n) of a K or V chunk (head_dim elements each, position i
+// at byte i * row_bytes) to f32: dst [n, head_dim].
+void WidenRows(KvElement type, const uint8_t* src, int64_t row_bytes, int n,
+               int64_t head_dim, float* dst) {
+  for (int j = 0; j < n; ++j) {
+    const uint8_t* row = src + j * row_bytes;
+    float* out = dst + j * head_dim;
+    if (type == KvElement::kF16) {
+      const auto* h = reinterpret_cast<const uint16_t*>(row);
+      int64_t d = 0;
+      for (; d + 8 <= head_dim; d += 8)
+        _mm256_storeu_ps(out + d, LoadHalf8(h + d));
+      for (; d < head_dim; ++d) out[d] = _cvtsh_ss(h[d]);
+    } else {
+      const auto* b = reinterpret_cast<const BlockQ8_0*>(row);
+      for (int64_t blk = 0; blk < head_dim / kQkBlock; ++blk) {
+        const __m256 scale = _mm256_set1_ps(_cvtsh_ss(b[blk].d));
+        for (int part = 0; part < 4; ++part) {
+          const __m128i q8 = _mm_loadl_epi64(
+              reinterpret_cast<const __m128i*>(b[blk].qs + 8 * part));
+          _mm256_storeu_ps(out + blk * kQkBlock + 8 * part,
+                           _mm256_mul_ps(scale, _mm256_cvtepi32_ps(
+                                                    _mm256_cvtepi8_epi32(q8))));
+        }
+      }
+    }
+  }
+}
+
+// Lane j of the result is the sum of the lanes of v[j], j < 8.
+inline __m256 Reduce8(const __m256* v) {
+  const __m256 s0123 =
+      _mm256_hadd_ps(_mm256_hadd_ps(v[0], v[1]), _mm256_hadd_ps(v[2], v[3]));
+  const __m256 s4567 =
+      _mm256_hadd_ps(_mm256_hadd_ps(v[4], v[5]), _mm256_hadd_ps(v[6], v[7]));
+  return _mm256_add_ps(_mm256_permute2f128_ps(s0123, s4567, 0x20),
+                       _mm256_permute2f128_ps(s0123, s4567, 0x31));
+}
+
+// Dot product partials of q and a widened key: 8 lanes to be summed.
+inline __m256 DotLanes(const float* q, const float* k, int64_t n) {
+  __m256 a = _mm256_setzero_ps();
+  int64_t d = 0;
+  for (; d + 8 <= n; d += 8) {
+    a = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), _mm256_loadu_ps(k + d), a);
+  }
+  if (d < n) {
+    a = _mm256_fmadd_ps(LoadPartial(q + d, n - d), LoadPartial(k + d, n - d),
+                        a);
+  }
+  return a;
+}
+
+void AttentionChunk(KvElement type, const float* q, int64_t n_q, const void* k,
+                    const void* v, int64_t n_kv, int64_t head_dim,
+                    int64_t row_bytes, float scale, float* work,
+                    float* partial) {
+  float* kt = work;                     // [kTile, head_dim]
+  float* vt = work + kTile * head_dim;  // [kTile, head_dim]
+  float* max = partial + n_q * head_dim;
+  float* sum = max + n_q;
+  for (int64_t i = 0; i < n_q * head_dim; ++i) partial[i] = 0.0f;
+  for (int64_t h = 0; h < n_q; ++h) {
+    max[h] = -INFINITY;
+    sum[h] = 0.0f;
+  }
+  const auto* kb = static_cast<const uint8_t*>(k);
+  const auto* vb = static_cast<const uint8_t*>(v);
+  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  for (int64_t i0 = 0; i0 < n_kv; i0 += kTile) {
+    const int n = static_cast<int>(std::min<int64_t>(kTile, n_kv - i0));
+    const __m256 valid =
+        _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(n), lane));
+    WidenRows(type, kb + i0 * row_bytes, row_bytes, n, head_dim, kt);
+    WidenRows(type, vb + i0 * row_bytes, row_bytes, n, head_dim, vt);
+    for (int64_t h = 0; h < n_q; ++h) {
+      const float* qh = q + h * head_dim;
+      float* acc = partial + h * head_dim;
+      __m256 dots[kTile];
+      for (int j = 0; j < kTile; ++j) {
+        dots[j] = j < n ? DotLanes(qh, kt + j * head_dim, head_dim)
+                        : _mm256_setzero_ps();
+      }
+      const __m256 s = _mm256_blendv_ps(
+          _mm256_set1_ps(-INFINITY),
+          _mm256_mul_ps(Reduce8(dots), _mm256_set1_ps(scale)), valid);
+      const float tile_max = HMax(s);
+      if (tile_max > max[h]) {
+        // e^-inf = 0 when this is the first tile.
+        const float f = std::exp(max[h] - tile_max);
+        for (int64_t d = 0; d < head_dim; ++d) acc[d] *= f;
+        sum[h] *= f;
+        max[h] = tile_max;
+      }
+      const __m256 e =
+          _mm256_and_ps(valid, Exp(_mm256_sub_ps(s, _mm256_set1_ps(max[h]))));
+      sum[h] += HSum(e);
+      alignas(32) float p[kTile];
+      _mm256_store_ps(p, e);
+      int64_t d = 0;
+      for (; d + 8 <= head_dim; d += 8) {
+        __m256 a0 = _mm256_loadu_ps(acc + d);
+        __m256 a1 = _mm256_setzero_ps();
+        int j = 0;
+        for (; j + 2 <= n; j += 2) {
+          a0 = _mm256_fmadd_ps(_mm256_set1_ps(p[j]),
+                               _mm256_loadu_ps(vt + j * head_dim + d), a0);
+          a1 =
+              _mm256_fmadd_ps(_mm256_set1_ps(p[j + 1]),
+                              _mm256_loadu_ps(vt + (j + 1) * head_dim + d), a1);
+        }
+        if (j < n) {
+          a0 = _mm256_fmadd_ps(_mm256_set1_ps(p[j]),
+                               _mm256_loadu_ps(vt + j * head_dim + d), a0);
+        }
+        _mm256_storeu_ps(acc + d, _mm256_add_ps(a0, a1));
+      }
+      for (; d < head_dim; ++d) {
+        for (int j = 0; j < n; ++j) acc[d] += p[j] * vt[j * head_dim + d];
+      }
+    }
+  }
+}
+
 }  // namespace
 
 void FillTable(KernelTable* table) {
@@ -358,6 +486,7 @@ void FillTable(KernelTable* table) {
   table->add = &Add;
   table->attention_head = &AttentionHead;
   table->attention_head_f16 = &AttentionHeadF16;
+  table->attention_chunk = &AttentionChunk;
 }
 
 }  // namespace redline::kernels::avx2

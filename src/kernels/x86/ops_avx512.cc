@@ -1,8 +1,10 @@
 // AVX-512 element-wise and row-wise ops. Rope stays scalar (ref): it is a
 // few dozen sin/cos per call and not worth a vector sin/cos.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
+#include "kernels/blocks.h"
 #include "kernels/kernel_table.h"
 #include "kernels/x86/intrinsics.h"
 
@@ -307,6 +309,145 @@ void AttentionHeadF16(const float* q, const uint16_t* k, const uint16_t* v,
   }
 }
 
+constexpr int kTile = 16;  // keys per tile of AttentionChunk
+
+// Widens rows [0, n) of a K or V chunk (head_dim elements each, position i
+// at byte i * row_bytes) to f32: dst [n, head_dim].
+void WidenRows(KvElement type, const uint8_t* src, int64_t row_bytes, int n,
+               int64_t head_dim, float* dst) {
+  for (int j = 0; j < n; ++j) {
+    const uint8_t* row = src + j * row_bytes;
+    float* out = dst + j * head_dim;
+    if (type == KvElement::kF16) {
+      const auto* h = reinterpret_cast<const uint16_t*>(row);
+      for (int64_t d = 0; d < head_dim; d += 16) {
+        const __mmask16 m = FirstLanes16(head_dim - d);
+        _mm512_mask_storeu_ps(out + d, m, LoadHalf16(m, h + d));
+      }
+    } else {
+      const auto* b = reinterpret_cast<const BlockQ8_0*>(row);
+      for (int64_t blk = 0; blk < head_dim / kQkBlock; ++blk) {
+        const __m512 scale = _mm512_set1_ps(_cvtsh_ss(b[blk].d));
+        for (int half = 0; half < 2; ++half) {
+          const __m128i q8 = _mm_loadu_si128(
+              reinterpret_cast<const __m128i*>(b[blk].qs + 16 * half));
+          _mm512_storeu_ps(out + blk * kQkBlock + 16 * half,
+                           _mm512_mul_ps(scale, _mm512_cvtepi32_ps(
+                                                    _mm512_cvtepi8_epi32(q8))));
+        }
+      }
+    }
+  }
+}
+
+// Lane j of the result is the sum of the lanes of v[j], j < 16.
+inline __m512 Reduce16(const __m512* v) {
+  __m512 out = _mm512_castps128_ps512(Reduce4(v[0], v[1], v[2], v[3]));
+  out = _mm512_insertf32x4(out, Reduce4(v[4], v[5], v[6], v[7]), 1);
+  out = _mm512_insertf32x4(out, Reduce4(v[8], v[9], v[10], v[11]), 2);
+  return _mm512_insertf32x4(out, Reduce4(v[12], v[13], v[14], v[15]), 3);
+}
+
+// acc [head_dim] += sum_j p[j] * vt[j], j < n: per 64 dimensions two
+// accumulator sets (even and odd keys) so the FMA chains overlap.
+inline void AccumulateValues(const float* p, const float* vt, int n,
+                             int64_t head_dim, float* acc) {
+  for (int64_t d0 = 0; d0 < head_dim; d0 += 64) {
+    __mmask16 m[4];
+    __m512 a0[4], a1[4];
+    for (int c = 0; c < 4; ++c) {
+      const int64_t left = head_dim - d0 - 16 * c;
+      m[c] = left > 0 ? FirstLanes16(left) : 0;
+      a0[c] = _mm512_maskz_loadu_ps(m[c], acc + d0 + 16 * c);
+      a1[c] = _mm512_setzero_ps();
+    }
+    int j = 0;
+    for (; j + 2 <= n; j += 2) {
+      const __m512 p0 = _mm512_set1_ps(p[j]);
+      const __m512 p1 = _mm512_set1_ps(p[j + 1]);
+      const float* v0 = vt + j * head_dim + d0;
+      const float* v1 = v0 + head_dim;
+      for (int c = 0; c < 4; ++c) {
+        a0[c] = _mm512_fmadd_ps(p0, _mm512_maskz_loadu_ps(m[c], v0 + 16 * c),
+                                a0[c]);
+        a1[c] = _mm512_fmadd_ps(p1, _mm512_maskz_loadu_ps(m[c], v1 + 16 * c),
+                                a1[c]);
+      }
+    }
+    if (j < n) {
+      const __m512 p0 = _mm512_set1_ps(p[j]);
+      const float* v0 = vt + j * head_dim + d0;
+      for (int c = 0; c < 4; ++c) {
+        a0[c] = _mm512_fmadd_ps(p0, _mm512_maskz_loadu_ps(m[c], v0 + 16 * c),
+                                a0[c]);
+      }
+    }
+    for (int c = 0; c < 4; ++c) {
+      _mm512_mask_storeu_ps(acc + d0 + 16 * c, m[c],
+                            _mm512_add_ps(a0[c], a1[c]));
+    }
+  }
+}
+
+void AttentionChunk(KvElement type, const float* q, int64_t n_q, const void* k,
+                    const void* v, int64_t n_kv, int64_t head_dim,
+                    int64_t row_bytes, float scale, float* work,
+                    float* partial) {
+  float* kt = work;                     // [kTile, head_dim]
+  float* vt = work + kTile * head_dim;  // [kTile, head_dim]
+  float* p = vt + kTile * head_dim;     // [kTile]
+  float* max = partial + n_q * head_dim;
+  float* sum = max + n_q;
+  for (int64_t i = 0; i < n_q * head_dim; ++i) partial[i] = 0.0f;
+  for (int64_t h = 0; h < n_q; ++h) {
+    max[h] = -INFINITY;
+    sum[h] = 0.0f;
+  }
+  const auto* kb = static_cast<const uint8_t*>(k);
+  const auto* vb = static_cast<const uint8_t*>(v);
+  const __m512 vscale = _mm512_set1_ps(scale);
+  for (int64_t i0 = 0; i0 < n_kv; i0 += kTile) {
+    const int n = static_cast<int>(std::min<int64_t>(kTile, n_kv - i0));
+    const __mmask16 valid = FirstLanes16(n);
+    WidenRows(type, kb + i0 * row_bytes, row_bytes, n, head_dim, kt);
+    WidenRows(type, vb + i0 * row_bytes, row_bytes, n, head_dim, vt);
+    for (int64_t h = 0; h < n_q; ++h) {
+      const float* qh = q + h * head_dim;
+      __m512 dots[kTile];
+      for (int j = 0; j < kTile; ++j) {
+        __m512 a = _mm512_setzero_ps();
+        if (j < n) {
+          for (int64_t d = 0; d < head_dim; d += 16) {
+            const __mmask16 m = FirstLanes16(head_dim - d);
+            a = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, qh + d),
+                                _mm512_maskz_loadu_ps(m, kt + j * head_dim + d),
+                                a);
+          }
+        }
+        dots[j] = a;
+      }
+      const __m512 s =
+          _mm512_mask_blend_ps(valid, _mm512_set1_ps(-INFINITY),
+                               _mm512_mul_ps(Reduce16(dots), vscale));
+      const float tile_max = _mm512_reduce_max_ps(s);
+      if (tile_max > max[h]) {
+        // The running sums were relative to the old max; e^-inf = 0 when
+        // this is the first tile.
+        const float f = std::exp(max[h] - tile_max);
+        float* acc = partial + h * head_dim;
+        for (int64_t d = 0; d < head_dim; ++d) acc[d] *= f;
+        sum[h] *= f;
+        max[h] = tile_max;
+      }
+      const __m512 e = _mm512_maskz_mov_ps(
+          valid, Exp(_mm512_sub_ps(s, _mm512_set1_ps(max[h]))));
+      sum[h] += _mm512_reduce_add_ps(e);
+      _mm512_storeu_ps(p, e);
+      AccumulateValues(p, vt, n, head_dim, partial + h * head_dim);
+    }
+  }
+}
+
 }  // namespace
 
 void FillTable(KernelTable* table) {
@@ -319,6 +460,7 @@ void FillTable(KernelTable* table) {
   table->add = &Add;
   table->attention_head = &AttentionHead;
   table->attention_head_f16 = &AttentionHeadF16;
+  table->attention_chunk = &AttentionChunk;
 }
 
 }  // namespace redline::kernels::avx512

@@ -7,27 +7,59 @@
 #include <cstring>
 
 #include "base/float16.h"
+#include "kernels/blocks.h"
+#include "kernels/dtype.h"
+#include "kernels/matmul.h"
 #include "model/arch/model_config.h"
 
 namespace redline::model {
 
 std::string_view KvTypeName(KvType type) {
-  return type == KvType::kF16 ? "f16" : "f32";
+  switch (type) {
+    case KvType::kF32:
+      return "f32";
+    case KvType::kF16:
+      return "f16";
+    case KvType::kQ8_0:
+      return "q8_0";
+  }
+  return "?";
 }
 
 Result<KvType> ParseKvType(std::string_view name) {
   if (name == "f32") return KvType::kF32;
   if (name == "f16") return KvType::kF16;
+  if (name == "q8_0") return KvType::kQ8_0;
   return Status::InvalidArgument(
-      fmt::format("KV cache type \"{}\" is not one of f16, f32", name));
+      fmt::format("KV cache type \"{}\" is not one of f16, f32, q8_0", name));
 }
 
-int64_t KvTypeBytes(KvType type) { return type == KvType::kF16 ? 2 : 4; }
+int64_t KvRowBytes(KvType type, int64_t kv_dim) {
+  switch (type) {
+    case KvType::kF32:
+      return 4 * kv_dim;
+    case KvType::kF16:
+      return 2 * kv_dim;
+    case KvType::kQ8_0:
+      return kv_dim / kernels::kQkBlock * int64_t{sizeof(kernels::BlockQ8_0)};
+  }
+  return 4 * kv_dim;
+}
+
+Status CheckKvType(const ModelConfig& config, KvType type) {
+  if (type == KvType::kQ8_0 && config.head_dim % kernels::kQkBlock != 0) {
+    return Status::InvalidArgument(fmt::format(
+        "KV cache type q8_0 stores heads in blocks of {} values; this model's "
+        "heads have {} (use --kv-type f16)",
+        kernels::kQkBlock, config.head_dim));
+  }
+  return Status::Ok();
+}
 
 int64_t KvCacheBytes(const ModelConfig& config, int64_t n_ctx, KvType type) {
   if (n_ctx <= 0) return 0;
-  const int64_t factors[] = {2, config.block_count, n_ctx, config.kv_dim(),
-                             KvTypeBytes(type)};
+  const int64_t factors[] = {2, config.block_count, n_ctx,
+                             KvRowBytes(type, config.kv_dim())};
   int64_t bytes = 1;
   for (int64_t f : factors) {
     if (f <= 0) return 0;
@@ -41,10 +73,14 @@ KvCache::KvCache(int64_t n_layer, int64_t n_ctx, int64_t kv_dim, KvType type)
       n_ctx_(n_ctx),
       kv_dim_(kv_dim),
       type_(type),
+      row_bytes_(KvRowBytes(type, kv_dim)),
       // new std::byte[] without value-init: pages are only touched when used.
       // operator new[] aligns to at least 16 bytes, enough for float rows.
-      k_(new std::byte[n_layer * n_ctx * kv_dim * KvTypeBytes(type)]),
-      v_(new std::byte[n_layer * n_ctx * kv_dim * KvTypeBytes(type)]) {}
+      k_(new std::byte[n_layer * n_ctx * row_bytes_]),
+      v_(new std::byte[n_layer * n_ctx * row_bytes_]) {
+  RL_CHECK(type != KvType::kQ8_0 || kv_dim % kernels::kQkBlock == 0)
+      << "kv_dim=" << kv_dim;
+}
 
 void KvCache::Store(int64_t layer, int64_t pos, const float* k,
                     const float* v) {
@@ -53,6 +89,12 @@ void KvCache::Store(int64_t layer, int64_t pos, const float* k,
   if (type_ == KvType::kF32) {
     std::copy_n(k, kv_dim_, reinterpret_cast<float*>(k_.get()) + offset);
     std::copy_n(v, kv_dim_, reinterpret_cast<float*>(v_.get()) + offset);
+    return;
+  }
+  if (type_ == KvType::kQ8_0) {
+    const int64_t at = (layer * n_ctx_ + pos) * row_bytes_;
+    kernels::QuantizeRow(kernels::DType::kQ8_0, k, kv_dim_, k_.get() + at);
+    kernels::QuantizeRow(kernels::DType::kQ8_0, v, kv_dim_, v_.get() + at);
     return;
   }
   uint16_t* kh = reinterpret_cast<uint16_t*>(k_.get()) + offset;
@@ -66,14 +108,11 @@ void KvCache::Store(int64_t layer, int64_t pos, const float* k,
 void KvCache::CopyPrefixFrom(const KvCache& other, int64_t n) {
   RL_CHECK(other.n_layer_ == n_layer_ && other.kv_dim_ == kv_dim_ &&
            other.type_ == type_ && n <= n_ctx_ && n <= other.n_ctx_);
-  const int64_t elem = KvTypeBytes(type_);
   for (int64_t l = 0; l < n_layer_; ++l) {
-    const int64_t offset = Offset(l, 0) * elem;
-    const int64_t other_offset = other.Offset(l, 0) * elem;
-    std::memcpy(k_.get() + offset, other.k_.get() + other_offset,
-                n * kv_dim_ * elem);
-    std::memcpy(v_.get() + offset, other.v_.get() + other_offset,
-                n * kv_dim_ * elem);
+    std::memcpy(k_.get() + l * n_ctx_ * row_bytes_,
+                other.k_.get() + l * other.n_ctx_ * row_bytes_, n * row_bytes_);
+    std::memcpy(v_.get() + l * n_ctx_ * row_bytes_,
+                other.v_.get() + l * other.n_ctx_ * row_bytes_, n * row_bytes_);
   }
   n_used_ = n;
 }

@@ -1,9 +1,9 @@
 // KvCache: the keys and values of one sequence, for every layer and position.
 //
-// Layout: keys and values each [n_layer, n_ctx, kv_dim] elements of the
-// cache type (f32, or binary16 as llama.cpp stores them by default); the head
-// g of position p in layer l starts at element (l * n_ctx + p) * kv_dim +
-// g * head_dim.
+// Layout: keys and values each [n_layer, n_ctx] rows of kv_dim elements of
+// the cache type (f32; binary16 as llama.cpp stores them by default; or
+// q8_0 blocks of 32); row (l, p) starts at byte (l * n_ctx + p) * RowBytes()
+// and head g of it at byte g * RowBytes() / n_head_kv.
 // Ownership: owns its buffers (allocated once, zero-filled lazily by the OS).
 // Thread-safety: thread-compatible; the forward pass writes positions it
 // runs and reads positions before them.
@@ -23,19 +23,26 @@ namespace redline::model {
 
 // Element type of a KV cache.
 enum class KvType : uint8_t {
-  kF32,  // exact: attention in f32 over the values the forward pass computed
-  kF16,  // half the memory; attention with ggml's F16 arithmetic (ops.h)
+  kF32,   // exact: attention in f32 over the values the forward pass computed
+  kF16,   // half the memory; attention in f32 over binary16 K/V (ops.h)
+  kQ8_0,  // 34 bytes per 32 elements (ggml's q8_0); head_dim % 32 == 0
 };
 
-std::string_view KvTypeName(KvType type);  // "f32", "f16"
-// Parses "f32" / "f16"; InvalidArgument naming the accepted values otherwise.
+std::string_view KvTypeName(KvType type);  // "f32", "f16", "q8_0"
+// Parses "f32" / "f16" / "q8_0"; InvalidArgument naming the accepted values
+// otherwise.
 Result<KvType> ParseKvType(std::string_view name);
-int64_t KvTypeBytes(KvType type);  // bytes per element: 4 or 2
+// Bytes of kv_dim elements (kv_dim % 32 == 0 for q8_0).
+int64_t KvRowBytes(KvType type, int64_t kv_dim);
 
 struct ModelConfig;
 
+// InvalidArgument when `config`'s heads cannot be stored as `type` (q8_0
+// needs head_dim divisible by its 32-element blocks); Ok otherwise.
+Status CheckKvType(const ModelConfig& config, KvType type);
+
 // Bytes one KvCache of `config`'s shape holds for n_ctx positions:
-// 2 (K and V) * block_count * n_ctx * kv_dim * KvTypeBytes(type), what
+// 2 (K and V) * block_count * n_ctx * KvRowBytes(type, kv_dim), what
 // KvCache::SizeBytes() reports once allocated. Lets callers refuse a context
 // that cannot fit before allocating it. 0 for n_ctx <= 0; INT64_MAX when the
 // product overflows int64. Cost: O(1), allocates nothing.
@@ -43,7 +50,7 @@ int64_t KvCacheBytes(const ModelConfig& config, int64_t n_ctx, KvType type);
 
 class KvCache {
  public:
-  // Cost: 2 * n_layer * n_ctx * kv_dim * KvTypeBytes(type) bytes.
+  // Cost: 2 * n_layer * n_ctx * KvRowBytes(type, kv_dim) bytes.
   KvCache(int64_t n_layer, int64_t n_ctx, int64_t kv_dim,
           KvType type = KvType::kF32);
 
@@ -51,16 +58,16 @@ class KvCache {
   int64_t n_ctx() const { return n_ctx_; }
   int64_t kv_dim() const { return kv_dim_; }
   KvType type() const { return type_; }
-  int64_t SizeBytes() const {
-    return 2 * n_layer_ * n_ctx_ * kv_dim_ * KvTypeBytes(type_);
-  }
+  int64_t SizeBytes() const { return 2 * n_layer_ * n_ctx_ * row_bytes_; }
+  int64_t RowBytes() const { return row_bytes_; }
 
   // Positions [0, n_used) hold valid entries. The forward pass does not track
   // this; owners (generator, scheduler) do, e.g. to reuse a shared prefix.
   int64_t n_used() const { return n_used_; }
   void set_n_used(int64_t n) { n_used_ = n; }
 
-  // Writes k, v [kv_dim] at (layer, pos), rounded to the cache type.
+  // Writes k, v [kv_dim] at (layer, pos), rounded to the cache type (q8_0:
+  // ggml's reference quantiser, per 32 elements).
   void Store(int64_t layer, int64_t pos, const float* k, const float* v);
 
   // [kv_dim] at (layer, pos) of an f32 cache.
@@ -82,6 +89,14 @@ class KvCache {
     return reinterpret_cast<const uint16_t*>(v_.get()) + Offset(layer, pos);
   }
 
+  // The row at (layer, pos) of any type: RowBytes() bytes.
+  const std::byte* KBytes(int64_t layer, int64_t pos) const {
+    return k_.get() + (layer * n_ctx_ + pos) * row_bytes_;
+  }
+  const std::byte* VBytes(int64_t layer, int64_t pos) const {
+    return v_.get() + (layer * n_ctx_ + pos) * row_bytes_;
+  }
+
   // Copies positions [0, n) of `other` (same shape and type) into this cache.
   void CopyPrefixFrom(const KvCache& other, int64_t n);
 
@@ -92,8 +107,9 @@ class KvCache {
 
   int64_t n_layer_, n_ctx_, kv_dim_;
   KvType type_;
+  int64_t row_bytes_;
   int64_t n_used_ = 0;
-  // Raw storage; float or uint16_t elements by type_.
+  // Raw storage; float, uint16_t or BlockQ8_0 elements by type_.
   std::unique_ptr<std::byte[]> k_;
   std::unique_ptr<std::byte[]> v_;
 };

@@ -97,8 +97,26 @@ Status Transformer::ForwardSequence(std::span<const int32_t> tokens,
   return Forward(batch, last_logits);
 }
 
+namespace {
+
+// Partials one pass may hold: 4 MiB, whatever the batch and depth (a
+// 512-token prefill chunk at depth 8k would otherwise need hundreds of MiB).
+constexpr int64_t kMaxPartialFloats = int64_t{1} << 20;
+
+int64_t ChunkCount(int64_t n_kv) {
+  return (n_kv + kernels::kAttentionChunkKeys - 1) /
+         kernels::kAttentionChunkKeys;
+}
+
+}  // namespace
+
 void Transformer::Attention(std::span<const BatchToken> batch, int64_t layer) {
   const ModelConfig& c = config_;
+  const KvType type = batch.front().cache->type();
+  if (type == KvType::kQ8_0 || (type == KvType::kF16 && !ggml_f16_attention_)) {
+    ChunkedAttention(batch, layer);
+    return;
+  }
   const int64_t n = static_cast<int64_t>(batch.size());
   const int64_t head_dim = c.head_dim;
   const int64_t group = c.head_count / c.head_count_kv;
@@ -134,6 +152,109 @@ void Transformer::Attention(std::span<const BatchToken> batch, int64_t layer) {
           }
         }
       });
+}
+
+void Transformer::ChunkedAttention(std::span<const BatchToken> batch,
+                                   int64_t layer) {
+  const ModelConfig& c = config_;
+  const int64_t group = c.head_count / c.head_count_kv;
+  const int64_t per_chunk = kernels::AttentionPartialFloats(group, c.head_dim);
+  const size_t work = static_cast<size_t>(
+      pool_.num_threads() * kernels::AttentionChunkWorkFloats(c.head_dim));
+  if (chunk_work_.size() < work) chunk_work_.resize(work);
+  // Passes of consecutive tokens whose partials fit kMaxPartialFloats, at
+  // least one token each (one token alone may need more: its partials grow
+  // with its context, about 4 * q_dim bytes per kAttentionChunkKeys).
+  const int64_t n = static_cast<int64_t>(batch.size());
+  int64_t begin = 0, floats = 0;
+  for (int64_t t = 0; t < n; ++t) {
+    const int64_t need =
+        c.head_count_kv * ChunkCount(batch[t].pos + 1) * per_chunk;
+    if (t > begin && floats + need > kMaxPartialFloats) {
+      ChunkedAttentionPass(batch, layer, begin, t);
+      begin = t;
+      floats = 0;
+    }
+    floats += need;
+  }
+  ChunkedAttentionPass(batch, layer, begin, n);
+}
+
+void Transformer::ChunkedAttentionPass(std::span<const BatchToken> batch,
+                                       int64_t layer, int64_t begin,
+                                       int64_t end) {
+  const ModelConfig& c = config_;
+  const int64_t head_dim = c.head_dim;
+  const int64_t n_kv_heads = c.head_count_kv;
+  const int64_t group = c.head_count / n_kv_heads;
+  const int64_t per_chunk = kernels::AttentionPartialFloats(group, head_dim);
+  const int64_t work_floats = kernels::AttentionChunkWorkFloats(head_dim);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+  // Work items in token order, then KV head, then chunk.
+  item_begin_.assign(1, 0);
+  bool any_split = false;
+  for (int64_t t = begin; t < end; ++t) {
+    const int64_t chunks = ChunkCount(batch[t].pos + 1);
+    any_split = any_split || chunks > 1;
+    item_begin_.push_back(item_begin_.back() + n_kv_heads * chunks);
+  }
+  const int64_t n_items = item_begin_.back();
+  if (partials_.size() < static_cast<size_t>(n_items * per_chunk)) {
+    partials_.resize(n_items * per_chunk);
+  }
+  const auto token_of = [&](int64_t item) {
+    return static_cast<int64_t>(
+               std::upper_bound(item_begin_.begin(), item_begin_.end(), item) -
+               item_begin_.begin()) -
+           1;
+  };
+  pool_.ParallelFor(n_items, 1, [&](int64_t ib, int64_t ie, int thread) {
+    float* work = chunk_work_.data() + thread * work_floats;
+    for (int64_t item = ib; item < ie; ++item) {
+      const int64_t j = token_of(item);
+      const BatchToken& bt = batch[begin + j];
+      const int64_t n_kv = bt.pos + 1;
+      const int64_t chunks = ChunkCount(n_kv);
+      const int64_t g = (item - item_begin_[j]) / chunks;
+      const int64_t chunk = (item - item_begin_[j]) % chunks;
+      const KvCache& cache = *bt.cache;
+      RL_DCHECK(cache.type() != KvType::kF32);
+      const int64_t row = cache.RowBytes();
+      const int64_t head_bytes = row / n_kv_heads;
+      const int64_t first = chunk * kernels::kAttentionChunkKeys;
+      const kernels::KvElement element = cache.type() == KvType::kQ8_0
+                                             ? kernels::KvElement::kQ8_0
+                                             : kernels::KvElement::kF16;
+      const int64_t t = begin + j;
+      float* partial = partials_.data() + item * per_chunk;
+      kernels::AttentionChunk(
+          element, q_.data() + t * c.q_dim() + g * group * head_dim, group,
+          cache.KBytes(layer, first) + g * head_bytes,
+          cache.VBytes(layer, first) + g * head_bytes,
+          std::min(kernels::kAttentionChunkKeys, n_kv - first), head_dim, row,
+          scale, work, partial);
+      if (chunks == 1) {
+        kernels::MergeAttention(
+            partial, 1, group, head_dim,
+            attn_.data() + t * c.q_dim() + g * group * head_dim);
+      }
+    }
+  });
+  if (!any_split) return;
+  // Merge the chunks of every (token, KV head) that has several.
+  const int64_t n_pairs = (end - begin) * n_kv_heads;
+  pool_.ParallelFor(n_pairs, 1, [&](int64_t pb, int64_t pe, int) {
+    for (int64_t pair = pb; pair < pe; ++pair) {
+      const int64_t j = pair / n_kv_heads;
+      const int64_t g = pair % n_kv_heads;
+      const int64_t chunks = ChunkCount(batch[begin + j].pos + 1);
+      if (chunks == 1) continue;
+      kernels::MergeAttention(
+          partials_.data() + (item_begin_[j] + g * chunks) * per_chunk, chunks,
+          group, head_dim,
+          attn_.data() + (begin + j) * c.q_dim() + g * group * head_dim);
+    }
+  });
 }
 
 namespace {

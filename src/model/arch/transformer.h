@@ -64,6 +64,14 @@ class Transformer {
   // A KV cache shaped for this model.
   KvCache NewCache(int64_t n_ctx, KvType type = KvType::kF32) const;
 
+  // Attention over f16 caches in ggml's arithmetic (kernels::AttentionHeadF16:
+  // a binary16 accumulator, one key at a time, one thread per head) instead
+  // of the chunked f32 kernels (kernels::AttentionChunk): logits then equal
+  // llama.cpp's to rounding, at several times the attention cost at depth.
+  // `redline eval` turns it on so perplexities compare with
+  // llama-perplexity's. Off by default; q8_0 caches are unaffected.
+  void set_ggml_f16_attention(bool on) { ggml_f16_attention_ = on; }
+
   // Accumulates stage times into `profile` during Forward (null: off).
   // Borrowed; must outlive its use.
   void set_profile(ForwardProfile* profile) { profile_ = profile; }
@@ -73,6 +81,13 @@ class Transformer {
   void MatMul(const kernels::WeightView& w, const float* x, int64_t n,
               float* y);
   void Attention(std::span<const BatchToken> batch, int64_t layer);
+  // Attention over f16 / q8_0 caches: kernels::AttentionChunk per (token,
+  // KV head, chunk of kAttentionChunkKeys positions) spread over the pool,
+  // then the chunks merged per (token, KV head). Tokens [begin, end) of the
+  // batch, whose partials fit partials_.
+  void ChunkedAttention(std::span<const BatchToken> batch, int64_t layer);
+  void ChunkedAttentionPass(std::span<const BatchToken> batch, int64_t layer,
+                            int64_t begin, int64_t end);
   // Profile bookkeeping: closes the stage that started at *t (when
   // profiling) and starts the next one.
   void Mark(ForwardStage stage, int64_t* t);
@@ -89,9 +104,16 @@ class Transformer {
   std::vector<float>
       scores_;  // attention scratch [num_threads, scores_stride_]
   int64_t scores_stride_ = 0;
+  // Chunked attention scratch: per thread AttentionChunkWorkFloats floats;
+  // the partials of one pass (at most kMaxPartialFloats); each pass token's
+  // first work item (prefix sums, [pass tokens + 1]).
+  std::vector<float> chunk_work_;
+  std::vector<float> partials_;
+  std::vector<int64_t> item_begin_;
   std::vector<std::byte> matmul_scratch_;
   std::vector<int64_t> logit_rows_;
   ForwardProfile* profile_ = nullptr;
+  bool ggml_f16_attention_ = false;
   int64_t mark_layer_ = -1;  // the layer Mark attributes events to
 };
 

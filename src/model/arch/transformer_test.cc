@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -23,18 +24,26 @@ namespace {
 
 using kernels::DType;
 
+// How the reference holds K and V and attends over them.
+enum class RefKv {
+  kExact,     // f32 values, exact f64 attention
+  kHalf,      // rounded to binary16, exact f64 attention (the f16 cache)
+  kQ8_0,      // rounded to q8_0 blocks, exact f64 attention (the q8_0 cache)
+  kGgmlHalf,  // binary16, kernels::AttentionHeadF16's arithmetic written out
+};
+
 // Reference transformer over dequantized weights.
 class ReferenceModel {
  public:
   // round_activations: round the input of every Q8_0/Q4_0 product to Q8_0
   // blocks first, as ggml and Redline's fast path do; otherwise pure float.
-  // half_kv: attention as over an F16 KV cache (kernels::AttentionHeadF16's
-  // arithmetic, written out plainly); otherwise exact f64 attention.
-  ReferenceModel(const Model& m, bool round_activations, bool half_kv = false)
+  // kv: how the cache holds K and V, and the attention over them.
+  ReferenceModel(const Model& m, bool round_activations,
+                 RefKv kv = RefKv::kExact)
       : c_(m.config()),
         w_(m.weights()),
         round_activations_(round_activations),
-        half_kv_(half_kv) {}
+        kv_(kv) {}
 
   // Logits [n_tokens][vocab] for every position of `tokens` from position 0.
   std::vector<std::vector<float>> Run(const std::vector<int32_t>& tokens) {
@@ -52,13 +61,17 @@ class ReferenceModel {
         v[t] = MatVec(l.wv, xn, l.bv);
         RopeRef(q[t], c_.head_count, t);
         RopeRef(k[t], c_.head_count_kv, t);
+        if (kv_ == RefKv::kHalf || kv_ == RefKv::kQ8_0) {
+          RoundToCache(k[t]);
+          RoundToCache(v[t]);
+        }
       }
       const int64_t group = c_.head_count / c_.head_count_kv;
       for (int64_t t = 0; t < n; ++t) {
         att[t].assign(c_.q_dim(), 0.0f);
         for (int64_t h = 0; h < c_.head_count; ++h) {
           const int64_t g = h / group;
-          if (half_kv_) {
+          if (kv_ == RefKv::kGgmlHalf) {
             HalfAttention(q[t].data() + h * hd, k, v, g * hd, t + 1,
                           att[t].data() + h * hd);
             continue;
@@ -175,6 +188,23 @@ class ReferenceModel {
     for (int64_t i = 0; i < hd; ++i) out[i] = acc[i] * (1.0f / sum);
   }
 
+  // x rounded to the cache's binary16 values or q8_0 blocks.
+  void RoundToCache(std::vector<float>& x) {
+    if (kv_ == RefKv::kHalf) {
+      for (float& f : x) f = Half(f);
+      return;
+    }
+    std::vector<std::byte> blocks(x.size() / 32 * 34);
+    kernels::QuantizeRow(DType::kQ8_0, x.data(), int64_t(x.size()),
+                         blocks.data());
+    kernels::WeightView w;
+    w.type = DType::kQ8_0;
+    w.rows = 1;
+    w.cols = int64_t(x.size());
+    w.data = blocks.data();
+    kernels::DequantizeRow(w, 0, x.data());
+  }
+
   void RopeRef(std::vector<float>& x, int64_t heads, int64_t pos) {
     const int64_t hd = c_.head_dim;
     for (int64_t h = 0; h < heads; ++h) {
@@ -196,7 +226,7 @@ class ReferenceModel {
   const ModelConfig& c_;
   const ModelWeights& w_;
   bool round_activations_;
-  bool half_kv_;
+  RefKv kv_;
   std::map<std::pair<const void*, int64_t>, std::vector<float>> rows_;
 };
 
@@ -224,8 +254,13 @@ std::string TempModel(const std::string& preset, DType type) {
                                .string();
   if (!std::filesystem::exists(path)) {
     ThreadPool pool(2);
-    auto spec = SyntheticPreset(preset);
+    // tiny-hd32: tiny with two heads of 32 sharing one KV head.
+    auto spec = SyntheticPreset(preset == "tiny-hd32" ? "tiny" : preset);
     EXPECT_TRUE(spec.ok());
+    if (preset == "tiny-hd32") {
+      spec->head_count = 2;
+      spec->head_count_kv = 1;
+    }
     EXPECT_TRUE(WriteSyntheticModel(*spec, type, 7, path, pool).ok());
     WrittenModels().paths.push_back(path);
   }
@@ -264,7 +299,20 @@ struct Case {
   DType type;
   kernels::Isa isa;
   KvType kv_type = KvType::kF32;
+  bool ggml_attention = false;  // Transformer::set_ggml_f16_attention
 };
+
+RefKv RefKvOf(const Case& tc) {
+  switch (tc.kv_type) {
+    case KvType::kF32:
+      return RefKv::kExact;
+    case KvType::kF16:
+      return tc.ggml_attention ? RefKv::kGgmlHalf : RefKv::kHalf;
+    case KvType::kQ8_0:
+      return RefKv::kQ8_0;
+  }
+  return RefKv::kExact;
+}
 
 class TransformerVsReference : public ::testing::TestWithParam<Case> {};
 
@@ -276,15 +324,15 @@ TEST_P(TransformerVsReference, LogitsMatchForPrefillAndDecode) {
   const ModelConfig& c = (*m)->config();
   const std::vector<int32_t> tokens = {1,   300, 301, 17,  455, 262, 263,
                                        390, 5,   499, 270, 271, 272};
-  const bool half_kv = tc.kv_type == KvType::kF16;
-  ReferenceModel ref(**m, /*round_activations=*/true, half_kv);
+  ReferenceModel ref(**m, /*round_activations=*/true, RefKvOf(tc));
   auto expected = ref.Run(tokens);
-  ReferenceModel float_ref(**m, /*round_activations=*/false, half_kv);
+  ReferenceModel float_ref(**m, /*round_activations=*/false, RefKvOf(tc));
   auto expected_float = float_ref.Run(tokens);
 
   ThreadPool pool(2);
   // A batch limit of 5 splits the 13-token prefill into chunks.
   Transformer tf(c, (*m)->weights(), pool, 5);
+  tf.set_ggml_f16_attention(tc.ggml_attention);
   KvCache cache = tf.NewCache(64, tc.kv_type);
   std::vector<float> logits(c.vocab_size);
   // Prefill the first 9 tokens at once, then decode the rest one by one.
@@ -327,9 +375,16 @@ std::vector<Case> AllCases() {
         cases.push_back({preset, t, isa});
     }
     for (DType t : {DType::kF32, DType::kQ8_0}) {
-      for (kernels::Isa isa : kernels::AvailableIsas())
+      for (kernels::Isa isa : kernels::AvailableIsas()) {
         cases.push_back({preset, t, isa, KvType::kF16});
+        cases.push_back({preset, t, isa, KvType::kF16, true});
+      }
     }
+  }
+  // q8_0 caches need heads of 32 (tiny's are 16).
+  for (DType t : {DType::kF32, DType::kQ8_0}) {
+    for (kernels::Isa isa : kernels::AvailableIsas())
+      cases.push_back({"tiny-hd32", t, isa, KvType::kQ8_0});
   }
   return cases;
 }
@@ -337,10 +392,14 @@ std::vector<Case> AllCases() {
 INSTANTIATE_TEST_SUITE_P(
     AllTypes, TransformerVsReference, ::testing::ValuesIn(AllCases()),
     [](const auto& info) {
-      std::string name = info.param.preset + "_" +
-                         std::string(kernels::DTypeName(info.param.type)) +
-                         "_" + std::string(kernels::IsaName(info.param.isa)) +
-                         (info.param.kv_type == KvType::kF16 ? "_kvf16" : "");
+      std::string name =
+          info.param.preset + "_" +
+          std::string(kernels::DTypeName(info.param.type)) + "_" +
+          std::string(kernels::IsaName(info.param.isa)) +
+          (info.param.kv_type == KvType::kF32
+               ? ""
+               : "_kv" + std::string(KvTypeName(info.param.kv_type))) +
+          (info.param.ggml_attention ? "_ggml" : "");
       for (char& ch : name) {
         if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
       }
@@ -372,6 +431,69 @@ TEST(TransformerTest, MixedBatchEqualsSeparateRuns) {
     ASSERT_NEAR(both[i], la[i], 1e-3);
     ASSERT_NEAR(both[c.vocab_size + i], lb[i], 1e-3);
   }
+}
+
+// A context of several attention chunks (kernels::kAttentionChunkKeys) in
+// f16 and q8_0 caches: prefill in batches, then decode, against exact
+// attention over the rounded cache values; and bit-identical logits whatever
+// the thread count (the chunks are fixed by position, not by the pool).
+TEST(TransformerTest, LongContextAttentionMatchesTheReferenceAcrossChunks) {
+  auto m = Model::Load(TempModel("tiny-hd32", DType::kF32));
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  const ModelConfig& c = (*m)->config();
+  std::vector<int32_t> tokens(603);
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    tokens[i] = int32_t((i * 7919 + 13) % c.vocab_size);
+  }
+  const size_t prefill = 600;
+  for (KvType type : {KvType::kF16, KvType::kQ8_0}) {
+    ReferenceModel ref(**m, /*round_activations=*/true,
+                       type == KvType::kF16 ? RefKv::kHalf : RefKv::kQ8_0);
+    const auto expected = ref.Run(tokens);
+    std::vector<std::vector<float>> runs;
+    for (int threads : {1, 2}) {
+      ThreadPool pool(threads);
+      Transformer tf(c, (*m)->weights(), pool, 128);
+      KvCache cache = tf.NewCache(1024, type);
+      std::vector<float> logits(c.vocab_size), all;
+      ASSERT_TRUE(
+          tf.ForwardSequence(std::span(tokens).first(prefill), 0, cache, logits)
+              .ok());
+      all = logits;
+      double max_diff = 0;
+      auto compare = [&](size_t t) {
+        for (int64_t i = 0; i < c.vocab_size; ++i) {
+          max_diff =
+              std::max<double>(max_diff, std::abs(logits[i] - expected[t][i]));
+        }
+      };
+      compare(prefill - 1);
+      for (size_t t = prefill; t < tokens.size(); ++t) {
+        ASSERT_TRUE(tf.ForwardSequence(std::span(&tokens[t], 1), int64_t(t),
+                                       cache, logits)
+                        .ok());
+        compare(t);
+        all.insert(all.end(), logits.begin(), logits.end());
+      }
+      EXPECT_LE(max_diff, Tolerance(DType::kF32))
+          << KvTypeName(type) << " threads=" << threads;
+      runs.push_back(all);
+    }
+    EXPECT_EQ(runs[0], runs[1]) << KvTypeName(type);
+  }
+}
+
+TEST(TransformerTest, Q8KvCacheNeedsHeadsOfWholeBlocks) {
+  auto tiny = Model::Load(TempModel("tiny", DType::kF32));
+  ASSERT_TRUE(tiny.ok()) << tiny.status().ToString();
+  const Status s = CheckKvType((*tiny)->config(), KvType::kQ8_0);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("heads have 16"), std::string::npos)
+      << s.ToString();
+  EXPECT_TRUE(CheckKvType((*tiny)->config(), KvType::kF16).ok());
+  auto hd32 = Model::Load(TempModel("tiny-hd32", DType::kF32));
+  ASSERT_TRUE(hd32.ok()) << hd32.status().ToString();
+  EXPECT_TRUE(CheckKvType((*hd32)->config(), KvType::kQ8_0).ok());
 }
 
 TEST(TransformerTest, BadInputsAreErrors) {
