@@ -13,6 +13,7 @@
 
 #include "base/json_escape.h"
 #include "cli/command_registry.h"
+#include "model/arch/kv_cache.h"
 #include "model/arch/model.h"
 #include "quant/perplexity.h"
 #include "quant/report.h"
@@ -28,6 +29,7 @@ struct EvalFlags {
   int64_t chunks = 0;
   int threads = 0;
   std::string format = "md";
+  std::string kv_type = "f16";
 };
 
 double MiB(uint64_t b) { return static_cast<double>(b) / 1048576.0; }
@@ -81,7 +83,13 @@ int RunEval(const EvalFlags& f) {
     }
     ref = std::move(*r);
   }
+  auto kv_type = model::ParseKvType(f.kv_type);
+  if (!kv_type.ok()) {
+    fmt::print(stderr, "eval: {}\n", kv_type.status().ToString());
+    return 2;
+  }
   quant::EvalOptions eo;
+  eo.kv_type = *kv_type;
   eo.n_ctx = f.ctx;
   eo.threads = f.threads;
   eo.max_chunks = f.chunks;
@@ -156,6 +164,10 @@ void Setup(CLI::App& sub, int* exit_code) {
                  "Tokens per chunk")
       ->capture_default_str();
   sub.add_option("--chunks", f->chunks, "Evaluate at most N chunks (0: all)");
+  sub.add_option("--kv-type", f->kv_type,
+                 "KV cache element type of -m: f16 (ggml's arithmetic), q8_0 "
+                 "or f32; the --ref model's is f16")
+      ->capture_default_str();
   sub.add_option("-t,--threads", f->threads,
                  "Threads (default: physical cores)");
   sub.add_option("--format", f->format, "Output: md (tables) or json")

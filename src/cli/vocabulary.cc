@@ -108,7 +108,7 @@ std::span<const SharedFlag> SharedFlags() {
       {"--kv-type",
        {},
        "KV cache element type: f16, q8_0 or f32",
-       {"run", "serve", "bench-model", "profile"},
+       {"run", "serve", "bench-model", "profile", "eval"},
        {}},
       {"--no-repack",
        {},

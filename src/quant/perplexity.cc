@@ -23,10 +23,11 @@ double SecondsSince(std::chrono::steady_clock::time_point start) {
 // by every chunk (each chunk overwrites positions 0.. before reading them).
 class ChunkRunner {
  public:
-  ChunkRunner(const model::Model& m, ThreadPool& pool, int64_t n_ctx)
+  ChunkRunner(const model::Model& m, ThreadPool& pool, int64_t n_ctx,
+              model::KvType kv_type)
       : tf_(m.config(), m.weights(), pool, n_ctx),
         // llama.cpp's default KV cache is F16; match its rounding.
-        cache_(tf_.NewCache(n_ctx, model::KvType::kF16)),
+        cache_(tf_.NewCache(n_ctx, kv_type)),
         n_vocab_(m.config().vocab_size) {
     // And its attention arithmetic, so perplexities compare to 0.1 %.
     tf_.set_ggml_f16_attention(true);
@@ -175,9 +176,12 @@ Result<EvalResult> EvaluatePerplexity(const model::Model& model,
   }
 
   ThreadPool pool(options.threads);
-  ChunkRunner runner(model, pool, n_ctx);
+  RL_RETURN_IF_ERROR(model::CheckKvType(model.config(), options.kv_type));
+  ChunkRunner runner(model, pool, n_ctx, options.kv_type);
   std::optional<ChunkRunner> ref_runner;
-  if (reference != nullptr) ref_runner.emplace(*reference, pool, n_ctx);
+  if (reference != nullptr) {
+    ref_runner.emplace(*reference, pool, n_ctx, model::KvType::kF16);
+  }
 
   const int32_t bos = tok->bos_id();
   const bool add_bos = tok->add_bos() && bos >= 0;

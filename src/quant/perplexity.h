@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "base/result.h"
+#include "model/arch/kv_cache.h"
 #include "model/arch/model.h"
 
 namespace redline::quant {
@@ -41,6 +42,11 @@ struct EvalOptions {
   // Single-token decode steps timed for decode tok/s (0: skip; at most
   // n_ctx), median of 3 runs.
   int64_t decode_tokens = 128;
+  // KV cache of the evaluated model (the reference's is always f16). f16 is
+  // attended in ggml's arithmetic, as llama-perplexity does; q8_0 and f32 in
+  // Redline's serving kernels, so `--ref` of the same file gives the cache
+  // type's KL divergence.
+  model::KvType kv_type = model::KvType::kF16;
   // Called after each chunk with (chunks done, chunk count, running PPL).
   std::function<void(int64_t, int64_t, double)> on_chunk;
 };

@@ -313,8 +313,8 @@ constexpr int kTile = 16;  // keys per tile of AttentionChunk
 
 // Widens rows [0, n) of a K or V chunk (head_dim elements each, position i
 // at byte i * row_bytes) to f32: dst [n, head_dim].
-void WidenRows(KvElement type, const uint8_t* src, int64_t row_bytes, int n,
-               int64_t head_dim, float* dst) {
+inline void WidenRows(KvElement type, const uint8_t* src, int64_t row_bytes,
+                      int n, int64_t head_dim, float* dst) {
   for (int j = 0; j < n; ++j) {
     const uint8_t* row = src + j * row_bytes;
     float* out = dst + j * head_dim;
@@ -355,6 +355,7 @@ inline void AccumulateValues(const float* p, const float* vt, int n,
   for (int64_t d0 = 0; d0 < head_dim; d0 += 64) {
     __mmask16 m[4];
     __m512 a0[4], a1[4];
+#pragma GCC unroll 4
     for (int c = 0; c < 4; ++c) {
       const int64_t left = head_dim - d0 - 16 * c;
       m[c] = left > 0 ? FirstLanes16(left) : 0;
@@ -367,6 +368,7 @@ inline void AccumulateValues(const float* p, const float* vt, int n,
       const __m512 p1 = _mm512_set1_ps(p[j + 1]);
       const float* v0 = vt + j * head_dim + d0;
       const float* v1 = v0 + head_dim;
+#pragma GCC unroll 4
       for (int c = 0; c < 4; ++c) {
         a0[c] = _mm512_fmadd_ps(p0, _mm512_maskz_loadu_ps(m[c], v0 + 16 * c),
                                 a0[c]);
@@ -377,11 +379,13 @@ inline void AccumulateValues(const float* p, const float* vt, int n,
     if (j < n) {
       const __m512 p0 = _mm512_set1_ps(p[j]);
       const float* v0 = vt + j * head_dim + d0;
+#pragma GCC unroll 4
       for (int c = 0; c < 4; ++c) {
         a0[c] = _mm512_fmadd_ps(p0, _mm512_maskz_loadu_ps(m[c], v0 + 16 * c),
                                 a0[c]);
       }
     }
+#pragma GCC unroll 4
     for (int c = 0; c < 4; ++c) {
       _mm512_mask_storeu_ps(acc + d0 + 16 * c, m[c],
                             _mm512_add_ps(a0[c], a1[c]));
@@ -389,10 +393,14 @@ inline void AccumulateValues(const float* p, const float* vt, int n,
   }
 }
 
-void AttentionChunk(KvElement type, const float* q, int64_t n_q, const void* k,
-                    const void* v, int64_t n_kv, int64_t head_dim,
-                    int64_t row_bytes, float scale, float* work,
-                    float* partial) {
+// kHeadDim: head_dim as a constant (its loops unrolled, its masks full) or 0
+// for any head_dim.
+template <int64_t kHeadDim>
+void AttentionChunkOf(KvElement type, const float* q, int64_t n_q,
+                      const void* k, const void* v, int64_t n_kv,
+                      int64_t runtime_head_dim, int64_t row_bytes, float scale,
+                      float* work, float* partial) {
+  const int64_t head_dim = kHeadDim != 0 ? kHeadDim : runtime_head_dim;
   float* kt = work;                     // [kTile, head_dim]
   float* vt = work + kTile * head_dim;  // [kTile, head_dim]
   float* p = vt + kTile * head_dim;     // [kTile]
@@ -413,10 +421,13 @@ void AttentionChunk(KvElement type, const float* q, int64_t n_q, const void* k,
     WidenRows(type, vb + i0 * row_bytes, row_bytes, n, head_dim, vt);
     for (int64_t h = 0; h < n_q; ++h) {
       const float* qh = q + h * head_dim;
+      // Unrolled so that dots and the accumulators stay in registers.
       __m512 dots[kTile];
+#pragma GCC unroll 16
       for (int j = 0; j < kTile; ++j) {
         __m512 a = _mm512_setzero_ps();
         if (j < n) {
+#pragma GCC unroll 8
           for (int64_t d = 0; d < head_dim; d += 16) {
             const __mmask16 m = FirstLanes16(head_dim - d);
             a = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, qh + d),
@@ -445,6 +456,23 @@ void AttentionChunk(KvElement type, const float* q, int64_t n_q, const void* k,
       _mm512_storeu_ps(p, e);
       AccumulateValues(p, vt, n, head_dim, partial + h * head_dim);
     }
+  }
+}
+
+void AttentionChunk(KvElement type, const float* q, int64_t n_q, const void* k,
+                    const void* v, int64_t n_kv, int64_t head_dim,
+                    int64_t row_bytes, float scale, float* work,
+                    float* partial) {
+  switch (head_dim) {
+    case 64:
+      return AttentionChunkOf<64>(type, q, n_q, k, v, n_kv, head_dim, row_bytes,
+                                  scale, work, partial);
+    case 128:
+      return AttentionChunkOf<128>(type, q, n_q, k, v, n_kv, head_dim,
+                                   row_bytes, scale, work, partial);
+    default:
+      return AttentionChunkOf<0>(type, q, n_q, k, v, n_kv, head_dim, row_bytes,
+                                 scale, work, partial);
   }
 }
 
