@@ -169,9 +169,9 @@ Status FinalizeConfig(ServerConfig* c) {
       return Status::InvalidArgument(where + ": ctx must be 0 or >= 16");
     if (m.batch_tokens < 1)
       return Status::InvalidArgument(where + ": batch must be >= 1");
-    if (m.kv_type != "f16" && m.kv_type != "f32")
+    if (auto kv = model::ParseKvType(m.kv_type); !kv.ok())
       return Status::InvalidArgument(where +
-                                     ": kv-type must be \"f16\" or \"f32\"");
+                                     ": kv-type: " + kv.status().message());
     names.push_back(m.name);
     for (const std::string& a : m.aliases) names.push_back(a);
   }

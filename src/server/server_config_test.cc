@@ -63,7 +63,8 @@ TEST(ServerConfigTest, RangesAreChecked) {
   EXPECT_FALSE(bad([](ServerConfig& c) { c.parallel = 0; }).ok());
   EXPECT_FALSE(bad([](ServerConfig& c) { c.sse_ping_interval_s = 0; }).ok());
   EXPECT_FALSE(bad([](ServerConfig& c) { c.metrics_prefix = "vllm:"; }).ok());
-  EXPECT_FALSE(bad([](ServerConfig& c) { c.kv_type = "q8_0"; }).ok());
+  EXPECT_FALSE(bad([](ServerConfig& c) { c.kv_type = "q4_0"; }).ok());
+  EXPECT_TRUE(bad([](ServerConfig& c) { c.kv_type = "q8_0"; }).ok());
   EXPECT_FALSE(bad([](ServerConfig& c) { c.api_keys = {""}; }).ok());
   EXPECT_FALSE(
       bad([](ServerConfig& c) { c.api_key_file = "/nonexistent/keys"; }).ok());

@@ -83,8 +83,9 @@ class Transformer {
   void Attention(std::span<const BatchToken> batch, int64_t layer);
   // Attention over f16 / q8_0 caches: kernels::AttentionChunk per (token,
   // KV head, chunk of kAttentionChunkKeys positions) spread over the pool,
-  // then the chunks merged per (token, KV head). Tokens [begin, end) of the
-  // batch, whose partials fit partials_.
+  // then the chunks merged per (token, KV head). The batch runs in passes of
+  // consecutive tokens whose partials fit the partials budget;
+  // ChunkedAttentionPass runs tokens [begin, end).
   void ChunkedAttention(std::span<const BatchToken> batch, int64_t layer);
   void ChunkedAttentionPass(std::span<const BatchToken> batch, int64_t layer,
                             int64_t begin, int64_t end);
@@ -105,8 +106,8 @@ class Transformer {
       scores_;  // attention scratch [num_threads, scores_stride_]
   int64_t scores_stride_ = 0;
   // Chunked attention scratch: per thread AttentionChunkWorkFloats floats;
-  // the partials of one pass (at most kMaxPartialFloats); each pass token's
-  // first work item (prefix sums, [pass tokens + 1]).
+  // the partials of one pass (4 MiB, or one token's when that is more); each
+  // pass token's first work item (prefix sums, [pass tokens + 1]).
   std::vector<float> chunk_work_;
   std::vector<float> partials_;
   std::vector<int64_t> item_begin_;
