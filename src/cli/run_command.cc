@@ -296,8 +296,9 @@ void Setup(CLI::App& sub, int* exit_code) {
                  "Prefill batch size in tokens")
       ->capture_default_str();
   sub.add_option("--kv-type", f->kv_type,
-                 "KV cache element type: f16 (half the memory, llama.cpp's "
-                 "default arithmetic) or f32 (exact)")
+                 "KV cache element type: f16 (half the memory of f32), q8_0 "
+                 "(about half of f16; heads of a multiple of 32) or f32 "
+                 "(exact values)")
       ->capture_default_str();
   sub.add_option("-t,--threads", f->threads,
                  "Threads (default: physical cores)");

@@ -253,8 +253,8 @@ void VisitServerFlags(ServerConfig& c, Visitor&& v) {
     "Context per slot in tokens, prompt + output (0: min(model's, 4096))",
     FlagKind::kOption);
   v(c.kv_type, "--kv-type",
-    "KV cache element type: f16 (half the memory; llama.cpp's default "
-    "arithmetic) or f32 (exact)",
+    "KV cache element type: f16 (half the memory of f32), q8_0 (about half "
+    "of f16; heads of a multiple of 32) or f32 (exact values)",
     FlagKind::kOption);
   v(c.parallel, "--parallel",
     "Slots: sequences decoded together (continuous batching); llama.cpp's "
