@@ -107,6 +107,10 @@ constexpr DType kTypes[] = {DType::kF32,  DType::kF16,  DType::kBF16,
                             DType::kQ8_0, DType::kQ4_0, DType::kQ5_0,
                             DType::kQ4_K, DType::kQ6_K};
 
+// Products of at most this many tokens stream cold weights (decode steps
+// and speculative verification passes).
+constexpr int64_t kSmallBatchMaxTokens = 16;
+
 // packed: also give the kernels the packed layout (packed.h), as a model
 // loaded with repacking does.
 // hot: one copy of the weights, re-read from cache (the kernel's compute
@@ -119,7 +123,7 @@ void RunMatMul(benchmark::State& state, Isa isa, DType type, int64_t rows,
     return;
   }
   const int64_t one_copy = rows * RowBytes(type, cols);
-  const int n_copies = n_tokens == 1 && !hot
+  const int n_copies = n_tokens <= kSmallBatchMaxTokens && !hot
                            ? static_cast<int>(std::clamp<int64_t>(
                                  kColdBytes / one_copy + 1, 1, 64))
                            : 1;
@@ -158,6 +162,11 @@ constexpr Shape kMatVecShapes[] = {
 constexpr Shape kPrefillShapes[] = {{896, 896}, {4864, 896}, {896, 4864},
                                     {576, 576}, {1536, 576}, {8192, 2048}};
 constexpr int64_t kPrefillTokens = 128;
+// Verification passes of speculative decoding: a few tokens per sequence,
+// weights streamed from memory once per pass like a decode step.
+constexpr int64_t kSmallBatchTokens[] = {2, 4, 9};
+// qwen2.5-0.5b's FFN up and llama3.2-1b's (the K-quants need cols % 256).
+constexpr Shape kSmallBatchShapes[] = {{4864, 896}, {8192, 2048}};
 
 // Read bandwidth of the same pool over a kColdBytes buffer: the roofline the
 // matvec figures compare with (measure both in the same window; this box's
@@ -225,6 +234,30 @@ void RegisterAll() {
                                        })
               ->UseRealTime()
               ->MinTime(0.3);
+        }
+        for (const int64_t n : kSmallBatchTokens) {
+          if (amx) break;
+          for (const Shape cold : kSmallBatchShapes) {
+            for (const bool hot : {false, true}) {
+              const Shape s = hot ? Shape{256, 2048} : cold;
+              if (s.cols % BlockElements(type) != 0 ||
+                  (hot && cold.rows != kSmallBatchShapes[0].rows))
+                continue;
+              const std::string name =
+                  std::string(hot ? "SmallBatchHot/" : "SmallBatch/") +
+                  std::string(DTypeName(type)) + "/" +
+                  std::string(IsaName(isa)) + "/" + std::to_string(s.rows) +
+                  "x" + std::to_string(s.cols) +
+                  "/tokens:" + std::to_string(n) + suffix;
+              benchmark::RegisterBenchmark(name.c_str(),
+                                           [=](benchmark::State& st) {
+                                             RunMatMul(st, isa, type, s.rows,
+                                                       s.cols, n, packed, hot);
+                                           })
+                  ->UseRealTime()
+                  ->MinTime(0.3);
+            }
+          }
         }
         for (const Shape& s : kPrefillShapes) {
           if (s.cols % BlockElements(type) != 0) continue;

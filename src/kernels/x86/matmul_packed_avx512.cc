@@ -29,8 +29,13 @@ namespace {
 constexpr int64_t kQk = 32;
 constexpr int kGroups = 8;         // 4-byte groups per block
 constexpr int kPrefillTokens = 8;  // tokens per tile when n_tokens > 1
-// Measured best of 1, 2 and 4 KiB on llama3.2-1b and qwen2.5 shapes.
-constexpr int64_t kDecodePrefetchBytes = 2048;
+// Software prefetch distance of the weight stream. A panel tile computes
+// while the lines it will need next arrive: without it the loads of a
+// tile of 2-9 tokens waited on memory instead of overlapping the dot
+// products (9 tokens cost 2.5x a decode step on a 4864 x 896 Q8_0 matrix,
+// 1.1x with it). Of 1, 2, 4 and 8 KiB, 4 KiB measured best for 1-9 tokens
+// on the qwen2.5 and llama3.2 shapes (kernels_bench SmallBatch/MatVec).
+constexpr int64_t kPrefetchBytes = 4096;
 
 template <DType kType>
 constexpr int64_t kBlockBytes = PackedBlock<kType>::kBytes;
@@ -114,9 +119,11 @@ inline __m512 HalfBlocksQ5_0(const __m512i (&w)[kGroups], const int8_t* x,
 }
 
 // y[t0 + t, r0 + r] for t < T and the first n_rows rows of the panel.
+// prefetch: also fetch the weights kPrefetchBytes ahead (the first tile
+// pass over a panel; later passes find it in cache).
 template <DType kType, int T>
 void PanelTile(const MatMulArgs& a, const uint8_t* panel, int64_t r0,
-               int n_rows, int64_t t0) {
+               int n_rows, int64_t t0, bool prefetch) {
   constexpr int32_t kOffset = PackedBlock<kType>::kOffset;
   const int64_t n_blocks = a.cols / kQk;
   const int8_t* xq[T];
@@ -134,6 +141,13 @@ void PanelTile(const MatMulArgs& a, const uint8_t* panel, int64_t r0,
 
   for (int64_t b = 0; b < n_blocks; ++b) {
     const uint8_t* block = panel + b * kBlockBytes<kType>;
+    if (prefetch) {
+      for (int64_t line = 0; line < kBlockBytes<kType>; line += 64) {
+        _mm_prefetch(
+            reinterpret_cast<const char*>(block + kPrefetchBytes + line),
+            _MM_HINT_T0);
+      }
+    }
     __m512i w[kGroups];
     LoadBlock<kType>(block, w);
     const __m512 wd =
@@ -158,103 +172,44 @@ void PanelTile(const MatMulArgs& a, const uint8_t* panel, int64_t r0,
     _mm512_mask_storeu_ps(a.y + (t0 + t) * a.y_stride + r0, rows, acc[t]);
 }
 
-// Decode (one token): P panels at once, rows [r0, row_end) of them. A
-// sequential stream per panel: P streams and a software prefetch
-// kDecodePrefetchBytes ahead keep enough cache-line reads in flight (one
-// stream per thread measured ~25 % below the row layout's rate).
-template <DType kType, int P>
-void PanelGroupDecode(const MatMulArgs& a, const uint8_t* first_panel,
-                      int64_t panel_bytes, int64_t r0, int64_t row_end) {
-  constexpr int32_t kOffset = PackedBlock<kType>::kOffset;
-  const int64_t n_blocks = a.cols / kQk;
-  __m512 acc[P];
-#pragma GCC unroll 4
-  for (int p = 0; p < P; ++p) acc[p] = _mm512_setzero_ps();
-  for (int64_t b = 0; b < n_blocks; ++b) {
-    const __m512 xd = _mm512_set1_ps(a.xq.d[b]);
-    const int32_t correction = -kOffset * a.xq.s[b];
-    const int8_t* x = a.xq.qs + b * kQk;
-#pragma GCC unroll 4
-    for (int p = 0; p < P; ++p) {
-      const uint8_t* block =
-          first_panel + p * panel_bytes + b * kBlockBytes<kType>;
-      for (int64_t line = 0; line < kBlockBytes<kType>; line += 64) {
-        _mm_prefetch(
-            reinterpret_cast<const char*>(block + kDecodePrefetchBytes + line),
-            _MM_HINT_T0);
-      }
-      __m512i w[kGroups];
-      LoadBlock<kType>(block, w);
-      const __m512 wd =
-          _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(
-              block + PackedBlock<kType>::kQuantBytes)));
-      if constexpr (kType == DType::kQ5_0) {
-        acc[p] = _mm512_fmadd_ps(HalfBlocksQ5_0(w, x, a.xq.s16 + 2 * b, wd), xd,
-                                 acc[p]);
-        continue;
-      }
-      const __m512i dot = BlockDot(w, x, correction);
-      acc[p] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(wd, xd),
-                               acc[p]);
-    }
-  }
-#pragma GCC unroll 4
-  for (int p = 0; p < P; ++p) {
-    const int64_t rows = row_end - (r0 + p * kPackRows);
-    const auto mask = rows >= kPackRows
-                          ? static_cast<__mmask16>(0xffff)
-                          : static_cast<__mmask16>((1u << rows) - 1);
-    _mm512_mask_storeu_ps(a.y + r0 + p * kPackRows, mask, acc[p]);
-  }
-}
-
 template <DType kType>
 void PanelTokens(const MatMulArgs& a, const uint8_t* panel, int64_t r0,
-                 int n_rows, int64_t t0, int64_t n_tokens) {
+                 int n_rows, int64_t t0, int64_t n_tokens, bool prefetch) {
   static_assert(kPrefillTokens == 8);
   switch (n_tokens) {
     case 1:
-      return PanelTile<kType, 1>(a, panel, r0, n_rows, t0);
+      return PanelTile<kType, 1>(a, panel, r0, n_rows, t0, prefetch);
     case 2:
-      return PanelTile<kType, 2>(a, panel, r0, n_rows, t0);
+      return PanelTile<kType, 2>(a, panel, r0, n_rows, t0, prefetch);
     case 3:
-      return PanelTile<kType, 3>(a, panel, r0, n_rows, t0);
+      return PanelTile<kType, 3>(a, panel, r0, n_rows, t0, prefetch);
     case 4:
-      return PanelTile<kType, 4>(a, panel, r0, n_rows, t0);
+      return PanelTile<kType, 4>(a, panel, r0, n_rows, t0, prefetch);
     case 5:
-      return PanelTile<kType, 5>(a, panel, r0, n_rows, t0);
+      return PanelTile<kType, 5>(a, panel, r0, n_rows, t0, prefetch);
     case 6:
-      return PanelTile<kType, 6>(a, panel, r0, n_rows, t0);
+      return PanelTile<kType, 6>(a, panel, r0, n_rows, t0, prefetch);
     case 7:
-      return PanelTile<kType, 7>(a, panel, r0, n_rows, t0);
+      return PanelTile<kType, 7>(a, panel, r0, n_rows, t0, prefetch);
     default:
-      return PanelTile<kType, 8>(a, panel, r0, n_rows, t0);
+      return PanelTile<kType, 8>(a, panel, r0, n_rows, t0, prefetch);
   }
 }
 
 template <DType kType>
 void MatMulPackedRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
   const int64_t panel_bytes = a.cols / kQk * kBlockBytes<kType>;
-  int64_t r0 = row_begin;
-  if (a.n_tokens == 1) {
-    auto panel = [&](int64_t r) { return a.w + r / kPackRows * panel_bytes; };
-    for (; r0 + 3 * kPackRows < row_end; r0 += 4 * kPackRows)
-      PanelGroupDecode<kType, 4>(a, panel(r0), panel_bytes, r0, row_end);
-    for (; r0 + kPackRows < row_end; r0 += 2 * kPackRows)
-      PanelGroupDecode<kType, 2>(a, panel(r0), panel_bytes, r0, row_end);
-    if (r0 < row_end)
-      PanelGroupDecode<kType, 1>(a, panel(r0), panel_bytes, r0, row_end);
-    return;
-  }
-  // Each panel stays in cache while all token tiles pass over it.
-  for (; r0 < row_end; r0 += kPackRows) {
+  // Panels are consecutive in memory, so a thread's rows are one sequential
+  // stream, prefetched by the first tile pass over each panel; each panel
+  // stays in cache while the other token tiles pass over it.
+  for (int64_t r0 = row_begin; r0 < row_end; r0 += kPackRows) {
     const uint8_t* panel = a.w + r0 / kPackRows * panel_bytes;
     const int n_rows =
         static_cast<int>(row_end - r0 < kPackRows ? row_end - r0 : kPackRows);
     for (int64_t t0 = 0; t0 < a.n_tokens; t0 += kPrefillTokens) {
       const int64_t n = a.n_tokens - t0;
       PanelTokens<kType>(a, panel, r0, n_rows, t0,
-                         n < kPrefillTokens ? n : kPrefillTokens);
+                         n < kPrefillTokens ? n : kPrefillTokens, t0 == 0);
     }
   }
 }
