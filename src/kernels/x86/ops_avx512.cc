@@ -464,6 +464,12 @@ void AttentionChunk(KvElement type, const float* q, int64_t n_q, const void* k,
                     int64_t row_bytes, float scale, float* work,
                     float* partial) {
   switch (head_dim) {
+    case 16:
+      return AttentionChunkOf<16>(type, q, n_q, k, v, n_kv, head_dim, row_bytes,
+                                  scale, work, partial);
+    case 32:
+      return AttentionChunkOf<32>(type, q, n_q, k, v, n_kv, head_dim, row_bytes,
+                                  scale, work, partial);
     case 64:
       return AttentionChunkOf<64>(type, q, n_q, k, v, n_kv, head_dim, row_bytes,
                                   scale, work, partial);

@@ -108,6 +108,18 @@ int64_t ChunkCount(int64_t n_kv) {
          kernels::kAttentionChunkKeys;
 }
 
+// Tokens at most in one group unit of ChunkedAttentionPass (bounds the
+// per-thread copies of their queries and partials).
+constexpr int64_t kMaxGroupTokens = 16;
+
+// Per-thread scratch floats of ChunkedAttentionPass: the kernel's work, then
+// a group's queries [kMaxGroupTokens * group, head_dim] and its partial.
+int64_t ChunkThreadFloats(int64_t group, int64_t head_dim) {
+  return kernels::AttentionChunkWorkFloats(head_dim) +
+         kMaxGroupTokens * group * head_dim +
+         kernels::AttentionPartialFloats(kMaxGroupTokens * group, head_dim);
+}
+
 }  // namespace
 
 void Transformer::Attention(std::span<const BatchToken> batch, int64_t layer) {
@@ -159,8 +171,8 @@ void Transformer::ChunkedAttention(std::span<const BatchToken> batch,
   const ModelConfig& c = config_;
   const int64_t group = c.head_count / c.head_count_kv;
   const int64_t per_chunk = kernels::AttentionPartialFloats(group, c.head_dim);
-  const size_t work = static_cast<size_t>(
-      pool_.num_threads() * kernels::AttentionChunkWorkFloats(c.head_dim));
+  const size_t work = static_cast<size_t>(pool_.num_threads() *
+                                          ChunkThreadFloats(group, c.head_dim));
   if (chunk_work_.size() < work) chunk_work_.resize(work);
   // Passes of consecutive tokens whose partials fit kMaxPartialFloats, at
   // least one token each (one token alone may need more: its partials grow
@@ -188,9 +200,11 @@ void Transformer::ChunkedAttentionPass(std::span<const BatchToken> batch,
   const int64_t n_kv_heads = c.head_count_kv;
   const int64_t group = c.head_count / n_kv_heads;
   const int64_t per_chunk = kernels::AttentionPartialFloats(group, head_dim);
+  const int64_t thread_floats = ChunkThreadFloats(group, head_dim);
   const int64_t work_floats = kernels::AttentionChunkWorkFloats(head_dim);
   const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-  // Work items in token order, then KV head, then chunk.
+  const int64_t m = end - begin;
+  // Partial slots: one per (token, KV head, chunk), in that order.
   item_begin_.assign(1, 0);
   bool any_split = false;
   for (int64_t t = begin; t < end; ++t) {
@@ -198,51 +212,105 @@ void Transformer::ChunkedAttentionPass(std::span<const BatchToken> batch,
     any_split = any_split || chunks > 1;
     item_begin_.push_back(item_begin_.back() + n_kv_heads * chunks);
   }
-  const int64_t n_items = item_begin_.back();
-  if (partials_.size() < static_cast<size_t>(n_items * per_chunk)) {
-    partials_.resize(n_items * per_chunk);
+  if (partials_.size() < static_cast<size_t>(item_begin_.back() * per_chunk)) {
+    partials_.resize(item_begin_.back() * per_chunk);
   }
-  const auto token_of = [&](int64_t item) {
-    return static_cast<int64_t>(
-               std::upper_bound(item_begin_.begin(), item_begin_.end(), item) -
-               item_begin_.begin()) -
-           1;
+  // Work units. Consecutive tokens of one sequence at consecutive positions
+  // (a prompt chunk, a verification pass) all see the chunks that end at or
+  // before the first one's position whole: one unit per such chunk and KV
+  // head serves up to kMaxGroupTokens of them, so the chunk's keys and
+  // values are read and widened once. Every other chunk is a unit per
+  // token. The kernel treats each query head alone, so grouping does not
+  // change any result.
+  units_.clear();
+  for (int64_t j0 = 0; j0 < m;) {
+    const BatchToken& first = batch[begin + j0];
+    int64_t j1 = j0 + 1;
+    while (j1 < m && j1 - j0 < kMaxGroupTokens &&
+           batch[begin + j1].cache == first.cache &&
+           batch[begin + j1].pos == first.pos + (j1 - j0)) {
+      ++j1;
+    }
+    const int64_t shared =
+        j1 - j0 > 1 ? (first.pos + 1) / kernels::kAttentionChunkKeys : 0;
+    for (int64_t g = 0; g < n_kv_heads; ++g) {
+      for (int64_t ch = 0; ch < shared; ++ch)
+        units_.push_back({j0, j1 - j0, g, ch});
+    }
+    for (int64_t j = j0; j < j1; ++j) {
+      const int64_t chunks = ChunkCount(batch[begin + j].pos + 1);
+      for (int64_t g = 0; g < n_kv_heads; ++g) {
+        for (int64_t ch = shared; ch < chunks; ++ch)
+          units_.push_back({j, 1, g, ch});
+      }
+    }
+    j0 = j1;
+  }
+  const auto slot = [&](int64_t j, int64_t g, int64_t chunk) {
+    return partials_.data() +
+           (item_begin_[j] + g * ChunkCount(batch[begin + j].pos + 1) + chunk) *
+               per_chunk;
   };
-  pool_.ParallelFor(n_items, 1, [&](int64_t ib, int64_t ie, int thread) {
-    float* work = chunk_work_.data() + thread * work_floats;
-    for (int64_t item = ib; item < ie; ++item) {
-      const int64_t j = token_of(item);
-      const BatchToken& bt = batch[begin + j];
-      const int64_t n_kv = bt.pos + 1;
-      const int64_t chunks = ChunkCount(n_kv);
-      const int64_t g = (item - item_begin_[j]) / chunks;
-      const int64_t chunk = (item - item_begin_[j]) % chunks;
+  const auto n_units = static_cast<int64_t>(units_.size());
+  pool_.ParallelFor(n_units, 1, [&](int64_t ub, int64_t ue, int thread) {
+    float* work = chunk_work_.data() + thread * thread_floats;
+    float* group_q = work + work_floats;
+    float* group_partial = group_q + kMaxGroupTokens * group * head_dim;
+    for (int64_t u = ub; u < ue; ++u) {
+      const ChunkUnit& unit = units_[u];
+      const BatchToken& bt = batch[begin + unit.token];
       const KvCache& cache = *bt.cache;
       RL_DCHECK(cache.type() != KvType::kF32);
       const int64_t row = cache.RowBytes();
       const int64_t head_bytes = row / n_kv_heads;
-      const int64_t first = chunk * kernels::kAttentionChunkKeys;
+      const int64_t first = unit.chunk * kernels::kAttentionChunkKeys;
+      const int64_t n_kv =
+          std::min(kernels::kAttentionChunkKeys, bt.pos + 1 - first);
       const kernels::KvElement element = cache.type() == KvType::kQ8_0
                                              ? kernels::KvElement::kQ8_0
                                              : kernels::KvElement::kF16;
-      const int64_t t = begin + j;
-      float* partial = partials_.data() + item * per_chunk;
-      kernels::AttentionChunk(
-          element, q_.data() + t * c.q_dim() + g * group * head_dim, group,
-          cache.KBytes(layer, first) + g * head_bytes,
-          cache.VBytes(layer, first) + g * head_bytes,
-          std::min(kernels::kAttentionChunkKeys, n_kv - first), head_dim, row,
-          scale, work, partial);
-      if (chunks == 1) {
-        kernels::MergeAttention(
-            partial, 1, group, head_dim,
-            attn_.data() + t * c.q_dim() + g * group * head_dim);
+      const int64_t g = unit.kv_head;
+      const int64_t heads = group * head_dim;  // floats of a token's group
+      const auto q_of = [&](int64_t j) {
+        return q_.data() + (begin + j) * c.q_dim() + g * heads;
+      };
+      if (unit.n_tokens == 1) {
+        kernels::AttentionChunk(element, q_of(unit.token), group,
+                                cache.KBytes(layer, first) + g * head_bytes,
+                                cache.VBytes(layer, first) + g * head_bytes,
+                                n_kv, head_dim, row, scale, work,
+                                slot(unit.token, g, unit.chunk));
+      } else {
+        const int64_t n_q = unit.n_tokens * group;
+        for (int64_t i = 0; i < unit.n_tokens; ++i)
+          std::copy_n(q_of(unit.token + i), heads, group_q + i * heads);
+        kernels::AttentionChunk(
+            element, group_q, n_q, cache.KBytes(layer, first) + g * head_bytes,
+            cache.VBytes(layer, first) + g * head_bytes, n_kv, head_dim, row,
+            scale, work, group_partial);
+        // Each token's share into its own slot: acc rows, max, sum.
+        const float* max = group_partial + n_q * head_dim;
+        const float* sum = max + n_q;
+        for (int64_t i = 0; i < unit.n_tokens; ++i) {
+          float* dst = slot(unit.token + i, g, unit.chunk);
+          std::copy_n(group_partial + i * heads, heads, dst);
+          std::copy_n(max + i * group, group, dst + heads);
+          std::copy_n(sum + i * group, group, dst + heads + group);
+        }
+      }
+      for (int64_t i = 0; i < unit.n_tokens; ++i) {
+        const int64_t j = unit.token + i;
+        if (ChunkCount(batch[begin + j].pos + 1) == 1) {
+          kernels::MergeAttention(
+              slot(j, g, 0), 1, group, head_dim,
+              attn_.data() + (begin + j) * c.q_dim() + g * heads);
+        }
       }
     }
   });
   if (!any_split) return;
   // Merge the chunks of every (token, KV head) that has several.
-  const int64_t n_pairs = (end - begin) * n_kv_heads;
+  const int64_t n_pairs = m * n_kv_heads;
   pool_.ParallelFor(n_pairs, 1, [&](int64_t pb, int64_t pe, int) {
     for (int64_t pair = pb; pair < pe; ++pair) {
       const int64_t j = pair / n_kv_heads;
@@ -250,8 +318,7 @@ void Transformer::ChunkedAttentionPass(std::span<const BatchToken> batch,
       const int64_t chunks = ChunkCount(batch[begin + j].pos + 1);
       if (chunks == 1) continue;
       kernels::MergeAttention(
-          partials_.data() + (item_begin_[j] + g * chunks) * per_chunk, chunks,
-          group, head_dim,
+          slot(j, g, 0), chunks, group, head_dim,
           attn_.data() + (begin + j) * c.q_dim() + g * group * head_dim);
     }
   });

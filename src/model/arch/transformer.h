@@ -82,10 +82,11 @@ class Transformer {
               float* y);
   void Attention(std::span<const BatchToken> batch, int64_t layer);
   // Attention over f16 / q8_0 caches: kernels::AttentionChunk per (token,
-  // KV head, chunk of kAttentionChunkKeys positions) spread over the pool,
-  // then the chunks merged per (token, KV head). The batch runs in passes of
-  // consecutive tokens whose partials fit the partials budget;
-  // ChunkedAttentionPass runs tokens [begin, end).
+  // KV head, chunk of kAttentionChunkKeys positions) spread over the pool
+  // (consecutive tokens of one sequence share the calls for the chunks they
+  // all see whole), then the chunks merged per (token, KV head). The batch
+  // runs in passes of consecutive tokens whose partials fit the partials
+  // budget; ChunkedAttentionPass runs tokens [begin, end).
   void ChunkedAttention(std::span<const BatchToken> batch, int64_t layer);
   void ChunkedAttentionPass(std::span<const BatchToken> batch, int64_t layer,
                             int64_t begin, int64_t end);
@@ -105,12 +106,18 @@ class Transformer {
   std::vector<float>
       scores_;  // attention scratch [num_threads, scores_stride_]
   int64_t scores_stride_ = 0;
-  // Chunked attention scratch: per thread AttentionChunkWorkFloats floats;
-  // the partials of one pass (4 MiB, or one token's when that is more); each
-  // pass token's first work item (prefix sums, [pass tokens + 1]).
+  // Chunked attention scratch: per thread the kernel's work and a token
+  // group's queries and partial; the partials of one pass (4 MiB, or one
+  // token's when that is more); each pass token's first partial slot
+  // (prefix sums, [pass tokens + 1]); the pass's work units (tokens
+  // [token, token + n_tokens) of the pass, KV head, chunk).
+  struct ChunkUnit {
+    int64_t token, n_tokens, kv_head, chunk;
+  };
   std::vector<float> chunk_work_;
   std::vector<float> partials_;
   std::vector<int64_t> item_begin_;
+  std::vector<ChunkUnit> units_;
   std::vector<std::byte> matmul_scratch_;
   std::vector<int64_t> logit_rows_;
   ForwardProfile* profile_ = nullptr;

@@ -483,6 +483,52 @@ TEST(TransformerTest, LongContextAttentionMatchesTheReferenceAcrossChunks) {
   }
 }
 
+// A pass of consecutive tokens (a verification pass, a prompt chunk) deep in
+// the context shares its chunks' attention calls across tokens; each
+// token's logits must still be those of decoding it alone. 20 tokens: more
+// than one group of tokens, and chunks shared and not.
+TEST(TransformerTest, AMultiTokenPassAtDepthEqualsDecodingEachToken) {
+  auto m = Model::Load(TempModel("tiny-hd32", DType::kQ8_0));
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  const ModelConfig& c = (*m)->config();
+  std::vector<int32_t> tokens(620);
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    tokens[i] = int32_t((i * 6151 + 5) % c.vocab_size);
+  }
+  const int64_t prefill = 600, n = 20;
+  ThreadPool pool(2);
+  for (kernels::Isa isa : kernels::AvailableIsas()) {
+    ASSERT_TRUE(kernels::SetActiveIsa(isa));
+    for (KvType type : {KvType::kF16, KvType::kQ8_0}) {
+      Transformer tf(c, (*m)->weights(), pool, 128);
+      KvCache batched = tf.NewCache(1024, type),
+              single = tf.NewCache(1024, type);
+      std::vector<float> logits(c.vocab_size);
+      const auto head = std::span(tokens).first(prefill);
+      ASSERT_TRUE(tf.ForwardSequence(head, 0, batched, logits).ok());
+      ASSERT_TRUE(tf.ForwardSequence(head, 0, single, logits).ok());
+      std::vector<BatchToken> batch;
+      for (int64_t i = 0; i < n; ++i)
+        batch.push_back({tokens[prefill + i], prefill + i, &batched, true});
+      std::vector<float> rows(n * c.vocab_size);
+      ASSERT_TRUE(tf.Forward(batch, rows).ok());
+      for (int64_t i = 0; i < n; ++i) {
+        ASSERT_TRUE(tf.ForwardSequence(std::span(&tokens[prefill + i], 1),
+                                       prefill + i, single, logits)
+                        .ok());
+        double max_diff = 0;
+        for (int64_t v = 0; v < c.vocab_size; ++v) {
+          max_diff = std::max<double>(
+              max_diff, std::abs(rows[i * c.vocab_size + v] - logits[v]));
+        }
+        EXPECT_EQ(max_diff, 0.0) << kernels::IsaName(isa) << " "
+                                 << KvTypeName(type) << " token " << i;
+      }
+    }
+  }
+  kernels::SetActiveIsa(kernels::AvailableIsas().back());
+}
+
 TEST(TransformerTest, Q8KvCacheNeedsHeadsOfWholeBlocks) {
   auto tiny = Model::Load(TempModel("tiny", DType::kF32));
   ASSERT_TRUE(tiny.ok()) << tiny.status().ToString();
