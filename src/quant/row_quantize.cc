@@ -246,6 +246,14 @@ void QuantizeIq4Nl(const float* x, BlockIQ4_NL* y, int64_t blocks) {
 // Symmetric scale search (ggml's make_qx_quants with rmse_type 1 and no
 // importance weights): levels in [-nmax, nmax - 1] stored as L + nmax, the
 // weights are x^2, and 18 scales around -nmax / max are tried.
+//
+// ggml tries the candidates one after another; here every candidate's sums
+// are accumulated in one pass over x, the candidates side by side (each sum
+// still adds its terms in element order, and no candidate depends on
+// another's outcome, so every value is what ggml computes; the pass has 19
+// independent chains instead of one), and the choice is then made in
+// ggml's order. (make_qkx2_quants cannot be split so: a kept candidate
+// moves the min that the later ones start from.)
 float SymmetricScale(int n, int nmax, const float* x, int8_t* levels) {
   float max = 0.0f;
   float amax = 0.0f;
@@ -260,40 +268,41 @@ float SymmetricScale(int n, int nmax, const float* x, int8_t* levels) {
     for (int i = 0; i < n; ++i) levels[i] = 0;
     return 0.0f;
   }
-  float iscale = -nmax / max;
-  float sumlx = 0.0f;
-  float suml2 = 0.0f;
-  for (int i = 0; i < n; ++i) {
-    int l = NearestInt(iscale * x[i]);
-    l = std::max(-nmax, std::min(nmax - 1, l));
-    levels[i] = static_cast<int8_t>(l + nmax);
-    const float w = x[i] * x[i];
-    sumlx += w * x[i] * l;
-    suml2 += w * l * l;
+  // Candidate 0 is -nmax / max; 1..18 are is = -9..-1, 1..9.
+  constexpr int kCandidates = 19;
+  float iscales[kCandidates];
+  iscales[0] = -nmax / max;
+  for (int c = 1, is = -9; is <= 9; ++is) {
+    if (is != 0) iscales[c++] = -(nmax + 0.1f * is) / max;
   }
-  float scale = suml2 != 0.0f ? sumlx / suml2 : 0.0f;
-  float best = scale * sumlx;
-  for (int is = -9; is <= 9; ++is) {
-    if (is == 0) continue;
-    iscale = -(nmax + 0.1f * is) / max;
-    sumlx = 0.0f;
-    suml2 = 0.0f;
-    for (int i = 0; i < n; ++i) {
-      int l = NearestInt(iscale * x[i]);
+  float sumlx[kCandidates] = {};
+  float suml2[kCandidates] = {};
+  for (int i = 0; i < n; ++i) {
+    const float xi = x[i];
+    const float w = xi * xi;
+    const float wx = w * xi;
+    for (int c = 0; c < kCandidates; ++c) {
+      int l = NearestInt(iscales[c] * xi);
       l = std::max(-nmax, std::min(nmax - 1, l));
-      const float w = x[i] * x[i];
-      sumlx += w * x[i] * l;
-      suml2 += w * l * l;
+      const auto lf = static_cast<float>(l);
+      sumlx[c] += wx * lf;
+      suml2[c] += w * lf * lf;
     }
-    if (suml2 > 0 && sumlx * sumlx > best * suml2) {
-      for (int i = 0; i < n; ++i) {
-        const int l = NearestInt(iscale * x[i]);
-        levels[i] =
-            static_cast<int8_t>(nmax + std::max(-nmax, std::min(nmax - 1, l)));
-      }
-      scale = sumlx / suml2;
-      best = scale * sumlx;
+  }
+  int chosen = 0;
+  float scale = suml2[0] != 0.0f ? sumlx[0] / suml2[0] : 0.0f;
+  float best = scale * sumlx[0];
+  for (int c = 1; c < kCandidates; ++c) {
+    if (suml2[c] > 0 && sumlx[c] * sumlx[c] > best * suml2[c]) {
+      scale = sumlx[c] / suml2[c];
+      best = scale * sumlx[c];
+      chosen = c;
     }
+  }
+  for (int i = 0; i < n; ++i) {
+    const int l = NearestInt(iscales[chosen] * x[i]);
+    levels[i] =
+        static_cast<int8_t>(nmax + std::max(-nmax, std::min(nmax - 1, l)));
   }
   return scale;
 }
