@@ -393,6 +393,7 @@ inline __m256 Reduce8(const __m256* v) {
 inline __m256 DotLanes(const float* q, const float* k, int64_t n) {
   __m256 a = _mm256_setzero_ps();
   int64_t d = 0;
+#pragma GCC unroll 16
   for (; d + 8 <= n; d += 8) {
     a = _mm256_fmadd_ps(_mm256_loadu_ps(q + d), _mm256_loadu_ps(k + d), a);
   }
@@ -403,10 +404,13 @@ inline __m256 DotLanes(const float* q, const float* k, int64_t n) {
   return a;
 }
 
-void AttentionChunk(KvElement type, const float* q, int64_t n_q, const void* k,
-                    const void* v, int64_t n_kv, int64_t head_dim,
-                    int64_t row_bytes, float scale, float* work,
-                    float* partial) {
+// kHeadDim: head_dim as a constant (its loops unrolled) or 0 for any.
+template <int64_t kHeadDim>
+void AttentionChunkOf(KvElement type, const float* q, int64_t n_q,
+                      const void* k, const void* v, int64_t n_kv,
+                      int64_t runtime_head_dim, int64_t row_bytes, float scale,
+                      float* work, float* partial) {
+  const int64_t head_dim = kHeadDim != 0 ? kHeadDim : runtime_head_dim;
   float* kt = work;                     // [kTile, head_dim]
   float* vt = work + kTile * head_dim;  // [kTile, head_dim]
   float* max = partial + n_q * head_dim;
@@ -429,6 +433,7 @@ void AttentionChunk(KvElement type, const float* q, int64_t n_q, const void* k,
       const float* qh = q + h * head_dim;
       float* acc = partial + h * head_dim;
       __m256 dots[kTile];
+#pragma GCC unroll 8
       for (int j = 0; j < kTile; ++j) {
         dots[j] = j < n ? DotLanes(qh, kt + j * head_dim, head_dim)
                         : _mm256_setzero_ps();
@@ -450,6 +455,7 @@ void AttentionChunk(KvElement type, const float* q, int64_t n_q, const void* k,
       alignas(32) float p[kTile];
       _mm256_store_ps(p, e);
       int64_t d = 0;
+#pragma GCC unroll 16
       for (; d + 8 <= head_dim; d += 8) {
         __m256 a0 = _mm256_loadu_ps(acc + d);
         __m256 a1 = _mm256_setzero_ps();
@@ -471,6 +477,23 @@ void AttentionChunk(KvElement type, const float* q, int64_t n_q, const void* k,
         for (int j = 0; j < n; ++j) acc[d] += p[j] * vt[j * head_dim + d];
       }
     }
+  }
+}
+
+void AttentionChunk(KvElement type, const float* q, int64_t n_q, const void* k,
+                    const void* v, int64_t n_kv, int64_t head_dim,
+                    int64_t row_bytes, float scale, float* work,
+                    float* partial) {
+  switch (head_dim) {
+    case 64:
+      return AttentionChunkOf<64>(type, q, n_q, k, v, n_kv, head_dim, row_bytes,
+                                  scale, work, partial);
+    case 128:
+      return AttentionChunkOf<128>(type, q, n_q, k, v, n_kv, head_dim,
+                                   row_bytes, scale, work, partial);
+    default:
+      return AttentionChunkOf<0>(type, q, n_q, k, v, n_kv, head_dim, row_bytes,
+                                 scale, work, partial);
   }
 }
 
