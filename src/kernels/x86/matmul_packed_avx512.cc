@@ -33,8 +33,10 @@ constexpr int kPrefillTokens = 8;  // tokens per tile when n_tokens > 1
 // while the lines it will need next arrive: without it the loads of a
 // tile of 2-9 tokens waited on memory instead of overlapping the dot
 // products (9 tokens cost 2.5x a decode step on a 4864 x 896 Q8_0 matrix,
-// 1.1x with it). Of 1, 2, 4 and 8 KiB, 4 KiB measured best for 1-9 tokens
-// on the qwen2.5 and llama3.2 shapes (kernels_bench SmallBatch/MatVec).
+// 1.1x with it). Of 1, 2, 4 and 8 KiB, 4 and 8 KiB measured best for 1-9
+// tokens on the qwen2.5 and llama3.2 shapes, within the noise of each other
+// (kernels_bench SmallBatch/MatVec). With it one stream per thread also
+// decodes as fast as the four panel streams decode used before.
 constexpr int64_t kPrefetchBytes = 4096;
 
 template <DType kType>
