@@ -20,6 +20,7 @@ struct QuantizeFlags {
   std::string type;
   int threads = 0;
   bool allow_requantize = false;
+  std::string imatrix;
   bool report = false;
   std::string report_text;
   int report_ctx = 128;
@@ -52,6 +53,7 @@ int RunQuantize(const QuantizeFlags& f) {
   options.ftype = *ftype;
   options.threads = f.threads;
   options.allow_requantize = f.allow_requantize;
+  options.imatrix_path = f.imatrix;
   if (f.allow_requantize) {
     fmt::print(stderr,
                "quantize: warning: --allow-requantize: tensors that are "
@@ -61,10 +63,11 @@ int RunQuantize(const QuantizeFlags& f) {
   options.on_progress = [tty](const quant::QuantizeProgress& p) {
     const auto& t = *p.tensor;
     const std::string line = fmt::format(
-        "[{:4}/{:4}] {:<32} {:>6} -> {:<6} {:8.2f} -> {:8.2f} MiB{}",
+        "[{:4}/{:4}] {:<32} {:>6} -> {:<6} {:8.2f} -> {:8.2f} MiB{}{}",
         p.tensor_index + 1, p.tensor_count, t.name,
         model::gguf::TensorTypeName(t.from), model::gguf::TensorTypeName(t.to),
-        MiB(t.bytes_in), MiB(t.bytes_out), t.fell_back ? " (fallback)" : "");
+        MiB(t.bytes_in), MiB(t.bytes_out), t.fell_back ? " (fallback)" : "",
+        t.weighted ? " (imatrix)" : "");
     if (tty) {
       const int width = 30;
       const int done = (p.tensor_index + 1) * width / p.tensor_count;
@@ -82,6 +85,15 @@ int RunQuantize(const QuantizeFlags& f) {
     return 1;
   }
   const auto& r = *report;
+  if (!f.imatrix.empty()) {
+    fmt::print(stderr,
+               "quantize: imatrix {}: {} tensor(s) quantised with importance "
+               "weights, {} without (no entry)\n",
+               f.imatrix, r.weighted, r.without_imatrix.size());
+    for (const auto& name : r.without_imatrix) {
+      fmt::print(stderr, "quantize:   no imatrix entry for {}\n", name);
+    }
+  }
   if (r.fallbacks > 0) {
     fmt::print(stderr,
                "quantize: {} tensor(s) have rows the type cannot hold and "
@@ -128,6 +140,10 @@ void Setup(CLI::App& sub, int* exit_code) {
                  "Threads (default: physical cores)");
   sub.add_flag("--allow-requantize", f->allow_requantize,
                "Accept already-quantised input (dequantised first)");
+  sub.add_option("--imatrix", f->imatrix,
+                 "Importance matrix from llama.cpp's llama-imatrix (GGUF or "
+                 "legacy .dat): weighs the quantisation error as "
+                 "llama-quantize --imatrix does");
   sub.add_flag("--report", f->report,
                "Afterwards, compare input and output (size, speed, "
                "perplexity, KL divergence) on --text");

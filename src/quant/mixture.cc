@@ -163,8 +163,9 @@ TensorType DefaultTensorType(FileType type) {
 }
 
 MixturePlanner::MixturePlanner(FileType ftype, ModelShape shape,
-                               const std::vector<std::string>& tensor_names)
-    : ftype_(ftype), shape_(std::move(shape)) {
+                               const std::vector<std::string>& tensor_names,
+                               bool has_imatrix)
+    : ftype_(ftype), shape_(std::move(shape)), has_imatrix_(has_imatrix) {
   for (const auto& name : tensor_names) {
     const Category c = CategoryOf(name);
     if (IsAttnVLike(c)) ++n_attention_wv_;
@@ -289,12 +290,19 @@ TensorType MixturePlanner::Mixture(const std::string& name, int64_t ncols,
       } else if (UseMoreBits(i_layer, n_layer)) {
         type = TensorType::kQ6_K;
       }
-    } else if (i_layer < n_layer / 8 && f == FileType::kIQ4_NL) {
+    } else if (i_layer < n_layer / 8 && f == FileType::kIQ4_NL &&
+               !has_imatrix_) {
       type = TensorType::kQ5_K;
     } else if (f == FileType::kQ5_K_M && UseMoreBits(i_layer, n_layer)) {
       type = TensorType::kQ6_K;
     } else if (f == FileType::kQ4_K_S && !falcon && i_layer < n_layer / 8) {
       type = TensorType::kQ5_K;
+    } else if ((f == FileType::kQ4_0 || f == FileType::kQ5_0) && has_imatrix_ &&
+               i_layer < n_layer / 8) {
+      // With an importance matrix llama.cpp gives the first ffn_down layers
+      // an offset (Q4_1/Q5_1) against outliers; without one it keeps the
+      // type, so that plain quantisation never changes.
+      type = f == FileType::kQ4_0 ? TensorType::kQ4_1 : TensorType::kQ5_1;
     }
     ++i_ffn_down_;
     return type;

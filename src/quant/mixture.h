@@ -1,9 +1,11 @@
 // Which ggml type each tensor of a model gets for a requested file type
 // (llama.cpp's "ftype": Q4_K_M, Q3_K_S, ...), following llama-quantize's
-// rules without an importance matrix: which tensors are quantised at all,
+// rules: which tensors are quantised at all,
 // the _S/_M/_L mixtures that give attn_v / ffn_down / attn_output / output
 // more bits, and the fallback for rows a type cannot hold (a K-quant on rows
 // not divisible by 256 becomes IQ4_NL/Q5_0/Q5_1/Q8_0; F16 when even 32 fails).
+// An importance matrix changes two rules: IQ4_NL no longer moves the first
+// eighth of ffn_down to Q5_K, and Q4_0/Q5_0 move it to Q4_1/Q5_1.
 //
 // Thread-safety: MixturePlanner is thread-compatible (it counts attn_v and
 // ffn_down tensors as they are planned, in file order). Cost: O(tensors).
@@ -77,7 +79,8 @@ struct TensorPlan {
 class MixturePlanner {
  public:
   MixturePlanner(FileType ftype, ModelShape shape,
-                 const std::vector<std::string>& tensor_names);
+                 const std::vector<std::string>& tensor_names,
+                 bool has_imatrix = false);
 
   // The type for one tensor, called once per tensor in file order. `dims`
   // in ggml order; `current` is the tensor's type in the input.
@@ -94,6 +97,7 @@ class MixturePlanner {
 
   FileType ftype_;
   ModelShape shape_;
+  bool has_imatrix_ = false;
   bool tied_embeddings_ = true;
   int n_attention_wv_ = 0;
   int i_attention_wv_ = 0;

@@ -54,6 +54,42 @@ TEST(MixtureTest, Q4KMGivesAttnVAndFfnDownMoreBitsOnChosenLayers) {
                                          27, 28, 29, 30, 31}));
 }
 
+// llama.cpp's two rules that depend on an importance matrix, on the
+// ffn_down of the first n_layer / 8 layers: Q4_0/Q5_0 move to Q4_1/Q5_1
+// only with one, IQ4_NL moves to Q5_K only without one.
+TEST(MixtureTest, AnImatrixChangesTheFirstFfnDownLayers) {
+  const int n = 16;
+  const auto names = LlamaNames(n, /*tied=*/false);
+  auto ffn_down_types = [&](FileType f, bool has_imatrix) {
+    MixturePlanner planner(f, {"llama", n, 32, 8, 0}, names, has_imatrix);
+    std::vector<TensorType> types;
+    for (const auto& name : names) {
+      const TensorPlan p =
+          planner.Plan(name, DimsFor(name, 4096), TensorType::kF16);
+      if (name.find("ffn_down") != std::string::npos) types.push_back(p.type);
+    }
+    return types;
+  };
+  auto expect = [&](TensorType first_two, TensorType rest) {
+    std::vector<TensorType> want(n, rest);
+    want[0] = want[1] = first_two;
+    return want;
+  };
+  EXPECT_EQ(ffn_down_types(FileType::kQ4_0, false),
+            expect(TensorType::kQ4_0, TensorType::kQ4_0));
+  EXPECT_EQ(ffn_down_types(FileType::kQ4_0, true),
+            expect(TensorType::kQ4_1, TensorType::kQ4_0));
+  EXPECT_EQ(ffn_down_types(FileType::kQ5_0, true),
+            expect(TensorType::kQ5_1, TensorType::kQ5_0));
+  EXPECT_EQ(ffn_down_types(FileType::kIQ4_NL, false),
+            expect(TensorType::kQ5_K, TensorType::kIQ4_NL));
+  EXPECT_EQ(ffn_down_types(FileType::kIQ4_NL, true),
+            expect(TensorType::kIQ4_NL, TensorType::kIQ4_NL));
+  // The K-quant mixtures do not depend on it.
+  EXPECT_EQ(ffn_down_types(FileType::kQ4_K_M, true),
+            ffn_down_types(FileType::kQ4_K_M, false));
+}
+
 TEST(MixtureTest, TiedEmbeddingsTakeTheOutputType) {
   const auto names = LlamaNames(2, /*tied=*/true);
   MixturePlanner planner(FileType::kQ4_0, {"llama", 2, 4, 4, 0}, names);

@@ -6,11 +6,13 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <span>
 #include <system_error>
 
 #include "base/thread_pool.h"
 #include "model/gguf/gguf_writer.h"
+#include "quant/imatrix.h"
 #include "quant/row_quantize.h"
 
 namespace redline::quant {
@@ -92,7 +94,14 @@ Result<QuantizeReport> QuantizeModel(const std::string& input,
   shape.n_head_kv =
       MetaInt(file, shape.arch + ".attention.head_count_kv", shape.n_head);
   shape.n_expert = MetaInt(file, shape.arch + ".expert_count", 0);
-  MixturePlanner planner(options.ftype, shape, names);
+  std::optional<Imatrix> imatrix;
+  if (!options.imatrix_path.empty()) {
+    RL_ASSIGN_OR_RETURN(Imatrix loaded, Imatrix::Load(options.imatrix_path));
+    imatrix = std::move(loaded);
+  }
+  MixturePlanner planner(options.ftype, shape, names, imatrix.has_value());
+  // Per tensor: its importance values ([dims[0] x dims[2]]), or null.
+  std::vector<const std::vector<float>*> importance(tensors.size(), nullptr);
 
   QuantizeReport report;
   report.tensors.resize(tensors.size());
@@ -135,6 +144,32 @@ Result<QuantizeReport> QuantizeModel(const std::string& input,
                         gguf::TensorTypeName(r.to)));
       }
     }
+    // Q8_0 and the float types are the same with or without weights; an
+    // imatrix covers 2-D matrices and 3-D stacks of experts.
+    if (imatrix && r.from != r.to && !IsFloatType(r.to) &&
+        r.to != TensorType::kQ8_0 && t.dims.size() <= 3) {
+      const std::vector<float>* values = imatrix->Find(t.name);
+      const int64_t want = t.dims[0] * (t.dims.size() > 2 ? t.dims[2] : 1);
+      if (values == nullptr) {
+        report.without_imatrix.push_back(t.name);
+      } else if (static_cast<int64_t>(values->size()) != want) {
+        // llama-quantize lets only the token embeddings through (their
+        // entry, if any, is for their use as the tied output).
+        if (t.name != "token_embd.weight" &&
+            t.name != "per_layer_token_embd.weight") {
+          return Status::InvalidArgument(fmt::format(
+              "imatrix entry for {} has {} values, the tensor needs {} ({} "
+              "columns x {} matrices): the imatrix was made for another "
+              "model",
+              t.name, values->size(), want, t.dims[0], want / t.dims[0]));
+        }
+        report.without_imatrix.push_back(t.name);
+      } else {
+        importance[i] = values;
+        r.weighted = true;
+        ++report.weighted;
+      }
+    }
     if (r.fell_back) ++report.fallbacks;
     report.tensor_bytes_in += r.bytes_in;
     report.tensor_bytes_out += r.bytes_out;
@@ -153,20 +188,41 @@ Result<QuantizeReport> QuantizeModel(const std::string& input,
              gguf::Value::U32(kQuantizationVersion));
   writer.Set("general.file_type",
              gguf::Value::U32(static_cast<uint32_t>(options.ftype)));
+  if (imatrix) {
+    // llama-quantize stores these as 127-byte C strings.
+    auto truncated = [](const std::string& v) { return v.substr(0, 127); };
+    writer.Set("quantize.imatrix.file",
+               gguf::Value::Str(truncated(options.imatrix_path)));
+    if (!imatrix->datasets().empty()) {
+      writer.Set("quantize.imatrix.dataset",
+                 gguf::Value::Str(truncated(imatrix->datasets()[0])));
+    }
+    writer.Set("quantize.imatrix.entries_count",
+               gguf::Value::U32(static_cast<uint32_t>(imatrix->size())));
+    if (imatrix->chunk_count() > 0) {
+      writer.Set(
+          "quantize.imatrix.chunks_count",
+          gguf::Value::U32(static_cast<uint32_t>(imatrix->chunk_count())));
+    }
+  }
 
   ThreadPool pool(options.threads);
   const int count = static_cast<int>(tensors.size());
   for (int i = 0; i < count; ++i) {
     const gguf::TensorInfo* t = tensors[i];
     const TensorReport* r = &report.tensors[i];
+    const std::vector<float>* weights = importance[i];
     writer.AddTensor(
         t->name, r->to, t->dims,
-        [t, r, i, count, &pool, &options](std::span<uint8_t> out) {
+        [t, r, i, count, weights, &pool, &options](std::span<uint8_t> out) {
           if (r->from == r->to) {
             std::copy(t->data, t->data + t->size_bytes, out.begin());
           } else {
             const int64_t n_per_row = t->dims[0];
             const int64_t rows = t->NumElements() / n_per_row;
+            // Rows per matrix: a 3-D tensor holds dims[2] matrices (experts),
+            // each with its own slice of the importance values.
+            const int64_t matrix_rows = t->dims.size() > 1 ? t->dims[1] : 1;
             const int64_t in_row = RowBytes(r->from, n_per_row);
             const int64_t out_row = RowBytes(r->to, n_per_row);
             // Rows are independent, so any split gives the same bytes.
@@ -178,9 +234,16 @@ Result<QuantizeReport> QuantizeModel(const std::string& input,
                     r->from,
                     std::span<const uint8_t>(t->data + k * in_row, in_row),
                     row);
+                std::span<const float> row_importance;
+                if (weights != nullptr) {
+                  row_importance = std::span<const float>(*weights).subspan(
+                      static_cast<size_t>((k / matrix_rows) * n_per_row),
+                      static_cast<size_t>(n_per_row));
+                }
                 QuantizeRow(r->to, row,
                             out.subspan(static_cast<size_t>(k * out_row),
-                                        static_cast<size_t>(out_row)));
+                                        static_cast<size_t>(out_row)),
+                            row_importance);
               }
             });
           }

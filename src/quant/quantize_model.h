@@ -1,10 +1,10 @@
 // `redline quantize`: rewrite a GGUF model with its weights quantised to a
 // llama.cpp file type, byte-compatible with what llama.cpp's llama-quantize
-// writes for the same input (no importance matrix): same tensor order
-// (layer-major, then by name), same per-tensor types (quant/mixture.h), same
-// bytes (quant/row_quantize.h), the input's metadata with
-// general.quantization_version and general.file_type appended, 32-byte
-// alignment and zero padding.
+// writes for the same input (with or without an importance matrix): same
+// tensor order (layer-major, then by name), same per-tensor types
+// (quant/mixture.h), same bytes (quant/row_quantize.h), the input's metadata
+// with general.quantization_version and general.file_type (and the imatrix
+// keys) appended, 32-byte alignment and zero padding.
 //
 // The output is written to OUT.tmp and renamed over OUT only when complete,
 // so an error (bad input, full disk) never leaves a partial file.
@@ -35,6 +35,8 @@ struct TensorReport {
   uint64_t bytes_in = 0;
   uint64_t bytes_out = 0;
   bool fell_back = false;
+  // Quantised with importance weights from the imatrix.
+  bool weighted = false;
 };
 
 struct QuantizeProgress {
@@ -50,6 +52,12 @@ struct QuantizeOptions {
   // Re-quantise tensors that are already quantised (dequantised first; the
   // result is worse than quantising the float original).
   bool allow_requantize = false;
+  // llama.cpp importance matrix (quant/imatrix.h); empty for none. Matrices
+  // it covers are quantised with ggml's weighted quantisers, the mixture
+  // follows llama-quantize's rules for an imatrix, and the output records
+  // quantize.imatrix.{file,dataset,entries_count,chunks_count} as
+  // llama-quantize does.
+  std::string imatrix_path;
   // Called after each tensor, on the calling thread.
   std::function<void(const QuantizeProgress&)> on_progress;
 };
@@ -62,12 +70,18 @@ struct QuantizeReport {
   uint64_t tensor_bytes_out = 0;
   int fallbacks = 0;
   int requantized = 0;
+  // With an imatrix: tensors quantised with its weights, and quantised
+  // tensors it has no entry for (quantised without weights).
+  int weighted = 0;
+  std::vector<std::string> without_imatrix;
   double seconds = 0;
 };
 
 // Quantises `input` to `output`. Errors: InvalidArgument when output names
-// the input file, for a tensor no type can hold, and for quantised input
-// without allow_requantize; DataLoss/InvalidArgument from the GGUF reader for
+// the input file, for a tensor no type can hold, for quantised input
+// without allow_requantize, and for an imatrix entry whose size is not the
+// tensor's columns x matrices (except token_embd, whose entry is then
+// ignored, as llama-quantize does); the imatrix's own errors (Load); DataLoss/InvalidArgument from the GGUF reader for
 // truncated or corrupt input; Unimplemented for input types it cannot
 // dequantise; IoError when the output cannot be written (nothing is left
 // behind).

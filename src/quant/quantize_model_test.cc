@@ -17,6 +17,7 @@
 #include "base/float16.h"
 #include "model/gguf/gguf.h"
 #include "model/gguf/gguf_writer.h"
+#include "quant/test_files.h"
 
 namespace redline::quant {
 namespace {
@@ -24,21 +25,9 @@ namespace {
 namespace fs = std::filesystem;
 namespace gguf = model::gguf;
 
-std::string QuantDir() {
-  return std::string(RL_SHARED_DIR) + "/testdata/quant";
-}
-
-std::string TempPath(const std::string& name) {
-  const fs::path dir = fs::temp_directory_path() /
-                       fmt::format("redline_quant_test_{}", ::getpid());
-  fs::create_directories(dir);
-  return (dir / name).string();
-}
-
-std::vector<uint8_t> ReadAll(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
-}
+using testing::QuantDir;
+using testing::ReadAll;
+using testing::TempPath;
 
 struct OracleCase {
   std::string model;  // kq-llama or TinyStories-656K
@@ -289,16 +278,8 @@ TEST(QuantizeModelTest, TensorOrderIsLayerMajor) {
   EXPECT_FALSE(LlamaTensorOrderLess("token_embd.weight", "output.weight"));
 }
 
-// Removes this process's scratch directory when the tests end.
-class ScratchCleanup : public ::testing::Environment {
- public:
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(fs::path(TempPath("x")).parent_path(), ec);
-  }
-};
 const auto* const kScratchCleanup =
-    ::testing::AddGlobalTestEnvironment(new ScratchCleanup);
+    ::testing::AddGlobalTestEnvironment(new testing::ScratchCleanup);
 
 }  // namespace
 }  // namespace redline::quant

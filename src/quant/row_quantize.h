@@ -1,7 +1,8 @@
 // Reference quantisers: float rows -> ggml blocks (kernels/blocks.h), one
 // function per block type, reproducing ggml's deterministic (no importance
 // matrix) quantisation bit for bit, so a file quantised here is byte-identical
-// to one quantised by llama.cpp's llama-quantize.
+// to one quantised by llama.cpp's llama-quantize (with or without an
+// importance matrix).
 //
 // Bit-exactness rules the implementation keeps (see row_quantize.cc):
 // float (never double) arithmetic in ggml's operation order, no fused
@@ -36,8 +37,13 @@ int64_t RowBytes(TensorType type, int64_t n_per_row);
 // Quantises one row: `x` holds n_per_row floats, `out` exactly
 // RowBytes(type, n_per_row) bytes. Requires CanQuantizeTo(type) and
 // n_per_row a multiple of the block size (RL_CHECK: callers validate).
+// `importance`, when not empty, holds n_per_row finite non-negative values
+// (an importance matrix's entry for this row's columns) and selects ggml's
+// weighted quantisers (what llama-quantize --imatrix writes); F16/BF16/F32
+// and Q8_0 ignore it, as ggml does.
 void QuantizeRow(TensorType type, std::span<const float> x,
-                 std::span<uint8_t> out);
+                 std::span<uint8_t> out,
+                 std::span<const float> importance = {});
 
 // Dequantises one row of any type QuantizeRow produces back to floats with
 // ggml's formulas (used for --allow-requantize and by the tests' error

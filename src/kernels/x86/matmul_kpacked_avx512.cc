@@ -53,11 +53,6 @@ inline __m512i Broadcast4(const int8_t* p) {
 
 inline __m512i Load64(const uint8_t* p) { return _mm512_loadu_si512(p); }
 
-inline __m512i Load16Bytes(const uint8_t* p) {
-  return _mm512_castsi128_si512(
-      _mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-}
-
 // The u8 operand of group g of sub-block k of a packed super-block: lane r
 // holds row r's 4 values for elements 32k + 4g .. 32k + 4g + 3 (Q6_K: the
 // value + 32). k and g are constants after unrolling.
