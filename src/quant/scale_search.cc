@@ -28,6 +28,16 @@ namespace {
 using F32x4 = float __attribute__((vector_size(16)));
 using I32x4 = int32_t __attribute__((vector_size(16)));
 
+// NearestInt and ClampLevel on four lanes, the same operations lane by lane.
+inline I32x4 NearestClampedLevels(F32x4 v, I32x4 lo, I32x4 hi) {
+  const F32x4 shifted = v + 12582912.f;
+  I32x4 l;
+  std::memcpy(&l, &shifted, sizeof(l));
+  l = (l & 0x007fffff) - 0x00400000;
+  l = hi < l ? hi : l;
+  return lo > l ? lo : l;
+}
+
 // Candidate 0 is -nmax / max; 1..18 are is = -9..-1, 1..9; lane 19 repeats
 // candidate 0 and is never chosen.
 constexpr int kCandidates = 19;
@@ -63,12 +73,7 @@ float SymmetricScaleOf(int n, int nmax, const float* x, const float* weights,
     const float w = kX2 ? xi * xi : weights[i];
     const float wx = w * xi;
     for (int k = 0; k < kCandidateVectors; ++k) {
-      const F32x4 shifted = iscale_v[k] * xi + 12582912.f;
-      I32x4 l;
-      std::memcpy(&l, &shifted, sizeof(l));
-      l = (l & 0x007fffff) - 0x00400000;
-      l = hi < l ? hi : l;
-      l = lo > l ? lo : l;
+      const I32x4 l = NearestClampedLevels(iscale_v[k] * xi, lo, hi);
       const F32x4 lf = __builtin_convertvector(l, F32x4);
       sumlx_v[k] += wx * lf;
       suml2_v[k] += w * lf * lf;
@@ -201,12 +206,7 @@ float AffineScale(int n, int nmax, const float* x, const float* weights,
     F32x4 sum_l2 = F32x4{};
     F32x4 sum_xl = F32x4{};
     for (int i = 0; i < n; ++i) {
-      const F32x4 shifted = iscale_v * (x[i] - min) + 12582912.f;
-      I32x4 l;
-      std::memcpy(&l, &shifted, sizeof(l));
-      l = (l & 0x007fffff) - 0x00400000;
-      l = hi < l ? hi : l;
-      l = lo > l ? lo : l;
+      const I32x4 l = NearestClampedLevels(iscale_v * (x[i] - min), lo, hi);
       aux[i] = l;
       const F32x4 lf = __builtin_convertvector(l, F32x4);
       const float w = weights[i];
