@@ -20,6 +20,7 @@ struct MakeModelFlags {
   uint64_t seed = 42;
   int threads = 0;
   bool quiet = false;
+  bool cycle = false;
 };
 
 int RunMakeModel(const MakeModelFlags& f) {
@@ -28,6 +29,7 @@ int RunMakeModel(const MakeModelFlags& f) {
     fmt::print(stderr, "make-model: {}\n", spec.status().message());
     return 2;
   }
+  spec->successor_cycle = f.cycle;
   auto type = model::ParseDType(f.type);
   if (!type.ok()) {
     fmt::print(stderr, "make-model: {}\n", type.status().message());
@@ -57,8 +59,10 @@ int RunMakeModel(const MakeModelFlags& f) {
   std::error_code ec;
   const auto bytes = std::filesystem::file_size(f.output, ec);
   fmt::print(
-      stderr, "make-model: wrote {} ({} {}, seed {}, {:.1f} MiB) in {:.1f} s\n",
-      f.output, f.preset, f.type, f.seed, ec ? 0.0 : bytes / 1048576.0, secs);
+      stderr,
+      "make-model: wrote {} ({} {}{}, seed {}, {:.1f} MiB) in {:.1f} s\n",
+      f.output, f.preset, f.type, f.cycle ? " cycle" : "", f.seed,
+      ec ? 0.0 : bytes / 1048576.0, secs);
   return 0;
 }
 
@@ -78,6 +82,12 @@ void Setup(CLI::App& sub, int* exit_code) {
       ->capture_default_str();
   sub.add_option("-t,--threads", f->threads,
                  "Threads (default: physical cores)");
+  sub.add_flag("--cycle", f->cycle,
+               "Weights that make greedy decoding follow one random cycle "
+               "through the vocabulary (each word piece followed by its "
+               "successor): a passage the model wrote, quoted back in the "
+               "prompt, is continued as written — an echo task for "
+               "benchmarking speculative decoding");
   sub.add_flag("-q,--quiet", f->quiet, "No progress output");
   sub.callback([f, exit_code] { *exit_code = RunMakeModel(*f); });
 }

@@ -214,6 +214,98 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"tiny-qwen2", kernels::DType::kQ8_0},
                       Case{"tiny-qwen2", kernels::DType::kF16}));
 
+// A cycle model (make-model --cycle) follows one cycle through its word
+// pieces; quoting a passage it wrote makes an answer that echoes the prompt
+// (every draft right), and a prompt in which each pair of answer tokens is
+// followed by a wrong one makes every draft wrong. Both on a real forward
+// pass: the tokens equal plain decoding's, the echo takes few passes, and
+// the misses stop drafting.
+TEST(SpeculativeTest, CycleModelEchoIsAcceptedAndMissesBackOff) {
+  auto spec = model::SyntheticPreset("tiny");
+  ASSERT_TRUE(spec.ok());
+  spec->successor_cycle = true;
+  const uint64_t seed = 11;
+  const std::vector<int32_t> next = model::SyntheticSuccessors(*spec, seed);
+  // One cycle through every piece: from any piece, back after all of them.
+  int64_t pieces = 0;
+  for (int32_t s : next) pieces += s >= 0;
+  ASSERT_GT(pieces, 200);
+  int32_t t = next.size() - 1;
+  for (int64_t i = 0; i < pieces; ++i) {
+    t = next[t];
+    ASSERT_GE(t, 0);
+    if (i + 1 < pieces) {
+      ASSERT_NE(t, static_cast<int32_t>(next.size() - 1));
+    }
+  }
+  EXPECT_EQ(t, static_cast<int32_t>(next.size() - 1));
+
+  ThreadPool pool(2);
+  for (kernels::DType type : {kernels::DType::kF32, kernels::DType::kQ4_0}) {
+    const std::string path = (std::filesystem::temp_directory_path() /
+                              ("redline_cycle_" + std::to_string(int(type)) +
+                               "_" + std::to_string(getpid()) + ".gguf"))
+                                 .string();
+    ASSERT_TRUE(model::WriteSyntheticModel(*spec, type, seed, path, pool).ok());
+    auto m = model::Model::Load(path);
+    std::filesystem::remove(path);
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    const int kTokens = 64;
+    model::SamplingParams p;
+    p.temperature = 0;
+    p.max_tokens = kTokens;
+    p.ignore_eos = true;
+    auto sink = [](std::string_view, int32_t) { return true; };
+    const int32_t start = 300;
+    // Plain greedy decoding walks the cycle, whatever came before.
+    std::vector<int32_t> walk;
+    for (int32_t u = next[start]; walk.size() < 3 * kTokens; u = next[u])
+      walk.push_back(u);
+    Generator plain(**m, pool, 1024, 64);
+    const std::vector<int32_t> prompt = {5, 9, start};
+    auto base = plain.Generate(prompt, p, sink);
+    ASSERT_TRUE(base.ok());
+    ASSERT_EQ(base->tokens,
+              std::vector<int32_t>(walk.begin(), walk.begin() + kTokens))
+        << kernels::DTypeName(type);
+
+    SpeculativeOptions so;
+    so.enabled = true;
+    // Echo: the passage, then its first token again.
+    std::vector<int32_t> echo = {start};
+    echo.insert(echo.end(), walk.begin(), walk.begin() + kTokens + 8);
+    echo.push_back(start);
+    Generator g1(**m, pool, 1024, 64);
+    auto fast = g1.Generate(echo, p, sink, so);
+    ASSERT_TRUE(fast.ok());
+    EXPECT_EQ(fast->tokens, base->tokens);
+    EXPECT_GT(fast->speculative.tokens_per_pass(), 6.0);
+    EXPECT_EQ(fast->speculative.accepted_tokens,
+              fast->speculative.drafted_tokens);
+
+    // Miss: (a_i, a_i+1, wrong) for every answer position; the wrong
+    // tokens are pieces from further along the cycle.
+    std::vector<int32_t> answer = {start};
+    answer.insert(answer.end(), walk.begin(), walk.begin() + kTokens + 8);
+    std::vector<int32_t> miss;
+    for (int i = 0; i + 1 < static_cast<int>(answer.size()); ++i) {
+      miss.push_back(answer[i]);
+      miss.push_back(answer[i + 1]);
+      miss.push_back(walk[2 * kTokens + i % kTokens]);
+    }
+    miss.push_back(start);
+    Generator g2(**m, pool, 1024, 64);
+    auto missed = g2.Generate(miss, p, sink, so);
+    ASSERT_TRUE(missed.ok());
+    EXPECT_EQ(missed->tokens, base->tokens);
+    const SpeculativeStats& s = missed->speculative;
+    EXPECT_EQ(s.accepted_tokens, 0);
+    EXPECT_GT(s.drafted_tokens, 0);  // drafts were made, and all rejected
+    // The controller backs off: a few drafted tokens per ten generated.
+    EXPECT_LE(s.drafted_tokens, kTokens / 2) << s.drafted_tokens;
+  }
+}
+
 TEST(SpeculativeTest, TrainedModelEchoesAreAcceptedAndEqual) {
   const std::string path =
       std::string(RL_SHARED_DIR) + "/testdata/models/stories260K.gguf";

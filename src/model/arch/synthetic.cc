@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -57,6 +58,15 @@ inline float UniformSym(uint64_t& state) {
   return static_cast<float>(static_cast<int64_t>(SplitMix64(state) >> 40) -
                             (1ll << 23)) *
          (1.0f / static_cast<float>(1 << 23));
+}
+
+// Row `r` of a random matrix whose rows are seeded by `name_seed`: entries
+// uniform in [-amplitude, amplitude).
+void RandomRow(uint64_t name_seed, int64_t r, float amplitude, float* row,
+               int64_t cols) {
+  uint64_t state =
+      name_seed ^ (static_cast<uint64_t>(r) * 0x9e3779b97f4a7c15ull);
+  for (int64_t c = 0; c < cols; ++c) row[c] = UniformSym(state) * amplitude;
 }
 
 TensorType ToTensorType(kernels::DType t) {
@@ -261,6 +271,21 @@ Result<kernels::DType> ParseDType(std::string_view name) {
       "unknown weight type '{}' (known: f32, f16, bf16, q8_0, q4_0)", name));
 }
 
+std::vector<int32_t> SyntheticSuccessors(const SyntheticSpec& s,
+                                         uint64_t seed) {
+  std::vector<int32_t> successors(std::max<int64_t>(s.vocab_size, 0), -1);
+  if (s.vocab_size <= kFirstPiece) return successors;
+  std::vector<int32_t> order;
+  for (int64_t i = kFirstPiece; i < s.vocab_size; ++i)
+    order.push_back(static_cast<int32_t>(i));
+  uint64_t state = HashName("successor_cycle", seed);
+  for (size_t i = order.size() - 1; i > 0; --i)
+    std::swap(order[i], order[SplitMix64(state) % (i + 1)]);
+  for (size_t i = 0; i < order.size(); ++i)
+    successors[order[i]] = order[(i + 1) % order.size()];
+  return successors;
+}
+
 Status WriteSyntheticModel(const SyntheticSpec& s, kernels::DType type,
                            uint64_t seed, const std::string& path,
                            ThreadPool& pool,
@@ -274,7 +299,8 @@ Status WriteSyntheticModel(const SyntheticSpec& s, kernels::DType type,
   w.Set("general.architecture", Value::Str(arch));
   w.Set("general.type", Value::Str("model"));
   w.Set("general.name",
-        Value::Str(fmt::format("redline-synthetic-{}", s.preset)));
+        Value::Str(fmt::format("redline-synthetic-{}{}", s.preset,
+                               s.successor_cycle ? "-cycle" : "")));
   w.Set("general.file_type", Value::U32(FileType(type)));
   w.Set("general.quantization_version", Value::U32(2));
   w.Set(arch + ".vocab_size", Value::U32(static_cast<uint32_t>(s.vocab_size)));
@@ -352,35 +378,39 @@ Status WriteSyntheticModel(const SyntheticSpec& s, kernels::DType type,
                   if (progress) progress(*done_bytes, *total_bytes);
                 });
   };
+  // A matrix [rows, cols] whose row r is `fill_row(r, row)` in f32,
+  // quantized to `t` row by row on all threads.
+  using RowFill = std::function<void(int64_t r, float* row)>;
+  auto rows_matrix = [&](const std::string& name, int64_t rows, int64_t cols,
+                         kernels::DType t, RowFill fill_row) {
+    add_tensor(name, ToTensorType(t), {cols, rows},
+               static_cast<uint64_t>(rows * kernels::RowBytes(t, cols)),
+               [=](std::span<uint8_t> dst) {
+                 const int64_t row_bytes = kernels::RowBytes(t, cols);
+                 p->ParallelFor(rows, 64, [&](int64_t begin, int64_t end, int) {
+                   std::vector<float> row(cols);
+                   for (int64_t r = begin; r < end; ++r) {
+                     fill_row(r, row.data());
+                     kernels::QuantizeRow(t, row.data(), cols,
+                                          dst.data() + r * row_bytes);
+                   }
+                 });
+               });
+  };
   // A random matrix [rows, cols] with entries uniform, standard deviation
-  // `stddev`, quantized to `t` row by row on all threads.
+  // `stddev`. Special and byte tokens get small rows (x special_row_scale),
+  // so a random model rarely ends early or emits raw bytes: its output reads
+  // as words.
   auto matrix = [&](const std::string& name, int64_t rows, int64_t cols,
                     float stddev, kernels::DType t,
                     float special_row_scale = 1.0f) {
     const uint64_t name_seed = HashName(name, seed);
     const float amplitude = stddev * std::sqrt(3.0f);
-    add_tensor(
-        name, ToTensorType(t), {cols, rows},
-        static_cast<uint64_t>(rows * kernels::RowBytes(t, cols)),
-        [=](std::span<uint8_t> dst) {
-          const int64_t row_bytes = kernels::RowBytes(t, cols);
-          p->ParallelFor(rows, 64, [&](int64_t begin, int64_t end, int) {
-            std::vector<float> row(cols);
-            for (int64_t r = begin; r < end; ++r) {
-              uint64_t state = name_seed ^ (static_cast<uint64_t>(r) *
-                                            0x9e3779b97f4a7c15ull);
-              // Special and byte tokens get small rows, so a random model
-              // rarely ends early or emits raw bytes: its output reads as
-              // words.
-              const float scale =
-                  amplitude * (r < kFirstPiece ? special_row_scale : 1.0f);
-              for (int64_t c = 0; c < cols; ++c)
-                row[c] = UniformSym(state) * scale;
-              kernels::QuantizeRow(t, row.data(), cols,
-                                   dst.data() + r * row_bytes);
-            }
-          });
-        });
+    rows_matrix(name, rows, cols, t, [=](int64_t r, float* row) {
+      RandomRow(name_seed, r,
+                amplitude * (r < kFirstPiece ? special_row_scale : 1.0f), row,
+                cols);
+    });
   };
   auto vector = [&](const std::string& name, int64_t n, float center,
                     float spread) {
@@ -405,12 +435,52 @@ Status WriteSyntheticModel(const SyntheticSpec& s, kernels::DType type,
   // drifts between repeats make exact near-ties).
   const float embd_std = 0.5f / std::sqrt(static_cast<float>(d));
   const float out_std = 8.0f / std::sqrt(static_cast<float>(d));
-  matrix("token_embd.weight", s.vocab_size, d, embd_std, type, 0.05f);
-  if (s.tied_embeddings) {
-    vector("output_norm.weight", d, 16.0f, 1.6f);
-  } else {
+  if (s.successor_cycle) {
+    // Embedding entries of standard deviation 4: |e| = 4 sqrt(d), several
+    // times the summed updates of the random layers (each well under
+    // sqrt(d)), so the final hidden state points along the current token's
+    // embedding.
+    constexpr float kCycleEmbdStd = 4.0f;
+    // The successor's logit: ~16, the others' 16 cos(e_i, e_j), of standard
+    // deviation 16 / sqrt(d); so greedy decoding follows the cycle under any
+    // weight type's rounding (speculative_test checks it on the tiny
+    // preset).
+    constexpr float kCycleLogit = 16.0f;
+    matrix("token_embd.weight", s.vocab_size, d, kCycleEmbdStd, type, 0.05f);
     vector("output_norm.weight", d, 1.0f, 0.1f);
-    matrix("output.weight", s.vocab_size, d, out_std, type, 0.05f);
+    const std::vector<int32_t> successors = SyntheticSuccessors(s, seed);
+    auto predecessors =
+        std::make_shared<std::vector<int32_t>>(s.vocab_size, -1);
+    for (int64_t i = 0; i < s.vocab_size; ++i)
+      if (successors[i] >= 0)
+        (*predecessors)[successors[i]] = static_cast<int32_t>(i);
+    const uint64_t embd_seed = HashName("token_embd.weight", seed);
+    const uint64_t out_seed = HashName("output.weight", seed);
+    const float special_amplitude = 0.05f * out_std * std::sqrt(3.0f);
+    const int64_t rows = s.vocab_size;
+    // Row r is the unit embedding of r's predecessor, scaled so that the
+    // normalised hidden state (length ~sqrt(d)) gives it kCycleLogit.
+    rows_matrix("output.weight", rows, d, type, [=](int64_t r, float* row) {
+      const int32_t pred = (*predecessors)[r];
+      if (pred < 0) {
+        RandomRow(out_seed, r, special_amplitude, row, d);
+        return;
+      }
+      RandomRow(embd_seed, pred, 1.0f, row, d);
+      double norm2 = 0;
+      for (int64_t c = 0; c < d; ++c) norm2 += double(row[c]) * row[c];
+      const float scale =
+          static_cast<float>(kCycleLogit / std::sqrt(norm2 * d));
+      for (int64_t c = 0; c < d; ++c) row[c] *= scale;
+    });
+  } else {
+    matrix("token_embd.weight", s.vocab_size, d, embd_std, type, 0.05f);
+    if (s.tied_embeddings) {
+      vector("output_norm.weight", d, 16.0f, 1.6f);
+    } else {
+      vector("output_norm.weight", d, 1.0f, 0.1f);
+      matrix("output.weight", s.vocab_size, d, out_std, type, 0.05f);
+    }
   }
   if (s.llama3_rope_scaling) {
     const std::vector<float> factors =

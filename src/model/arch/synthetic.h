@@ -35,6 +35,18 @@ struct SyntheticSpec {
   bool tied_embeddings = true;
   bool llama3_rope_scaling =
       false;  // write rope_freqs.weight as Llama 3.x does
+  // A "cycle" model: the vocabulary's word pieces are put on one random
+  // cycle, and the weights make greedy decoding emit, after each piece, its
+  // successor on the cycle, whatever came before. Its own output never
+  // repeats within the cycle's length (the pieces of the vocabulary), so
+  // quoting a passage it wrote is the only way to make it repeat text: a
+  // passage given back in the prompt is continued exactly as written — an
+  // input-echoing task on a full-size shape, for measuring speculative
+  // decoding. Large embeddings dominate the residual stream (the layers are
+  // the usual random ones, so a pass costs what it costs on any model) and
+  // an untied output matrix maps each piece to its successor; the file has
+  // output.weight even where the preset ties it.
+  bool successor_cycle = false;
 };
 
 // "tiny", "tiny-qwen2", "smollm2-135m", "qwen2.5-0.5b", "llama3.2-1b".
@@ -43,6 +55,12 @@ Result<SyntheticSpec> SyntheticPreset(std::string_view name);
 
 // Parses "f32", "f16", "bf16", "q8_0", "q4_0".
 Result<kernels::DType> ParseDType(std::string_view name);
+
+// The successor of every token id on the cycle of a `successor_cycle` model
+// written with this spec and seed ([vocab_size]; ids outside the cycle, the
+// special and byte tokens, map to -1).
+std::vector<int32_t> SyntheticSuccessors(const SyntheticSpec& spec,
+                                         uint64_t seed);
 
 // Writes the model. Same spec, type and seed give the same bytes.
 // Cost: generates every weight (~1 s per 100M parameters on 2 cores).
