@@ -42,6 +42,28 @@ TEST(ModelBenchReportTest, ShareAboveOneSaysFitsInCache) {
             std::string::npos);
 }
 
+TEST(ModelBenchReportTest, PairedSharesAreReportedWithTheirMedian) {
+  ModelBenchResult r = WithShare(10'000'000, 500);
+  EXPECT_EQ(r.paired_share(), 0);
+  EXPECT_EQ(r.ToMarkdown().find("each repeat"), std::string::npos);
+  EXPECT_NE(r.ToJson().find("\"decode_roofline_shares_paired\": []"),
+            std::string::npos)
+      << r.ToJson();
+  r.paired_shares = {0.9, 0.5, 0.8, 0.7};
+  EXPECT_DOUBLE_EQ(r.paired_share(), 0.75);
+  EXPECT_NE(r.ToMarkdown().find("median 75.0 % (min 50.0, max 90.0, 4 "
+                                "repeats)"),
+            std::string::npos)
+      << r.ToMarkdown();
+  EXPECT_NE(r.ToJson().find("\"decode_roofline_share_paired\": 0.7500"),
+            std::string::npos)
+      << r.ToJson();
+  EXPECT_NE(r.ToJson().find("\"decode_roofline_shares_paired\": [0.9000, "
+                            "0.5000, 0.8000, 0.7000]"),
+            std::string::npos)
+      << r.ToJson();
+}
+
 TEST(ModelBenchDepthTest, EachDepthRunsEveryTestAfterThatMuchContext) {
   const std::string path =
       (std::filesystem::temp_directory_path() /
@@ -76,6 +98,18 @@ TEST(ModelBenchDepthTest, EachDepthRunsEveryTestAfterThatMuchContext) {
   for (const ModelBenchTest& t : r->tests) EXPECT_GT(t.median(), 0) << t.name;
   EXPECT_EQ(r->RooflineTest(), &r->tests[1]);
   EXPECT_NE(r->ToJson().find("\"depth\": 64"), std::string::npos);
+
+  EXPECT_TRUE(r->paired_shares.empty());  // no bandwidth measured
+
+  // With bandwidth: one paired share per repeat of the roofline test only.
+  o.depths = {0, 64};
+  o.repeats = 2;
+  o.measure_bandwidth = true;
+  auto measured = RunModelBench(**m, pool, o);
+  ASSERT_TRUE(measured.ok()) << measured.status().ToString();
+  ASSERT_EQ(measured->paired_shares.size(), 2u);
+  for (double share : measured->paired_shares) EXPECT_GT(share, 0);
+  EXPECT_GT(measured->roofline_share, 0);
 
   // Past the model's context: an error naming it, nothing run.
   o.depths = {(*m)->config().context_length_train};
