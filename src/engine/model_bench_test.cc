@@ -49,7 +49,12 @@ TEST(ModelBenchReportTest, PairedSharesAreReportedWithTheirMedian) {
   EXPECT_NE(r.ToJson().find("\"decode_roofline_shares_paired\": []"),
             std::string::npos)
       << r.ToJson();
+  // A single-figure share above 1 with paired shares below: a bandwidth
+  // drift, not a cache-resident model.
+  r.roofline_share = 1.05;
   r.paired_shares = {0.9, 0.5, 0.8, 0.7};
+  EXPECT_FALSE(r.fits_in_cache());
+  EXPECT_EQ(r.ToMarkdown().find("fit in cache"), std::string::npos);
   EXPECT_DOUBLE_EQ(r.paired_share(), 0.75);
   EXPECT_NE(r.ToMarkdown().find("median 75.0 % (min 50.0, max 90.0, 4 "
                                 "repeats)"),
