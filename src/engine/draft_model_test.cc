@@ -15,6 +15,7 @@
 
 #include "base/thread_pool.h"
 #include "engine/engine.h"
+#include "engine/engine_test_model.h"
 #include "engine/generator.h"
 #include "kernels/isa.h"
 #include "model/arch/model.h"
@@ -341,17 +342,9 @@ TEST(DraftEngineTest, BatchedDraftSpeculationEqualsPlainDecoding) {
           streams.push_back(*s);
         }
         for (int i = 0; i < 6; ++i) {
-          std::vector<int32_t> tokens;
-          RequestEvent e;
           bool done = false;
-          while (streams[i]->Pop(&e, std::chrono::seconds(60))) {
-            if (e.type == RequestEvent::Type::kToken) {
-              tokens.push_back(e.token);
-              continue;
-            }
-            done = e.type == RequestEvent::Type::kDone;
-            break;
-          }
+          const std::vector<int32_t> tokens =
+              testing::StreamTokens(*streams[i], &done);
           EXPECT_TRUE(done);
           EXPECT_EQ(tokens, expected[i])
               << "request " << i << " batch " << batch << " round " << round

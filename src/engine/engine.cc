@@ -314,7 +314,9 @@ void Engine::Admit(Pending p, int index) {
   slot.prompt_tokens = n_prompt;
   slot.request = std::move(p.request);
   slot.stream = std::move(p.stream);
-  slot.draft_control = DraftController(options_.speculative.max_draft_tokens);
+  slot.draft_control = DraftController(options_.speculative.max_draft_tokens,
+                                       /*shadow=*/draft_ == nullptr);
+  slot.shadow_token = -1;
   slot.steps = RequestTimings{};
   slot.steps.slot = index;
   std::lock_guard<std::mutex> lock(mu_);
@@ -433,6 +435,10 @@ void Engine::RunBatch(const BatchPlan& plan) {
     } else {
       matching[index] = false;
     }
+    if (slot.shadow_token >= 0) {
+      slot.draft_control.RecordShadow(r.token == slot.shadow_token);
+      slot.shadow_token = -1;
+    }
     if (r.finish == model::FinishReason::kNone)
       scheduler_.SetPending(index, r.token);
     slot.stream->Push(std::move(e));
@@ -519,7 +525,15 @@ void Engine::PlanDrafts(std::span<const int> indices) {
                           seq.params().max_tokens - seq.generated_tokens() - 1);
     const int k = static_cast<int>(std::min<int64_t>(
         slot.draft_control.NextLength(), std::max<int64_t>(0, room)));
-    if (k <= 0) continue;
+    if (k <= 0) {
+      if (draft_ == nullptr && room > 0 && slot.draft_control.wants_shadow()) {
+        const std::vector<int32_t> shadow =
+            DraftFromHistory(seq.history(), 1, options_.speculative.ngram_max,
+                             options_.speculative.ngram_min);
+        if (!shadow.empty()) slot.shadow_token = shadow[0];
+      }
+      continue;
+    }
     if (draft_ != nullptr) {
       // A long prompt reaches the draft's cache a batch per step.
       jobs.push_back({&*slot.draft, seq.history(), k, &drafts[n],

@@ -194,6 +194,9 @@ class Engine {
     int64_t cached_tokens = 0;  // prompt tokens reused from the prefix cache
     std::optional<Sequence> seq;
     DraftController draft_control{1};  // reset at admission
+    // A one-token draft not verified, for the token this step gives
+    // (prompt_lookup.h); -1: none.
+    int32_t shadow_token = -1;
     RequestTimings steps;  // slot, prefill chunks, batch sizes so far
     // The draft model's cache of this slot (with a draft model); kept
     // across requests, so shared prompt prefixes are reused.

@@ -1,16 +1,21 @@
-// Test helper (header only, used by the engine's *_test.cc files): a tiny
-// synthetic model, written and loaded once per test process.
+// Test helpers (header only, used by the engine's *_test.cc files): a tiny
+// synthetic model, written and loaded once per test process, and a
+// stream's tokens.
 #ifndef REDLINE_ENGINE_ENGINE_TEST_MODEL_H_
 #define REDLINE_ENGINE_ENGINE_TEST_MODEL_H_
 
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/thread_pool.h"
+#include "engine/request.h"
 #include "model/arch/model.h"
 #include "model/arch/synthetic.h"
 
@@ -36,6 +41,25 @@ inline const model::Model& TinyTestModel() {
     return std::move(m).value();
   }();
   return *model;
+}
+
+// The tokens `s` delivers until its last event; *done: whether that was
+// kDone (not an error, nor `wait` passing with no event).
+inline std::vector<int32_t> StreamTokens(
+    RequestStream& s, bool* done,
+    std::chrono::seconds wait = std::chrono::seconds(60)) {
+  std::vector<int32_t> tokens;
+  RequestEvent e;
+  *done = false;
+  while (s.Pop(&e, wait)) {
+    if (e.type == RequestEvent::Type::kToken) {
+      tokens.push_back(e.token);
+      continue;
+    }
+    *done = e.type == RequestEvent::Type::kDone;
+    break;
+  }
+  return tokens;
 }
 
 }  // namespace redline::engine::testing

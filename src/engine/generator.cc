@@ -132,9 +132,11 @@ Result<GenerationResult> Generator::Generate(
     return step.finish == model::FinishReason::kNone;
   };
   const int64_t vocab = model_.config().vocab_size;
-  DraftController control(spec.max_draft_tokens);
+  DraftController control(spec.max_draft_tokens, /*shadow=*/draft_ == nullptr);
   std::vector<float> rows;  // [k + 1, vocab] of a verification pass
   std::vector<int32_t> verify;
+  // A one-token draft that is not verified (prompt_lookup.h).
+  std::vector<int32_t> shadow;
   bool going = accept(logits);
   while (going) {
     const int64_t pos = static_cast<int64_t>(seq.history().size()) - 1;
@@ -153,6 +155,9 @@ Result<GenerationResult> Generator::Generate(
       } else if (k > 0) {
         draft =
             DraftFromHistory(seq.history(), k, spec.ngram_max, spec.ngram_min);
+      } else if (control.wants_shadow()) {
+        shadow =
+            DraftFromHistory(seq.history(), 1, spec.ngram_max, spec.ngram_min);
       }
     }
     ++r.speculative.target_passes;
@@ -161,6 +166,10 @@ Result<GenerationResult> Generator::Generate(
           Forward(std::span(&seq.history().back(), 1), pos, logits));
       ++r.speculative.tokens_emitted;
       going = accept(logits);
+      if (!shadow.empty()) {
+        control.RecordShadow(seq.history().back() == shadow[0]);
+        shadow.clear();
+      }
       continue;
     }
     verify.assign(1, seq.history().back());

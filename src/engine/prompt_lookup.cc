@@ -34,9 +34,10 @@ std::vector<int32_t> DraftFromHistory(std::span<const int32_t> history,
 }
 
 int DraftController::NextLength() {
-  if (k_ > 0) return k_;
-  // Drafting is off after rejections; probe now and then, since the output
-  // may start quoting its input later.
+  if (k_ > 0 || shadow_) return k_;
+  // A draft model's proposals cost passes of their own, so they cannot be
+  // shadowed for free; probe now and then, since the output may start
+  // quoting its input later.
   if (++idle_steps_ >= kProbeInterval) {
     idle_steps_ = 0;
     return std::min(2, max_);
@@ -49,10 +50,17 @@ void DraftController::Record(int drafted, int accepted) {
   if (accepted >= drafted) {
     k_ = std::min(max_, std::max(1, k_) * 2);
   } else if (accepted == 0) {
-    k_ /= 2;
+    // Halving would verify three more rejected drafts on an output that
+    // does not repeat its input; the shadow notices when it starts to.
+    if (shadow_) resume_ = k_;
+    k_ = shadow_ ? 0 : k_ / 2;
   } else {
     k_ = std::max(1, std::min(k_, accepted + 1));
   }
+}
+
+void DraftController::RecordShadow(bool hit) {
+  if (hit && k_ == 0) k_ = std::max(1, resume_);
 }
 
 }  // namespace redline::engine

@@ -6,9 +6,18 @@
 //
 // DraftController adapts the draft length to the running acceptance rate:
 // drafts that keep being rejected cost a wider verification pass for
-// nothing, so the length halves after a rejected draft (down to 0: plain
-// decoding, with a probe draft every kProbeInterval steps) and grows back
-// after fully accepted ones.
+// nothing, so the length grows after fully accepted drafts, shrinks to just
+// past the accepted part after partly accepted ones, and drops to 0 (plain
+// decoding) after a draft of which nothing was accepted. While it is 0, the
+// caller tells it whether a free one-token "shadow" draft, computed before
+// each plain step, named the token that step gave; the first hit turns
+// drafting back on at the length that was rejected (an edited quote goes
+// on being quoted at full length). A shadow draft needs no pass of any
+// model, so an output that never repeats its input costs one rejected
+// draft and nothing after it, and one that starts quoting later is caught
+// at once. Drafts
+// from a draft model are not free, so with `shadow` false the controller
+// instead probes with a short draft every kProbeInterval steps.
 //
 // Verification (the caller's part) is exact for any sampling: the target's
 // token at each drafted position is sampled from its own logits as plain
@@ -64,18 +73,25 @@ class DraftController {
  public:
   static constexpr int kProbeInterval = 16;
 
-  explicit DraftController(int max_draft_tokens)
-      : max_(max_draft_tokens), k_(max_draft_tokens) {}
+  explicit DraftController(int max_draft_tokens, bool shadow = true)
+      : max_(max_draft_tokens), k_(max_draft_tokens), shadow_(shadow) {}
 
   // The draft length to use now (0: decode plainly this step).
   int NextLength();
+  // Whether the caller should compute a one-token shadow draft before this
+  // plain step and report it with RecordShadow.
+  bool wants_shadow() const { return shadow_ && k_ == 0; }
   // After a verified draft of `drafted` tokens of which `accepted` matched.
   void Record(int drafted, int accepted);
+  // After a plain step with a shadow draft: whether it named the token.
+  void RecordShadow(bool hit);
 
  private:
   int max_;
   int k_;
+  bool shadow_;
   int idle_steps_ = 0;
+  int resume_ = 1;  // the length to draft after a shadow hit
 };
 
 }  // namespace redline::engine
