@@ -244,6 +244,7 @@ TEST_P(DraftEqualsPlainTest, TokensAreThoseOfPlainDecoding) {
       ASSERT_TRUE(g2.ok()) << g2.status().ToString();
       SpeculativeOptions so;
       so.enabled = true;
+      so.pace_by_cost = false;  // counts below must not depend on timing
       so.max_draft_tokens = 6;
       auto fast = (*g2)->Generate(prompt, p, Keep, so);
       ASSERT_TRUE(fast.ok());
@@ -326,6 +327,7 @@ TEST(DraftEngineTest, BatchedDraftSpeculationEqualsPlainDecoding) {
       o.parallel = 3;
       o.max_batch_tokens = batch;
       o.speculative.enabled = true;
+      o.speculative.pace_by_cost = false;
       o.speculative.max_draft_tokens = 4;
       o.draft_model = draft;
       auto engine = Engine::Create(*target, pool, o);
@@ -392,6 +394,7 @@ TEST(DraftModelTest, TrainedModelsAgreeOrAreRefused) {
     Generator g2(**target, pool, 512, 256, model::KvType::kF16, draft->get());
     SpeculativeOptions so;
     so.enabled = true;
+    so.pace_by_cost = false;  // counts below must not depend on timing
     auto fast = g2.Generate(prompt, p, Keep, so);
     ASSERT_TRUE(fast.ok());
     EXPECT_EQ(fast->tokens, base->tokens) << "greedy=" << greedy;

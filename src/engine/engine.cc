@@ -315,7 +315,8 @@ void Engine::Admit(Pending p, int index) {
   slot.request = std::move(p.request);
   slot.stream = std::move(p.stream);
   slot.draft_control = DraftController(options_.speculative.max_draft_tokens,
-                                       /*shadow=*/draft_ == nullptr);
+                                       /*shadow=*/draft_ == nullptr,
+                                       options_.speculative.pace_by_cost);
   slot.shadow_token = -1;
   slot.steps = RequestTimings{};
   slot.steps.slot = index;
@@ -409,6 +410,19 @@ void Engine::RunBatch(const BatchPlan& plan) {
   drafts.assign(slots_.size(), {});
   for (const PlannedToken& t : plan.tokens)
     if (t.draft_index >= 0) drafts[t.slot].push_back(t.token);
+  // What the pass cost each decoding sequence, for its draft length: the
+  // whole step's time (exact for one sequence; with several, each is
+  // charged the batch's step, and drafting pays when its tokens add little
+  // to that). A step that carries prompt chunks says nothing about it.
+  if (options_.speculative.enabled && plan.prefill_chunks.empty()) {
+    const double step_s = std::chrono::duration<double>(t1 - t0).count();
+    for (size_t row = 0; row < rows; ++row) {
+      if (plan.logit_draft_index[row] >= 0) continue;
+      const int index = plan.logit_slots[row];
+      slots_[index]->draft_control.RecordPass(
+          1 + static_cast<int>(drafts[index].size()), step_s);
+    }
+  }
   std::vector<int>& accepted = step_accepted_;
   accepted.assign(slots_.size(), 0);
   std::vector<bool> matching(slots_.size(), true);

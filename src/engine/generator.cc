@@ -17,6 +17,10 @@ double MsBetween(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
+double SecondsSince(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
 }  // namespace
 
 double GenerationResult::decode_tok_per_s() const {
@@ -132,7 +136,8 @@ Result<GenerationResult> Generator::Generate(
     return step.finish == model::FinishReason::kNone;
   };
   const int64_t vocab = model_.config().vocab_size;
-  DraftController control(spec.max_draft_tokens, /*shadow=*/draft_ == nullptr);
+  DraftController control(spec.max_draft_tokens, /*shadow=*/draft_ == nullptr,
+                          spec.pace_by_cost);
   std::vector<float> rows;  // [k + 1, vocab] of a verification pass
   std::vector<int32_t> verify;
   // A one-token draft that is not verified (prompt_lookup.h).
@@ -140,6 +145,7 @@ Result<GenerationResult> Generator::Generate(
   bool going = accept(logits);
   while (going) {
     const int64_t pos = static_cast<int64_t>(seq.history().size()) - 1;
+    const auto pass_start = Clock::now();
     std::vector<int32_t> draft;
     if (spec.enabled) {
       // Room left: positions pos.. must fit the context, and drafting past
@@ -164,6 +170,7 @@ Result<GenerationResult> Generator::Generate(
     if (draft.empty()) {
       RL_RETURN_IF_ERROR(
           Forward(std::span(&seq.history().back(), 1), pos, logits));
+      control.RecordPass(1, SecondsSince(pass_start));
       ++r.speculative.tokens_emitted;
       going = accept(logits);
       if (!shadow.empty()) {
@@ -176,6 +183,8 @@ Result<GenerationResult> Generator::Generate(
     verify.insert(verify.end(), draft.begin(), draft.end());
     rows.resize(verify.size() * static_cast<size_t>(vocab));
     RL_RETURN_IF_ERROR(ForwardAll(verify, pos, rows));
+    control.RecordPass(static_cast<int>(verify.size()),
+                       SecondsSince(pass_start));
     int accepted = 0;
     for (size_t i = 0; i < verify.size() && going; ++i) {
       going = accept(std::span(rows).subspan(i * vocab, vocab));

@@ -33,20 +33,69 @@ std::vector<int32_t> DraftFromHistory(std::span<const int32_t> history,
   return draft;
 }
 
+namespace {
+// Weight of the newest observation in the moving averages: acceptance
+// follows what the output does now (it starts or stops quoting), pass
+// costs are smoothed over a few passes against timer noise.
+constexpr double kAcceptanceDecay = 0.8;
+constexpr double kCostWeight = 0.25;
+
+double Average(double avg, double x) {
+  return avg == 0 ? x : avg + kCostWeight * (x - avg);
+}
+}  // namespace
+
 int DraftController::NextLength() {
-  if (k_ > 0 || shadow_) return k_;
-  // A draft model's proposals cost passes of their own, so they cannot be
-  // shadowed for free; probe now and then, since the output may start
-  // quoting its input later.
-  if (++idle_steps_ >= kProbeInterval) {
+  int length = k_ > 0 ? CheapestLength(k_) : 0;
+  if (length == 0 && !shadow_ && ++idle_steps_ >= kProbeInterval) {
+    // A draft model's proposals cost passes of their own, so they cannot
+    // be shadowed for free; probe now and then (whatever the cost model
+    // says: the probe is the evidence), since the output may start quoting
+    // its input later.
     idle_steps_ = 0;
-    return std::min(2, max_);
+    length = std::min(2, max_);
   }
-  return 0;
+  last_ = length;
+  return length;
+}
+
+int DraftController::CheapestLength(int limit) const {
+  const double s = extra_token_cost();
+  if (!pace_by_cost_ || s < 0) return limit;
+  const double a = acceptance();
+  // Expected tokens per pass over its cost, both in plain steps.
+  double best_rate = 1;
+  int best = 0;
+  double tokens = 1, power = 1;
+  for (int l = 1; l <= limit; ++l) {
+    power *= a;
+    tokens += power;
+    const double rate = tokens / (1 + s * l);
+    if (rate > best_rate) {
+      best_rate = rate;
+      best = l;
+    }
+  }
+  return best;
+}
+
+double DraftController::acceptance() const {
+  return trials_ > 0 ? hits_ / trials_ : 1.0;
+}
+
+double DraftController::extra_token_cost() const {
+  if (plain_s_ <= 0 || wide_width_ <= 1) return -1;
+  return std::max(0.0, (wide_s_ - plain_s_) / (wide_width_ - 1) / plain_s_);
+}
+
+void DraftController::Observe(double hits, double trials) {
+  hits_ = hits_ * kAcceptanceDecay + hits;
+  trials_ = trials_ * kAcceptanceDecay + trials;
 }
 
 void DraftController::Record(int drafted, int accepted) {
   if (drafted <= 0) return;
+  Observe(accepted, accepted + (accepted < drafted ? 1 : 0));
   if (accepted >= drafted) {
     k_ = std::min(max_, std::max(1, k_) * 2);
   } else if (accepted == 0) {
@@ -60,7 +109,18 @@ void DraftController::Record(int drafted, int accepted) {
 }
 
 void DraftController::RecordShadow(bool hit) {
+  Observe(hit ? 1 : 0, 1);
   if (hit && k_ == 0) k_ = std::max(1, resume_);
+}
+
+void DraftController::RecordPass(int width, double seconds) {
+  if (width <= 0 || !(seconds > 0)) return;
+  if (width == 1) {
+    plain_s_ = Average(plain_s_, seconds);
+  } else {
+    wide_s_ = Average(wide_s_, seconds);
+    wide_width_ = Average(wide_width_, width);
+  }
 }
 
 }  // namespace redline::engine

@@ -19,6 +19,17 @@
 // from a draft model are not free, so with `shadow` false the controller
 // instead probes with a short draft every kProbeInterval steps.
 //
+// Within that length, what a pass costs decides how much to draft. With
+// per-token acceptance a (a recency-weighted rate over verified drafts and
+// shadow drafts) a draft of L tokens yields 1 + a + ... + a^L tokens per
+// pass, and a pass of L + 1 tokens costs 1 + s * L plain steps, s the
+// measured cost of one more token relative to a plain step (RecordPass).
+// The controller drafts the L that gives the most tokens per unit of time,
+// and none when no L beats a plain step: on a memory-bound model s is a few
+// percent and long drafts pay at modest acceptance; on a model whose
+// weights fit in cache, s is a third of a step and only well-accepted
+// drafts do. Until a wide pass has been timed, the whole length is used.
+//
 // Verification (the caller's part) is exact for any sampling: the target's
 // token at each drafted position is sampled from its own logits as plain
 // decoding would, and drafting continues only while it equals the draft, so
@@ -40,6 +51,10 @@ struct SpeculativeOptions {
   int max_draft_tokens = 8;  // k, the most tokens verified per pass
   int ngram_max = 3;
   int ngram_min = 2;
+  // Draft only as much as the measured pass cost pays for (below); off:
+  // the whole adapted length, whatever a pass costs (for tests that count
+  // accepted tokens, which must not depend on timing).
+  bool pace_by_cost = true;
 };
 
 // How speculation went for one sequence.
@@ -73,25 +88,53 @@ class DraftController {
  public:
   static constexpr int kProbeInterval = 16;
 
-  explicit DraftController(int max_draft_tokens, bool shadow = true)
-      : max_(max_draft_tokens), k_(max_draft_tokens), shadow_(shadow) {}
+  explicit DraftController(int max_draft_tokens, bool shadow = true,
+                           bool pace_by_cost = true)
+      : max_(max_draft_tokens),
+        k_(max_draft_tokens),
+        shadow_(shadow),
+        pace_by_cost_(pace_by_cost) {}
 
   // The draft length to use now (0: decode plainly this step).
   int NextLength();
   // Whether the caller should compute a one-token shadow draft before this
-  // plain step and report it with RecordShadow.
-  bool wants_shadow() const { return shadow_ && k_ == 0; }
+  // plain step (the last NextLength was 0) and report it with RecordShadow.
+  bool wants_shadow() const { return shadow_ && last_ == 0; }
   // After a verified draft of `drafted` tokens of which `accepted` matched.
   void Record(int drafted, int accepted);
   // After a plain step with a shadow draft: whether it named the token.
   void RecordShadow(bool hit);
+  // A target pass of `width` tokens of this sequence (1: plain) took
+  // `seconds`, drafting included.
+  void RecordPass(int width, double seconds);
+
+  // The per-token acceptance estimate (1 before any evidence).
+  double acceptance() const;
+  // The cost of one more token in a pass, in plain steps; negative until
+  // a plain and a wide pass have been timed.
+  double extra_token_cost() const;
 
  private:
+  // The L <= limit with the most expected tokens per unit of time.
+  int CheapestLength(int limit) const;
+  void Observe(double hits, double trials);
+
   int max_;
   int k_;
   bool shadow_;
+  bool pace_by_cost_;
   int idle_steps_ = 0;
   int resume_ = 1;  // the length to draft after a shadow hit
+  int last_ = -1;   // the last NextLength
+  // Recency-weighted counts of accepted draft tokens and of draft tokens
+  // tried (accepted ones and the first rejected one of each draft).
+  double hits_ = 0;
+  double trials_ = 0;
+  // Moving averages of plain pass seconds, and of wide passes' seconds
+  // and widths (0: none seen).
+  double plain_s_ = 0;
+  double wide_s_ = 0;
+  double wide_width_ = 0;
 };
 
 }  // namespace redline::engine

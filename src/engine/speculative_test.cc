@@ -97,6 +97,54 @@ TEST(PromptLookupTest, ControllerWithoutShadowHalvesAndProbes) {
   EXPECT_EQ(c.NextLength(), 4);
 }
 
+TEST(PromptLookupTest, ControllerDraftsWhatPaysForItsPass) {
+  // The same acceptance history (half of the first draft's tokens kept,
+  // then the length cut to 2), three pass costs.
+  auto after = [](double plain_s, double wide9_s) {
+    DraftController c(8);
+    EXPECT_LT(c.extra_token_cost(), 0);  // nothing timed yet
+    EXPECT_EQ(c.acceptance(), 1.0);
+    c.RecordPass(1, plain_s);
+    c.RecordPass(9, wide9_s);
+    c.Record(8, 1);
+    EXPECT_DOUBLE_EQ(c.acceptance(), 0.5);
+    return c;
+  };
+  // Memory-bound: a 9-token pass 1.24x a step; the whole allowed length.
+  DraftController cheap = after(0.010, 0.0124);
+  EXPECT_NEAR(cheap.extra_token_cost(), 0.03, 1e-9);
+  EXPECT_EQ(cheap.NextLength(), 2);
+  // Weights in cache: 3x; one token.
+  DraftController dear = after(0.001, 0.003);
+  EXPECT_NEAR(dear.extra_token_cost(), 0.25, 1e-9);
+  EXPECT_EQ(dear.NextLength(), 1);
+  EXPECT_FALSE(dear.wants_shadow());
+  // A pass as dear as its tokens decoded plainly never pays below full
+  // acceptance: plain decoding, shadowed, however well shadows hit.
+  DraftController never = after(0.001, 0.009);
+  EXPECT_EQ(never.NextLength(), 0);
+  EXPECT_TRUE(never.wants_shadow());
+  for (int i = 0; i < 20; ++i) never.RecordShadow(true);
+  EXPECT_GT(never.acceptance(), 0.95);
+  EXPECT_EQ(never.NextLength(), 0);
+  // Once wide passes are measured cheap, drafting comes back.
+  for (int i = 0; i < 40; ++i) never.RecordPass(9, 0.0011);
+  EXPECT_EQ(never.NextLength(), 2);
+  // Acceptance follows the recent evidence: shadow misses drive it down.
+  for (int i = 0; i < 20; ++i) never.RecordShadow(false);
+  EXPECT_LT(never.acceptance(), 0.05);
+  EXPECT_EQ(never.NextLength(), 0);
+  // Without shadows (a draft model) a probe still comes every interval.
+  DraftController probed(8, /*shadow=*/false);
+  probed.RecordPass(1, 0.001);
+  probed.RecordPass(9, 0.009);
+  probed.Record(8, 1);
+  int probes = 0;
+  for (int i = 0; i < 2 * DraftController::kProbeInterval; ++i)
+    probes += probed.NextLength() > 0;
+  EXPECT_EQ(probes, 2);
+}
+
 // Drafting policy on constructed outputs, no model: an answer that copies a
 // 200-token passage of its prompt with a few tokens changed (the
 // "rewrite this with one change" case), and an answer unrelated to the
@@ -222,6 +270,7 @@ TEST_P(SpeculativeEqualsPlainTest, TokensAreThoseOfPlainDecoding) {
       Generator g2(**m, pool, 256, 64);
       SpeculativeOptions so;
       so.enabled = true;
+      so.pace_by_cost = false;  // counts below must not depend on timing
       auto fast = g2.Generate(
           prompt, p, [](std::string_view, int32_t) { return true; }, so);
       ASSERT_TRUE(fast.ok());
@@ -230,6 +279,15 @@ TEST_P(SpeculativeEqualsPlainTest, TokensAreThoseOfPlainDecoding) {
           << kernels::IsaName(kernels::ActiveIsa());
       EXPECT_EQ(fast->text, base->text);
       EXPECT_EQ(fast->finish, base->finish);
+      // Paced by the measured pass cost (drafts vary with timing; the
+      // tokens may not).
+      Generator g3(**m, pool, 256, 64);
+      so.pace_by_cost = true;
+      auto paced = g3.Generate(
+          prompt, p, [](std::string_view, int32_t) { return true; }, so);
+      ASSERT_TRUE(paced.ok());
+      EXPECT_EQ(paced->tokens, base->tokens) << c.preset << " paced";
+      so.pace_by_cost = false;
       const SpeculativeStats& s = fast->speculative;
       EXPECT_LE(s.accepted_tokens, s.drafted_tokens);
       EXPECT_EQ(s.tokens_emitted,
@@ -308,6 +366,7 @@ TEST(SpeculativeTest, CycleModelEchoIsAcceptedAndMissesBackOff) {
 
     SpeculativeOptions so;
     so.enabled = true;
+    so.pace_by_cost = false;  // counts below must not depend on timing
     // Echo: the passage, then its first token again.
     std::vector<int32_t> echo = {start};
     echo.insert(echo.end(), walk.begin(), walk.begin() + kTokens + 8);
@@ -367,6 +426,7 @@ TEST(SpeculativeTest, TrainedModelEchoesAreAcceptedAndEqual) {
   Generator g2(**m, pool, 512);
   SpeculativeOptions so;
   so.enabled = true;
+  so.pace_by_cost = false;  // counts below must not depend on timing
   auto fast = g2.Generate(
       prompt, p, [](std::string_view, int32_t) { return true; }, so);
   ASSERT_TRUE(fast.ok());
@@ -417,12 +477,17 @@ TEST(SpeculativeEngineTest, BatchedSpeculationEqualsPlainDecoding) {
       expected.push_back(r->tokens);
     }
   }
-  for (int64_t batch : {int64_t{6}, int64_t{64}}) {
+  // Paced by the measured pass cost only in the last run: the acceptance
+  // counts checked in the others must not depend on timing.
+  for (const auto& [batch, paced] :
+       {std::pair{int64_t{6}, false}, std::pair{int64_t{64}, false},
+        std::pair{int64_t{64}, true}}) {
     EngineOptions o;
     o.n_ctx = 256;
     o.parallel = 3;
     o.max_batch_tokens = batch;
     o.speculative.enabled = true;
+    o.speculative.pace_by_cost = paced;
     Engine engine(m, pool, o);
     for (int round = 0; round < 2; ++round) {
       std::vector<std::shared_ptr<RequestStream>> streams;
@@ -444,7 +509,9 @@ TEST(SpeculativeEngineTest, BatchedSpeculationEqualsPlainDecoding) {
             << "request " << i << " batch " << batch << " round " << round;
       }
     }
-    EXPECT_GT(engine.Stats().spec_accepted_tokens, 0u) << batch;
+    if (!paced) {
+      EXPECT_GT(engine.Stats().spec_accepted_tokens, 0u) << batch;
+    }
     EXPECT_LE(engine.Stats().spec_accepted_tokens,
               engine.Stats().spec_draft_tokens);
   }
@@ -498,6 +565,7 @@ TEST(SpeculativeEngineTest, ShadowDraftsResumeWhenTheAnswerStartsQuoting) {
   p.ignore_eos = true;
   SpeculativeOptions so;
   so.enabled = true;
+  so.pace_by_cost = false;  // counts below must not depend on timing
   const int64_t quoted = kTokens - kLate;
   Generator gen(**m, pool, 1024, 64);
   auto r = gen.Generate(
@@ -517,6 +585,7 @@ TEST(SpeculativeEngineTest, ShadowDraftsResumeWhenTheAnswerStartsQuoting) {
   o.parallel = 2;
   o.max_batch_tokens = 64;
   o.speculative.enabled = true;
+  o.speculative.pace_by_cost = false;
   Engine engine(**m, pool, o);
   std::vector<std::shared_ptr<RequestStream>> streams;
   for (int i = 0; i < 2; ++i) {
