@@ -46,7 +46,7 @@ double Average(double avg, double x) {
 }  // namespace
 
 int DraftController::NextLength() {
-  int length = k_ > 0 ? CheapestLength(k_) : 0;
+  int length = k_ > 0 ? BestLength(k_) : 0;
   if (length == 0 && !shadow_ && ++idle_steps_ >= kProbeInterval) {
     // A draft model's proposals cost passes of their own, so they cannot
     // be shadowed for free; probe now and then (whatever the cost model
@@ -59,7 +59,7 @@ int DraftController::NextLength() {
   return length;
 }
 
-int DraftController::CheapestLength(int limit) const {
+int DraftController::BestLength(int limit) const {
   const double s = extra_token_cost();
   if (!pace_by_cost_ || s < 0) return limit;
   const double a = acceptance();

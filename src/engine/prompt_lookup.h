@@ -15,9 +15,9 @@
 // on being quoted at full length). A shadow draft needs no pass of any
 // model, so an output that never repeats its input costs one rejected
 // draft and nothing after it, and one that starts quoting later is caught
-// at once. Drafts
-// from a draft model are not free, so with `shadow` false the controller
-// instead probes with a short draft every kProbeInterval steps.
+// at once. Drafts from a draft model are not free, so with `shadow` false
+// the controller instead probes with a short draft every kProbeInterval
+// steps.
 //
 // Within that length, what a pass costs decides how much to draft. With
 // per-token acceptance a (a recency-weighted rate over verified drafts and
@@ -116,7 +116,7 @@ class DraftController {
 
  private:
   // The L <= limit with the most expected tokens per unit of time.
-  int CheapestLength(int limit) const;
+  int BestLength(int limit) const;
   void Observe(double hits, double trials);
 
   int max_;
