@@ -9,6 +9,7 @@
 #include <string>
 #include <tuple>
 
+#include "base/status.h"
 #include "base/thread_pool.h"
 #include "engine/engine.h"
 #include "engine/engine_test_model.h"
@@ -221,6 +222,20 @@ TEST(PromptLookupTest, CopiedAnswersTakeFewPassesAndUnrelatedOnesFewDrafts) {
   EXPECT_LE(unrelated.drafted_per_token, 0.1) << unrelated.drafted_per_token;
 }
 
+// `spec`'s weights in `type`, written to a temporary file and loaded.
+Result<std::unique_ptr<model::Model>> LoadSynthetic(
+    const model::SyntheticSpec& spec, kernels::DType type, uint64_t seed,
+    ThreadPool& pool) {
+  const std::string path = (std::filesystem::temp_directory_path() /
+                            ("redline_spec_model_" + std::to_string(int(type)) +
+                             "_" + std::to_string(getpid()) + ".gguf"))
+                               .string();
+  RL_RETURN_IF_ERROR(model::WriteSyntheticModel(spec, type, seed, path, pool));
+  auto m = model::Model::Load(path);
+  std::filesystem::remove(path);  // the mapping stays valid
+  return m;
+}
+
 struct Case {
   std::string preset;
   kernels::DType type;
@@ -230,17 +245,10 @@ class SpeculativeEqualsPlainTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(SpeculativeEqualsPlainTest, TokensAreThoseOfPlainDecoding) {
   const Case& c = GetParam();
-  const std::string path =
-      (std::filesystem::temp_directory_path() /
-       ("redline_spec_" + c.preset + "_" + std::to_string(int(c.type)) + "_" +
-        std::to_string(getpid()) + ".gguf"))
-          .string();
   ThreadPool pool(2);
   auto spec = model::SyntheticPreset(c.preset);
   ASSERT_TRUE(spec.ok());
-  ASSERT_TRUE(model::WriteSyntheticModel(*spec, c.type, 5, path, pool).ok());
-  auto m = model::Model::Load(path);
-  std::filesystem::remove(path);
+  auto m = LoadSynthetic(*spec, c.type, 5, pool);
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   const int32_t vocab = static_cast<int32_t>((*m)->config().vocab_size);
   // A prompt that repeats (drafts will match) and one that does not.
@@ -337,13 +345,7 @@ TEST(SpeculativeTest, CycleModelEchoIsAcceptedAndMissesBackOff) {
 
   ThreadPool pool(2);
   for (kernels::DType type : {kernels::DType::kF32, kernels::DType::kQ4_0}) {
-    const std::string path = (std::filesystem::temp_directory_path() /
-                              ("redline_cycle_" + std::to_string(int(type)) +
-                               "_" + std::to_string(getpid()) + ".gguf"))
-                                 .string();
-    ASSERT_TRUE(model::WriteSyntheticModel(*spec, type, seed, path, pool).ok());
-    auto m = model::Model::Load(path);
-    std::filesystem::remove(path);
+    auto m = LoadSynthetic(*spec, type, seed, pool);
     ASSERT_TRUE(m.ok()) << m.status().ToString();
     const int kTokens = 64;
     model::SamplingParams p;
@@ -528,15 +530,7 @@ TEST(SpeculativeEngineTest, ShadowDraftsResumeWhenTheAnswerStartsQuoting) {
   const uint64_t seed = 11;
   const std::vector<int32_t> next = model::SyntheticSuccessors(*spec, seed);
   ThreadPool pool(2);
-  const std::string path =
-      (std::filesystem::temp_directory_path() /
-       ("redline_cycle_late_" + std::to_string(getpid()) + ".gguf"))
-          .string();
-  ASSERT_TRUE(
-      model::WriteSyntheticModel(*spec, kernels::DType::kF32, seed, path, pool)
-          .ok());
-  auto m = model::Model::Load(path);
-  std::filesystem::remove(path);
+  auto m = LoadSynthetic(*spec, kernels::DType::kF32, seed, pool);
   ASSERT_TRUE(m.ok()) << m.status().ToString();
 
   const int kTokens = 64;
