@@ -50,7 +50,11 @@ struct MatMulArgs {
   int64_t row_bytes = 0;  // RowBytes(type, cols)
   int64_t cols = 0;
   int64_t n_tokens = 0;
-  const float* x = nullptr;  // [n_tokens, cols] f32 (float weight types)
+  // [n_tokens, cols] f32 (float weight types). F16 weights: rounded to
+  // binary16 first (RoundF16Fn), so every ISA and tile shape multiplies
+  // the same values and xh holds them as binary16.
+  const float* x = nullptr;
+  const uint16_t* xh = nullptr;  // [n_tokens, cols] x as binary16 (F16 only)
   Q8Activations xq;      // [n_tokens, cols] as Q8_0 (quantized weight types)
   float* y = nullptr;    // [n_tokens, y_stride]
   int64_t y_stride = 0;  // usually rows
@@ -78,9 +82,18 @@ using MatMulRowsFn = void (*)(const MatMulArgs& args, int64_t row_begin,
 using QuantizeQ8Fn = void (*)(const float* x, int64_t cols, int8_t* qs,
                               float* d);
 
+// Rounds x [n] to binary16, round to nearest even, finite values saturated
+// at +-65504 (ggml converts such activations to inf; NaN stays NaN):
+// rounded[i] is the f32 value of bits[i]. Bit-identical across ISAs (NaN
+// payloads aside).
+inline constexpr float kF16Max = 65504.0f;
+using RoundF16Fn = void (*)(const float* x, int64_t n, float* rounded,
+                            uint16_t* bits);
+
 struct KernelTable {
   Isa isa = Isa::kScalar;
   QuantizeQ8Fn quantize_q8 = nullptr;
+  RoundF16Fn round_f16 = nullptr;
   PackQ8TilesFn pack_q8_tiles = nullptr;  // null: the row kernels read xq only
   MatMulRowsFn matmul[kDTypeCount] = {};  // indexed by DType
   // The same products on packed weights (packed.h), indexed by DType; null

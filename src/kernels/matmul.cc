@@ -64,9 +64,28 @@ struct ScratchLayout {
   }
 };
 
+// Scratch of the binary16 activations of F16 weights, after the quantized
+// layout (a group may mix F16 and quantized matrices):
+//   rounded [n_tokens, cols] f32   x rounded to binary16
+//   bits    [n_tokens, cols] u16   the same values as binary16
+int64_t HalfRoundedBytes(int64_t cols, int64_t n_tokens) {
+  return RoundUp(n_tokens * cols * static_cast<int64_t>(sizeof(float)),
+                 kScratchAlign);
+}
+int64_t HalfBytes(int64_t cols, int64_t n_tokens) {
+  return HalfRoundedBytes(cols, n_tokens) +
+         RoundUp(n_tokens * cols * static_cast<int64_t>(sizeof(uint16_t)),
+                 kScratchAlign);
+}
+
 }  // namespace
 
 size_t MatMulScratchBytes(DType weight_type, int64_t cols, int64_t n_tokens) {
+  if (weight_type == DType::kF16) {
+    return static_cast<size_t>(kScratchAlign +
+                               ScratchLayout(cols, n_tokens).Total() +
+                               HalfBytes(cols, n_tokens));
+  }
   if (!IsQuantized(weight_type)) return 0;
   return static_cast<size_t>(kScratchAlign +
                              ScratchLayout(cols, n_tokens).Total());
@@ -74,19 +93,27 @@ size_t MatMulScratchBytes(DType weight_type, int64_t cols, int64_t n_tokens) {
 
 namespace {
 
+// The scratch's first kScratchAlign-aligned byte, after checking that it
+// holds what `type` needs.
+std::byte* AlignedScratch(std::span<std::byte> scratch, DType type,
+                          int64_t cols, int64_t n_tokens) {
+  RL_DCHECK(scratch.size() >= MatMulScratchBytes(type, cols, n_tokens))
+      << "scratch " << scratch.size() << " < "
+      << MatMulScratchBytes(type, cols, n_tokens);
+  const auto base = reinterpret_cast<uintptr_t>(scratch.data());
+  const uintptr_t aligned =
+      (base + kScratchAlign - 1) & ~static_cast<uintptr_t>(kScratchAlign - 1);
+  return reinterpret_cast<std::byte*>(aligned);
+}
+
 // Quantizes x into the scratch (and packs AMX tiles when the table wants
 // them); returns the activations as the row kernels see them.
 void PrepareQuantized(const KernelTable& kernels, const float* x, int64_t cols,
                       int64_t n_tokens, std::span<std::byte> scratch,
                       ThreadPool& pool, MatMulArgs* args) {
-  RL_DCHECK(scratch.size() >= MatMulScratchBytes(DType::kQ8_0, cols, n_tokens))
-      << "scratch " << scratch.size() << " < "
-      << MatMulScratchBytes(DType::kQ8_0, cols, n_tokens);
-  const auto base = reinterpret_cast<uintptr_t>(scratch.data());
-  const uintptr_t aligned =
-      (base + kScratchAlign - 1) & ~static_cast<uintptr_t>(kScratchAlign - 1);
   const ScratchLayout layout(cols, n_tokens);
-  auto* qs = reinterpret_cast<int8_t*>(aligned);
+  auto* qs = reinterpret_cast<int8_t*>(
+      AlignedScratch(scratch, DType::kQ8_0, cols, n_tokens));
   auto* d = reinterpret_cast<float*>(qs + layout.qs_bytes);
   auto* sums =
       reinterpret_cast<int32_t*>(qs + layout.qs_bytes + layout.d_bytes);
@@ -137,6 +164,33 @@ void PrepareQuantized(const KernelTable& kernels, const float* x, int64_t cols,
   }
 }
 
+// Rounds x to binary16 into the scratch area after the quantized layout.
+// Why: ggml multiplies F16 weights by binary16 activations too, and the
+// AVX-512 decode kernel reads the binary16 copy (half the cache footprint
+// beside the weight stream; x86/matmul_avx512.cc, HalfRowsDecode); every other
+// kernel reads the rounded f32 copy, so all agree on the operands.
+void PrepareHalf(const KernelTable& kernels, const float* x, int64_t cols,
+                 int64_t n_tokens, std::span<std::byte> scratch,
+                 ThreadPool& pool, const float** rounded,
+                 const uint16_t** bits) {
+  std::byte* area = AlignedScratch(scratch, DType::kF16, cols, n_tokens) +
+                    ScratchLayout(cols, n_tokens).Total();
+  auto* r = reinterpret_cast<float*>(area);
+  auto* h =
+      reinterpret_cast<uint16_t*>(area + HalfRoundedBytes(cols, n_tokens));
+  auto round = [&](int64_t t0, int64_t t1, int) {
+    kernels.round_f16(x + t0 * cols, (t1 - t0) * cols, r + t0 * cols,
+                      h + t0 * cols);
+  };
+  if (n_tokens * cols >= kParallelQuantizeMin && n_tokens > 1) {
+    pool.ParallelFor(n_tokens, 1, round);
+  } else {
+    round(0, n_tokens, 0);
+  }
+  *rounded = r;
+  *bits = h;
+}
+
 // Units of kRowGrain rows of matrix i are numbered after those of
 // matrices < i; one ParallelFor splits them all.
 int64_t RowUnits(int64_t rows) { return (rows + kRowGrain - 1) / kRowGrain; }
@@ -157,6 +211,7 @@ void MatMulMany(std::span<const WeightView> ws, const float* x,
   MatMulArgs args[kMaxMatrices];
   MatMulRowsFn fns[kMaxMatrices] = {};
   bool any_quantized = false;
+  bool any_half = false;
   int64_t total_units = 0;
   for (size_t i = 0; i < ws.size(); ++i) {
     const WeightView& w = ws[i];
@@ -178,7 +233,18 @@ void MatMulMany(std::span<const WeightView> ws, const float* x,
     args[i].y = ys[i];
     args[i].y_stride = w.rows;
     any_quantized = any_quantized || IsQuantized(w.type);
+    any_half = any_half || w.type == DType::kF16;
     total_units += RowUnits(w.rows);
+  }
+  if (any_half) {
+    const float* rounded = nullptr;
+    const uint16_t* bits = nullptr;
+    PrepareHalf(kernels, x, cols, n_tokens, scratch, pool, &rounded, &bits);
+    for (size_t i = 0; i < ws.size(); ++i) {
+      if (ws[i].type != DType::kF16) continue;
+      args[i].x = rounded;
+      args[i].xh = bits;
+    }
   }
   if (any_quantized) {
     MatMulArgs prepared;

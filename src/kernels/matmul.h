@@ -12,8 +12,10 @@
 namespace redline::kernels {
 
 // Bytes of scratch that MatMul needs for these shapes (e.g. the activations
-// quantized to Q8 for integer dot products). 0 when none. The same for every
-// ISA, and for Q8_0 and Q4_0.
+// quantized to Q8 for integer dot products, or rounded to binary16 for F16
+// weights). 0 when none (F32, BF16). The same for every ISA, and for every
+// quantized type; F16's covers a quantized type's too (a MatMulMany group
+// may mix them).
 size_t MatMulScratchBytes(DType weight_type, int64_t cols, int64_t n_tokens);
 
 // y = x * w^T:  y[t, r] = sum_c w[r, c] * x[t, c].
@@ -24,7 +26,9 @@ size_t MatMulScratchBytes(DType weight_type, int64_t cols, int64_t n_tokens);
 // For quantized weights (every block type), x is first rounded to Q8_0
 // blocks (as ggml does for the 32-element types; the K-quants, which ggml
 // pairs with 256-element Q8_K blocks, get the same finer per-32 rounding),
-// so the result differs from the float reference by that rounding.
+// so the result differs from the float reference by that rounding. For F16
+// weights x is first rounded to binary16 (as ggml's F16 products do; finite
+// values saturate at +-65504 where ggml's become inf).
 void MatMul(const WeightView& w, const float* x, int64_t n_tokens, float* y,
             std::span<std::byte> scratch, ThreadPool& pool);
 
@@ -33,8 +37,9 @@ void MatMul(const WeightView& w, const float* x, int64_t n_tokens, float* y,
 // types may differ. Quantizes x once and splits the rows of all matrices
 // over `pool` in one pass, so q/k/v or gate/up projections cost one
 // quantization and one thread synchronisation instead of several.
-// scratch: MatMulScratchBytes(kQ8_0, cols, n_tokens) if any ws[i] is
-// quantized. At most 8 matrices.
+// scratch: MatMulScratchBytes(kF16, cols, n_tokens) if any ws[i] is F16,
+// else MatMulScratchBytes(kQ8_0, cols, n_tokens) if any is quantized. At
+// most 8 matrices.
 void MatMulMany(std::span<const WeightView> ws, const float* x,
                 int64_t n_tokens, std::span<float* const> ys,
                 std::span<std::byte> scratch, ThreadPool& pool);

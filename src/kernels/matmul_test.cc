@@ -22,6 +22,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <string>
 #include <tuple>
@@ -245,6 +246,16 @@ double ActivationRoundingBound(const std::vector<float>& w,
   return bound;
 }
 
+// x rounded to binary16 with the conversions of base/float16.h, finite
+// values saturated at +-65504: what MatMul documents for F16 weights.
+std::vector<float> RoundedToF16(const std::vector<float>& x) {
+  std::vector<float> out(x.size());
+  for (size_t i = 0; i < x.size(); ++i)
+    out[i] =
+        Fp16ToFp32(Fp32ToFp16(std::fmax(-65504.0f, std::fmin(65504.0f, x[i]))));
+  return out;
+}
+
 double OriginalTolerance(DType type) {
   switch (type) {
     case DType::kF32:
@@ -338,7 +349,10 @@ TEST_P(MatMulTest, MatchesReferenceAndFloatProduct) {
                   << "AVX-512 and AMX sum blocks in the reference's order, "
                   << where;
             }
-            const double exact = Dot(m.dequantized, x, s.cols, r, t);
+            // F16 weights multiply x rounded to binary16 (saturated).
+            const double exact =
+                Dot(m.dequantized, type() == DType::kF16 ? RoundedToF16(x) : x,
+                    s.cols, r, t);
             const double act_bound =
                 IsQuantized(type())
                     ? ActivationRoundingBound(m.dequantized, x, s.cols, r, t)
@@ -393,6 +407,36 @@ TEST_P(MatMulTest, PrefillRowsMatchDecode) {
       ASSERT_NEAR(y[t * m.rows + r], yt[r],
                   1e-5 * Magnitude(m.dequantized, x, m.cols, r, t) + 1e-30)
           << "t=" << t << " r=" << r;
+    }
+  }
+}
+
+// F16 products of up to 16 tokens (verification passes, small decode
+// batches) equal each token's decode bit for bit on AVX-512 (one row
+// function per token) and on the scalar reference (f64 per output), so
+// speculative and batched decoding see plain decoding's logits; 17 tokens
+// take the prefill tiles and only agree to rounding.
+TEST(MatMulF16Test, SmallBatchesEqualDecodeExactly) {
+  ThreadPool pool(2);
+  for (Isa isa : AvailableIsas()) {
+    if (isa == Isa::kAvx2) continue;  // its tiles sum in another order
+    ScopedIsa scoped(isa);
+    for (const int64_t cols : {int64_t{64}, int64_t{896}, int64_t{1000}}) {
+      const TestMatrix m = MakeMatrix(DType::kF16, 37, cols, 11);
+      for (const int64_t n_tokens : {2, 9, 16}) {
+        const std::vector<float> x = RandomFloats(n_tokens * cols, 12);
+        const std::vector<float> y = RunMatMul(m, x, n_tokens, pool);
+        for (int64_t t = 0; t < n_tokens; ++t) {
+          const std::vector<float> xt(x.begin() + t * cols,
+                                      x.begin() + (t + 1) * cols);
+          const std::vector<float> yt = RunMatMul(m, xt, 1, pool);
+          ASSERT_EQ(std::memcmp(y.data() + t * m.rows, yt.data(),
+                                yt.size() * sizeof(float)),
+                    0)
+              << IsaName(isa) << " cols=" << cols << " n_tokens=" << n_tokens
+              << " t=" << t;
+        }
+      }
     }
   }
 }
@@ -483,8 +527,10 @@ TEST_P(MatMulTest, ManyMatchesSeparateCalls) {
     }
     std::vector<float*> y_ptrs;
     for (auto& y : ys) y_ptrs.push_back(y.data());
+    // F16's scratch covers a quantized group's (MatMulScratchBytes).
+    const bool half = type() == DType::kF16 || other == DType::kF16;
     std::vector<std::byte> scratch(
-        MatMulScratchBytes(DType::kQ8_0, 256, n_tokens));
+        MatMulScratchBytes(half ? DType::kF16 : DType::kQ8_0, 256, n_tokens));
     MatMulMany(views, x.data(), n_tokens, y_ptrs, scratch, pool);
     for (size_t i = 0; i < ms.size(); ++i) {
       const std::vector<float> single = RunMatMul(ms[i], x, n_tokens, pool);
@@ -659,12 +705,75 @@ TEST(QuantizeRowTest, Q4_0PositiveMaxGivesNegativeScale) {
   EXPECT_EQ(back[0], 0.0f);
 }
 
-TEST(MatMulScratchTest, OnlyQuantizedTypesNeedScratch) {
+TEST(MatMulScratchTest, QuantizedTypesAndF16NeedScratch) {
   EXPECT_EQ(MatMulScratchBytes(DType::kF32, 896, 128), 0u);
-  EXPECT_EQ(MatMulScratchBytes(DType::kF16, 896, 1), 0u);
   EXPECT_EQ(MatMulScratchBytes(DType::kBF16, 896, 1), 0u);
   EXPECT_GE(MatMulScratchBytes(DType::kQ8_0, 896, 1), 896u + 28u * 4u);
   EXPECT_GE(MatMulScratchBytes(DType::kQ4_0, 896, 3), 3u * (896u + 28u * 4u));
+  // F16: x rounded (f32 and binary16), after room for a quantized group.
+  EXPECT_GE(MatMulScratchBytes(DType::kF16, 896, 3),
+            MatMulScratchBytes(DType::kQ8_0, 896, 3) + 3u * 896u * 6u);
+}
+
+// A group that mixes F16 and quantized matrices uses both scratch areas:
+// each product equals its own MatMul.
+TEST(MatMulScratchTest, F16AndQuantizedInOneGroup) {
+  ThreadPool pool(2);
+  const int64_t cols = 256, n_tokens = 3;
+  const TestMatrix f16 = MakeMatrix(DType::kF16, 20, cols, 5);
+  const TestMatrix q8 = MakeMatrix(DType::kQ8_0, 36, cols, 6);
+  const std::vector<float> x = RandomFloats(n_tokens * cols, 7);
+  for (Isa isa : AvailableIsas()) {
+    ScopedIsa scoped(isa);
+    const std::vector<float> y_f16 = RunMatMul(f16, x, n_tokens, pool);
+    const std::vector<float> y_q8 = RunMatMul(q8, x, n_tokens, pool);
+    std::vector<float> a(y_f16.size()), b(y_q8.size());
+    std::vector<std::byte> scratch(
+        MatMulScratchBytes(DType::kF16, cols, n_tokens));
+    const WeightView ws[] = {f16.View(), q8.View()};
+    float* ys[] = {a.data(), b.data()};
+    MatMulMany(ws, x.data(), n_tokens, ys, scratch, pool);
+    EXPECT_EQ(a, y_f16) << IsaName(isa);
+    EXPECT_EQ(b, y_q8) << IsaName(isa);
+  }
+}
+
+// Activations for F16 weights: every ISA bit-identical to the scalar
+// conversions (round to nearest even, subnormals, saturation, NaN kept).
+TEST(RoundF16Test, BitIdenticalToScalarConversions) {
+  std::vector<float> x = RandomFloats(1000, 41, -70000.0f, 70000.0f);
+  const std::vector<float> small = RandomFloats(200, 42, -1e-4f, 1e-4f);
+  x.insert(x.end(), small.begin(), small.end());
+  x.insert(x.end(),
+           {0.0f, -0.0f, 1.0f + 1.0f / 2048, 1.0f + 3.0f / 2048, 65504.0f,
+            65519.0f, 65520.0f, -1e30f, std::numeric_limits<float>::infinity(),
+            6e-8f, 3e-8f, -2.98e-8f, 5.96e-8f});
+  // Lengths that leave every tail of a vector.
+  for (Isa isa : AvailableIsas()) {
+    ScopedIsa scoped(isa);
+    for (const size_t n : {x.size(), x.size() - 1, size_t{7}, size_t{15}}) {
+      std::vector<float> rounded(n);
+      std::vector<uint16_t> bits(n);
+      ActiveKernels().round_f16(x.data(), static_cast<int64_t>(n),
+                                rounded.data(), bits.data());
+      for (size_t i = 0; i < n; ++i) {
+        const float clamped = std::fmax(-65504.0f, std::fmin(65504.0f, x[i]));
+        ASSERT_EQ(bits[i], Fp32ToFp16(clamped))
+            << IsaName(isa) << " x=" << x[i];
+        ASSERT_EQ(rounded[i], Fp16ToFp32(bits[i])) << IsaName(isa);
+      }
+    }
+    // Ties go to even; saturation instead of inf; NaN stays NaN.
+    const float in[] = {1.0f + 1.0f / 2048, 1.0f + 3.0f / 2048, 1e30f,
+                        std::numeric_limits<float>::quiet_NaN()};
+    float out[4];
+    uint16_t h[4];
+    ActiveKernels().round_f16(in, 4, out, h);
+    EXPECT_EQ(out[0], 1.0f) << IsaName(isa);
+    EXPECT_EQ(out[1], 1.0f + 4.0f / 2048) << IsaName(isa);
+    EXPECT_EQ(out[2], 65504.0f) << IsaName(isa);
+    EXPECT_TRUE(std::isnan(out[3])) << IsaName(isa);
+  }
 }
 
 TEST(IsaTest, ScalarAlwaysAvailableAndSelectable) {

@@ -35,6 +35,16 @@ void QuantizeQ8Activations(const float* x, int64_t cols, int8_t* qs, float* d) {
   }
 }
 
+void RoundF16(const float* x, int64_t n, float* rounded, uint16_t* bits) {
+  for (int64_t i = 0; i < n; ++i) {
+    float v = x[i];
+    if (v > kF16Max) v = kF16Max;
+    if (v < -kF16Max) v = -kF16Max;
+    bits[i] = Fp32ToFp16(v);
+    rounded[i] = Fp16ToFp32(bits[i]);
+  }
+}
+
 uint16_t LoadU16(const uint8_t* p) {
   uint16_t v;
   std::memcpy(&v, p, sizeof(v));
@@ -164,6 +174,7 @@ void MatMulUnpackedRows(const MatMulArgs& a, int64_t row_begin,
 
 void FillMatMulTable(KernelTable* table) {
   table->quantize_q8 = &QuantizeQ8Activations;
+  table->round_f16 = &RoundF16;
   table->matmul[static_cast<int>(DType::kF32)] = &MatMulFloatRows<DType::kF32>;
   table->matmul[static_cast<int>(DType::kF16)] = &MatMulFloatRows<DType::kF16>;
   table->matmul[static_cast<int>(DType::kBF16)] =

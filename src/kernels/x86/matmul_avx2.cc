@@ -51,6 +51,33 @@ inline float HalfToFloat(const uint8_t* p) {
   return _cvtsh_ss(h);
 }
 
+// Activations for F16 weights (bit-identical to ref's RoundF16: F16C
+// rounds to nearest even; min/max with the bound first keep NaN). The tail
+// goes through zero-padded copies (no shared scalar code in an ISA unit:
+// x86/intrinsics.h).
+void RoundF16(const float* x, int64_t n, float* rounded, uint16_t* bits) {
+  const __m256 hi = _mm256_set1_ps(kF16Max);
+  const __m256 lo = _mm256_set1_ps(-kF16Max);
+  auto round8 = [&](const float* in, float* out, uint16_t* out_bits) {
+    const __m256 v = _mm256_max_ps(lo, _mm256_min_ps(hi, _mm256_loadu_ps(in)));
+    const __m128i h = _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out_bits), h);
+    _mm256_storeu_ps(out, _mm256_cvtph_ps(h));
+  };
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) round8(x + i, rounded + i, bits + i);
+  if (i < n) {
+    const auto rem = static_cast<size_t>(n - i);
+    alignas(32) float in[8] = {};
+    alignas(32) float out[8];
+    alignas(16) uint16_t out_bits[8];
+    std::memcpy(in, x + i, rem * sizeof(float));
+    round8(in, out, out_bits);
+    std::memcpy(rounded + i, out, rem * sizeof(float));
+    std::memcpy(bits + i, out_bits, rem * sizeof(uint16_t));
+  }
+}
+
 // ---------------------------------------------------------------------------
 // Activation quantization (bit-identical to ref::QuantizeQ8Activations).
 
@@ -312,6 +339,7 @@ void MatMulRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
 
 void FillMatMulTable(KernelTable* table) {
   table->quantize_q8 = &QuantizeQ8;
+  table->round_f16 = &RoundF16;
   table->matmul[static_cast<int>(DType::kF32)] = &MatMulRows<DType::kF32>;
   table->matmul[static_cast<int>(DType::kF16)] = &MatMulRows<DType::kF16>;
   table->matmul[static_cast<int>(DType::kBF16)] = &MatMulRows<DType::kBF16>;

@@ -130,9 +130,10 @@ TEST_P(RepackTest, PackedModelRunsOnEveryIsa) {
     for (size_t i = 0; i < got.size(); ++i)
       max_diff = std::max<double>(max_diff, std::abs(got[i] - reference[i]));
     // TransformerVsReference's bounds: 0.5 for quantized types, whose
-    // activation rounding may flip with summation order; 2e-3 for F16.
+    // activation rounding may flip with summation order; 0.05 for F16,
+    // whose binary16 input rounding may flip by one step.
     const bool quantized = GetParam() != DType::kF16;
-    EXPECT_LE(max_diff, quantized ? 0.5 : 2e-3) << kernels::IsaName(isa);
+    EXPECT_LE(max_diff, quantized ? 0.5 : 0.05) << kernels::IsaName(isa);
   }
 }
 
