@@ -693,19 +693,9 @@ void TileRowsTokens(const MatMulArgs& a, int64_t r0, int64_t n_rows, int64_t t0,
 
 template <DType kType>
 void MatMulRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
-  if constexpr (kType == DType::kF16) {
-    // MatMul always rounds x for F16 weights, so a.xh is set.
-    if (a.n_tokens == 1) return HalfRowsDecode(a, row_begin, row_end);
-    if (a.n_tokens <= kHalfRowTokens) {
-      for (int64_t r = row_begin; r < row_end; r += kPrefillRows) {
-        for (int64_t t = 0; t < a.n_tokens; t += kPrefillTokens) {
-          TileRowsTokens<kType>(a, r, Min(kPrefillRows, row_end - r), t,
-                                Min(kPrefillTokens, a.n_tokens - t), 0, a.cols);
-        }
-      }
-      return;
-    }
-  }
+  // MatMul always rounds x for F16 weights, so a.xh is set.
+  if (kType == DType::kF16 && a.n_tokens == 1)
+    return HalfRowsDecode(a, row_begin, row_end);
   if (a.n_tokens == 1) {
     int64_t r = row_begin;
     for (; r + kDecodeRows <= row_end; r += kDecodeRows)
@@ -717,9 +707,13 @@ void MatMulRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
   // in L1 while all token tiles pass over it.
   constexpr bool kQuantized = kType == DType::kQ8_0 || kType == DType::kQ4_0;
   // F32 rows are summed whole (one accumulator per output, as ggml's
-  // tinyBLAS does); F16/BF16 rows in column chunks that stay in L1.
-  const int64_t chunk =
-      kQuantized || kType == DType::kF32 ? a.cols : kFloatChunkCols;
+  // tinyBLAS does), and so are F16 rows of products of up to
+  // kHalfRowTokens tokens (HalfRowsDecode's order); other F16/BF16 rows in
+  // column chunks that stay in L1.
+  const bool whole_rows =
+      kQuantized || kType == DType::kF32 ||
+      (kType == DType::kF16 && a.n_tokens <= kHalfRowTokens);
+  const int64_t chunk = whole_rows ? a.cols : kFloatChunkCols;
   for (int64_t c0 = 0; c0 < a.cols; c0 += chunk) {
     const int64_t c1 = Min(a.cols, c0 + chunk);
     for (int64_t r = row_begin; r < row_end; r += kPrefillRows) {
