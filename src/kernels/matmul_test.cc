@@ -305,8 +305,11 @@ std::vector<Shape> ShapesFor(DType type) {
   if (BlockElements(type) == kQkSuper) {
     return {{1, 256}, {7, 512}, {33, 768}, {70, 1280}, {19, 2304}, {5, 4096}};
   }
-  std::vector<Shape> shapes = {{1, 32},   {7, 64},    {33, 96},  {70, 576},
-                               {45, 896}, {19, 1056}, {5, 4096}, {17, 160}};
+  // 300 rows: several whole 16-row panels per thread's share of 2 (packed
+  // decode reads two panels in step).
+  std::vector<Shape> shapes = {{1, 32},   {7, 64},   {33, 96},
+                               {70, 576}, {45, 896}, {19, 1056},
+                               {5, 4096}, {17, 160}, {300, 64}};
   if (!IsQuantized(type)) {
     shapes.insert(shapes.end(), {{5, 33}, {9, 47}, {3, 1}, {4, 100}, {6, 17}});
   }
@@ -318,7 +321,8 @@ TEST_P(MatMulTest, MatchesReferenceAndFloatProduct) {
   uint32_t seed = 1;
   for (const Shape& s : ShapesFor(type())) {
     const TestMatrix m = MakeMatrix(type(), s.rows, s.cols, seed++);
-    for (int64_t n_tokens : {1, 2, 3, 5, 17}) {
+    // 17 and 40 tokens: prefill kernels with full and partial token tiles.
+    for (int64_t n_tokens : {1, 2, 3, 5, 17, 40}) {
       const std::vector<float> x = RandomFloats(n_tokens * s.cols, seed++);
       std::vector<float> expected;
       {
@@ -378,7 +382,7 @@ TEST_P(MatMulTest, MatchesReferenceAndFloatProduct) {
 TEST_P(MatMulTest, ThreadCountsGiveIdenticalResults) {
   ScopedIsa scoped(isa());
   const TestMatrix m = MakeMatrix(type(), 131, ColsFor(type(), 896), 7);
-  for (int64_t n_tokens : {1, 5}) {
+  for (int64_t n_tokens : {1, 5, 29}) {
     const std::vector<float> x = RandomFloats(n_tokens * m.cols, 8);
     ThreadPool one(1);
     const std::vector<float> y1 = RunMatMul(m, x, n_tokens, one);
@@ -396,17 +400,18 @@ TEST_P(MatMulTest, PrefillRowsMatchDecode) {
   ScopedIsa scoped(isa());
   ThreadPool pool(2);
   const TestMatrix m = MakeMatrix(type(), 37, ColsFor(type(), 576), 9);
-  const int64_t n_tokens = 6;
-  const std::vector<float> x = RandomFloats(n_tokens * m.cols, 10);
-  const std::vector<float> y = RunMatMul(m, x, n_tokens, pool);
-  for (int64_t t = 0; t < n_tokens; ++t) {
-    const std::vector<float> xt(x.begin() + t * m.cols,
-                                x.begin() + (t + 1) * m.cols);
-    const std::vector<float> yt = RunMatMul(m, xt, 1, pool);
-    for (int64_t r = 0; r < m.rows; ++r) {
-      ASSERT_NEAR(y[t * m.rows + r], yt[r],
-                  1e-5 * Magnitude(m.dequantized, x, m.cols, r, t) + 1e-30)
-          << "t=" << t << " r=" << r;
+  for (const int64_t n_tokens : {6, 30}) {
+    const std::vector<float> x = RandomFloats(n_tokens * m.cols, 10);
+    const std::vector<float> y = RunMatMul(m, x, n_tokens, pool);
+    for (int64_t t = 0; t < n_tokens; ++t) {
+      const std::vector<float> xt(x.begin() + t * m.cols,
+                                  x.begin() + (t + 1) * m.cols);
+      const std::vector<float> yt = RunMatMul(m, xt, 1, pool);
+      for (int64_t r = 0; r < m.rows; ++r) {
+        ASSERT_NEAR(y[t * m.rows + r], yt[r],
+                    1e-5 * Magnitude(m.dequantized, x, m.cols, r, t) + 1e-30)
+            << "n_tokens=" << n_tokens << " t=" << t << " r=" << r;
+      }
     }
   }
 }

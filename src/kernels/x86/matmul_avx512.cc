@@ -696,6 +696,14 @@ void MatMulRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
   // MatMul always rounds x for F16 weights, so a.xh is set.
   if (kType == DType::kF16 && a.n_tokens == 1)
     return HalfRowsDecode(a, row_begin, row_end);
+  // Prefill with 16-bit float weights: row panels converted once per
+  // chunk (x86/matmul_half_prefill_avx512.cc).
+  if (a.n_tokens > kHalfRowTokens) {
+    if constexpr (kType == DType::kF16)
+      return MatMulHalfPrefillRowsF16(a, row_begin, row_end);
+    if constexpr (kType == DType::kBF16)
+      return MatMulHalfPrefillRowsBF16(a, row_begin, row_end);
+  }
   if (a.n_tokens == 1) {
     int64_t r = row_begin;
     for (; r + kDecodeRows <= row_end; r += kDecodeRows)
@@ -708,8 +716,8 @@ void MatMulRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
   constexpr bool kQuantized = kType == DType::kQ8_0 || kType == DType::kQ4_0;
   // F32 rows are summed whole (one accumulator per output, as ggml's
   // tinyBLAS does), and so are F16 rows of products of up to
-  // kHalfRowTokens tokens (HalfRowsDecode's order); other F16/BF16 rows in
-  // column chunks that stay in L1.
+  // kHalfRowTokens tokens (HalfRowsDecode's order); BF16 rows of such
+  // products in column chunks that stay in L1.
   const bool whole_rows =
       kQuantized || kType == DType::kF32 ||
       (kType == DType::kF16 && a.n_tokens <= kHalfRowTokens);

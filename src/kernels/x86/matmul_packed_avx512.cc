@@ -33,11 +33,15 @@ constexpr int kPrefillTokens = 8;  // tokens per tile when n_tokens > 1
 // while the lines it will need next arrive: without it the loads of a
 // tile of 2-9 tokens waited on memory instead of overlapping the dot
 // products (9 tokens cost 2.5x a decode step on a 4864 x 896 Q8_0 matrix,
-// 1.1x with it). Of 1, 2, 4 and 8 KiB, 4 and 8 KiB measured best for 1-9
-// tokens on the qwen2.5 and llama3.2 shapes, within the noise of each other
-// (kernels_bench SmallBatch/MatVec). With it one stream per thread also
-// decodes as fast as the four panel streams decode used before.
-constexpr int64_t kPrefetchBytes = 4096;
+// 1.1x with it). On Zen 4, 4 and 8 KiB measured best for 1-9 tokens on the
+// qwen2.5 and llama3.2 shapes, within the noise of each other (kernels_bench
+// SmallBatch/MatVec); on Zen 5 decode, 8 KiB against 4 KiB (each line
+// fetched once, same process, alternating): 1.02-1.06x on cold 4864 x 896
+// and 896 x 4864 matrices, 1.03-1.09x in whole decode steps of
+// qwen2.5-0.5b and llama3.2-1b Q4_0/Q8_0; 16 and 32 KiB measured no better.
+// With it one stream per thread also decodes as fast as the four panel
+// streams decode used before.
+constexpr int64_t kPrefetchBytes = 8192;
 
 template <DType kType>
 constexpr int64_t kBlockBytes = PackedBlock<kType>::kBytes;
@@ -120,6 +124,17 @@ inline __m512 HalfBlocksQ5_0(const __m512i (&w)[kGroups], const int8_t* x,
                        _mm512_mul_ps(wd, _mm512_cvtepi32_ps(hi)));
 }
 
+// Fetches the lines that start within this block's bytes, kPrefetchBytes
+// on: each line of a stream once.
+template <DType kType>
+inline void PrefetchAhead(const uint8_t* block) {
+  const uintptr_t at = reinterpret_cast<uintptr_t>(block) + kPrefetchBytes;
+  for (uintptr_t line = (at + 63) & ~uintptr_t{63};
+       line < at + kBlockBytes<kType>; line += 64) {
+    _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T0);
+  }
+}
+
 // y[t0 + t, r0 + r] for t < T and the first n_rows rows of the panel.
 // prefetch: also fetch the weights kPrefetchBytes ahead (the first tile
 // pass over a panel; later passes find it in cache).
@@ -143,13 +158,7 @@ void PanelTile(const MatMulArgs& a, const uint8_t* panel, int64_t r0,
 
   for (int64_t b = 0; b < n_blocks; ++b) {
     const uint8_t* block = panel + b * kBlockBytes<kType>;
-    if (prefetch) {
-      for (int64_t line = 0; line < kBlockBytes<kType>; line += 64) {
-        _mm_prefetch(
-            reinterpret_cast<const char*>(block + kPrefetchBytes + line),
-            _MM_HINT_T0);
-      }
-    }
+    if (prefetch) PrefetchAhead<kType>(block);
     __m512i w[kGroups];
     LoadBlock<kType>(block, w);
     const __m512 wd =
@@ -198,9 +207,55 @@ void PanelTokens(const MatMulArgs& a, const uint8_t* panel, int64_t r0,
   }
 }
 
+// Decode of two whole panels that lie apart in memory (rows r0[s] of
+// panels[s]), block by block in step: the same operations per panel, in
+// the same order, as PanelTile<kType, 1>.
+template <DType kType>
+void TwoPanelDecode(const MatMulArgs& a, const uint8_t* const (&panels)[2],
+                    const int64_t (&r0)[2]) {
+  constexpr int32_t kOffset = PackedBlock<kType>::kOffset;
+  const int64_t n_blocks = a.cols / kQk;
+  __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+  for (int64_t b = 0; b < n_blocks; ++b) {
+    const __m512 xd = _mm512_set1_ps(a.xq.d[b]);
+    const int32_t correction = -kOffset * a.xq.s[b];
+#pragma GCC unroll 2
+    for (int s = 0; s < 2; ++s) {
+      const uint8_t* block = panels[s] + b * kBlockBytes<kType>;
+      PrefetchAhead<kType>(block);
+      __m512i w[kGroups];
+      LoadBlock<kType>(block, w);
+      const __m512 wd =
+          _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(
+              block + PackedBlock<kType>::kQuantBytes)));
+      const __m512i dot = BlockDot(w, a.xq.qs + b * kQk, correction);
+      acc[s] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(wd, xd),
+                               acc[s]);
+    }
+  }
+  _mm512_storeu_ps(a.y + r0[0], acc[0]);
+  _mm512_storeu_ps(a.y + r0[1], acc[1]);
+}
+
 template <DType kType>
 void MatMulPackedRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
   const int64_t panel_bytes = a.cols / kQk * kBlockBytes<kType>;
+  // Decode reads the whole panels of the range as two streams, its first
+  // and its second half in step. Measured on Zen 5 against one stream
+  // (whole decode steps, the same process alternating): 1.05-1.10x on
+  // qwen2.5-0.5b Q4_0/Q8_0 and llama3.2-1b Q4_0/Q8_0; four streams
+  // measured no better than two (0.90x, 1.02x). Q5_0 keeps one stream.
+  if (a.n_tokens == 1 && kType != DType::kQ5_0) {
+    const int64_t half = (row_end - row_begin) / kPackRows / 2;
+    for (int64_t i = 0; i < half; ++i) {
+      const int64_t r0[2] = {row_begin + i * kPackRows,
+                             row_begin + (half + i) * kPackRows};
+      const uint8_t* const panels[2] = {a.w + r0[0] / kPackRows * panel_bytes,
+                                        a.w + r0[1] / kPackRows * panel_bytes};
+      TwoPanelDecode<kType>(a, panels, r0);
+    }
+    row_begin += 2 * half * kPackRows;
+  }
   // Panels are consecutive in memory, so a thread's rows are one sequential
   // stream, prefetched by the first tile pass over each panel; each panel
   // stays in cache while the other token tiles pass over it.
