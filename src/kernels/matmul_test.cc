@@ -303,13 +303,14 @@ struct Shape {
 // get column counts that are not multiples of a vector.
 std::vector<Shape> ShapesFor(DType type) {
   if (BlockElements(type) == kQkSuper) {
-    return {{1, 256}, {7, 512}, {33, 768}, {70, 1280}, {19, 2304}, {5, 4096}};
+    return {{1, 256},   {7, 512},  {33, 768},  {70, 1280},
+            {19, 2304}, {5, 4096}, {1000, 256}};
   }
-  // 300 rows: several whole 16-row panels per thread's share of 2 (packed
+  // 1000 rows: several whole 16-row panels per thread's share of 2 (packed
   // decode reads two panels in step).
   std::vector<Shape> shapes = {{1, 32},   {7, 64},   {33, 96},
                                {70, 576}, {45, 896}, {19, 1056},
-                               {5, 4096}, {17, 160}, {300, 64}};
+                               {5, 4096}, {17, 160}, {1000, 64}};
   if (!IsQuantized(type)) {
     shapes.insert(shapes.end(), {{5, 33}, {9, 47}, {3, 1}, {4, 100}, {6, 17}});
   }

@@ -241,8 +241,9 @@ void KPanelTile(const MatMulArgs& a, const uint8_t* first_panel,
   }
 }
 
-// Decode (one token), P panels, each panel stream fetched one super-block
-// ahead: the same sums as KPanelTile<kType, P, 1>, but every 64-byte weight
+// Decode (one token), P panels `step` panels apart (panel p at first_panel
+// + p * step * panel_bytes, rows r0 + 16 p step ..), each panel stream
+// fetched one super-block ahead: the same sums as KPanelTile<kType, P, 1>, but every 64-byte weight
 // operand is loaded once for the two sub-blocks it holds (Q4_K: its two
 // nibbles; Q6_K: ql's two nibbles, and qh for both), where KPanelTile's
 // per-sub-block loop loads it again for each. In decode the loads, not the
@@ -250,7 +251,8 @@ void KPanelTile(const MatMulArgs& a, const uint8_t* first_panel,
 // (kernels_bench MatVec .../packed, Q4_K and Q6_K, 2 threads).
 template <DType kType, int P>
 void KPanelDecode(const MatMulArgs& a, const uint8_t* first_panel,
-                  int64_t panel_bytes, int64_t r0, int64_t row_end) {
+                  int64_t panel_bytes, int64_t r0, int64_t row_end,
+                  int64_t step) {
   using Block = PackedBlock<kType>;
   constexpr bool kQ4 = kType == DType::kQ4_K;
   // Sub-blocks sharing one set of loads.
@@ -277,7 +279,7 @@ void KPanelDecode(const MatMulArgs& a, const uint8_t* first_panel,
     const uint8_t* block[P];
 #pragma GCC unroll 4
     for (int p = 0; p < P; ++p)
-      block[p] = first_panel + p * panel_bytes + i * kSuperBytes<kType>;
+      block[p] = first_panel + p * step * panel_bytes + i * kSuperBytes<kType>;
     __m512 sb[P], mn[P];
 #pragma GCC unroll 4
     for (int p = 0; p < P; ++p) {
@@ -399,11 +401,11 @@ void KPanelDecode(const MatMulArgs& a, const uint8_t* first_panel,
   }
 #pragma GCC unroll 4
   for (int p = 0; p < P; ++p) {
-    const int64_t rows = row_end - (r0 + p * kPackRows);
+    const int64_t rows = row_end - (r0 + p * step * kPackRows);
     const auto mask = rows >= kPackRows
                           ? static_cast<__mmask16>(0xffff)
                           : static_cast<__mmask16>((1u << rows) - 1);
-    _mm512_mask_storeu_ps(a.y + r0 + p * kPackRows, mask, acc[p]);
+    _mm512_mask_storeu_ps(a.y + r0 + p * step * kPackRows, mask, acc[p]);
   }
 }
 
@@ -424,28 +426,24 @@ void KPanelTokens(const MatMulArgs& a, const uint8_t* panel, int64_t r0,
   }
 }
 
-// Decode: Q6_K reads two panel streams at once, Q4_K one. Measured on
-// Zen 4 (cold weights, 2 threads, paired in one process): Q6_K one stream
-// 0.83-0.91x two on 8192 x 2048, 2048 x 8192 and 128256 x 2048 (its longer
-// super-blocks want more reads in flight); Q4_K one stream 1.29x two on
-// 8192 x 2048 and 1.05x on 2048 x 8192 (fewer streams for the hardware
-// prefetcher to follow, enough work per line to hide the latency). Four
-// streams measured slower for both. Prefill: each panel stays in cache
-// while all token tiles pass over it.
-template <DType kType>
-constexpr int kDecodePanels = kType == DType::kQ4_K ? 1 : 2;
-
+// Decode reads the whole panels of the range as two streams, its first and
+// its second half in step (KPanelDecode<kType, 2> with step = half), then
+// the rest one panel at a time. Measured on Zen 5 (whole decode steps, the
+// same process alternating): against two adjacent panels for Q6_K and one
+// panel for Q4_K, as Zen 4 had measured best, 1.15-1.20x on llama3.2-1b
+// Q6_K and Q4_K_M and 1.02x on qwen2.5-0.5b Q6_K/Q4_K_M (16-30 rounds).
+// Prefill: each panel stays in cache while all token tiles pass over it.
 template <DType kType>
 void KPackedRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
   const int64_t panel_bytes = a.cols / kQkSuper * kSuperBytes<kType>;
   auto panel = [&](int64_t r) { return a.w + r / kPackRows * panel_bytes; };
   int64_t r0 = row_begin;
   if (a.n_tokens == 1) {
-    constexpr int kP = kDecodePanels<kType>;
-    for (; r0 + (kP - 1) * kPackRows < row_end; r0 += kP * kPackRows)
-      KPanelDecode<kType, kP>(a, panel(r0), panel_bytes, r0, row_end);
-    if (r0 < row_end)
-      KPanelDecode<kType, 1>(a, panel(r0), panel_bytes, r0, row_end);
+    const int64_t half = (row_end - row_begin) / kPackRows / 2;
+    for (int64_t i = 0; i < half; ++i, r0 += kPackRows)
+      KPanelDecode<kType, 2>(a, panel(r0), panel_bytes, r0, row_end, half);
+    for (r0 += half * kPackRows; r0 < row_end; r0 += kPackRows)
+      KPanelDecode<kType, 1>(a, panel(r0), panel_bytes, r0, row_end, 1);
     return;
   }
   for (; r0 < row_end; r0 += kPackRows) {
