@@ -243,12 +243,13 @@ void KPanelTile(const MatMulArgs& a, const uint8_t* first_panel,
 
 // Decode (one token), P panels `step` panels apart (panel p at first_panel
 // + p * step * panel_bytes, rows r0 + 16 p step ..), each panel stream
-// fetched one super-block ahead: the same sums as KPanelTile<kType, P, 1>, but every 64-byte weight
-// operand is loaded once for the two sub-blocks it holds (Q4_K: its two
-// nibbles; Q6_K: ql's two nibbles, and qh for both), where KPanelTile's
-// per-sub-block loop loads it again for each. In decode the loads, not the
-// dot products, limit the kernel: this measured +25-34 % on cold matrices
-// (kernels_bench MatVec .../packed, Q4_K and Q6_K, 2 threads).
+// fetched one super-block ahead: the same sums as KPanelTile<kType, P, 1>,
+// but every 64-byte weight operand is loaded once for the two sub-blocks
+// it holds (Q4_K: its two nibbles; Q6_K: ql's two nibbles, and qh for
+// both), where KPanelTile's per-sub-block loop loads it again for each. In
+// decode the loads, not the dot products, limit the kernel: this measured
+// +25-34 % on cold matrices (kernels_bench MatVec .../packed, Q4_K and
+// Q6_K, 2 threads).
 template <DType kType, int P>
 void KPanelDecode(const MatMulArgs& a, const uint8_t* first_panel,
                   int64_t panel_bytes, int64_t r0, int64_t row_end,

@@ -39,8 +39,6 @@ constexpr int kPrefillTokens = 8;  // tokens per tile when n_tokens > 1
 // fetched once, same process, alternating): 1.02-1.06x on cold 4864 x 896
 // and 896 x 4864 matrices, 1.03-1.09x in whole decode steps of
 // qwen2.5-0.5b and llama3.2-1b Q4_0/Q8_0; 16 and 32 KiB measured no better.
-// With it one stream per thread also decodes as fast as the four panel
-// streams decode used before.
 constexpr int64_t kPrefetchBytes = 8192;
 
 template <DType kType>
