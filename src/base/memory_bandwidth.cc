@@ -105,8 +105,9 @@ BandwidthResult MeasureMemoryBandwidth(ThreadPool& pool,
       });
   // Four interleaved streams per chunk, no software prefetch: on some
   // hosts (AMD Zen 5 here) the hardware prefetchers fetch more in parallel
-  // for several streams than software prefetch gets from one (measured
-  // 52.9 vs 70-78 GB/s), and the ceiling should be what the memory can do.
+  // for several streams than software prefetch gets from one (this probe:
+  // 52.9 GB/s one stream, 61.6-62.5 four; 70-78 for streams hundreds of
+  // MiB apart), and the ceiling should be what the memory can do.
   constexpr int64_t kStreams = 4;
   const double streams_gbps =
       TimeGbps(pool, n, 8.0 * n, repeats, [&](int64_t lo, int64_t hi) {
