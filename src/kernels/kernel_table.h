@@ -50,10 +50,13 @@ struct MatMulArgs {
   int64_t row_bytes = 0;  // RowBytes(type, cols)
   int64_t cols = 0;
   int64_t n_tokens = 0;
-  // [n_tokens, cols] f32 (float weight types). F16 weights: rounded to
+  // [n_tokens, x_stride] f32 (float weight types). F16 weights: rounded to
   // binary16 first (RoundF16Fn), so every ISA and tile shape multiplies
   // the same values and xh holds them as binary16.
   const float* x = nullptr;
+  // Floats from one token of x to the next: cols, or more for the rounded
+  // F16 copy (HalfRoundedStride in matmul.cc says why).
+  int64_t x_stride = 0;
   const uint16_t* xh = nullptr;  // [n_tokens, cols] x as binary16 (F16 only)
   Q8Activations xq;      // [n_tokens, cols] as Q8_0 (quantized weight types)
   float* y = nullptr;    // [n_tokens, y_stride]

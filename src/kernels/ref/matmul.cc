@@ -64,7 +64,7 @@ void MatMulFloatRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
   for (int64_t r = row_begin; r < row_end; ++r) {
     const uint8_t* row = a.w + r * a.row_bytes;
     for (int64_t t = 0; t < a.n_tokens; ++t) {
-      const float* x = a.x + t * a.cols;
+      const float* x = a.x + t * a.x_stride;
       double sum = 0.0;
       for (int64_t c = 0; c < a.cols; ++c) {
         float w;

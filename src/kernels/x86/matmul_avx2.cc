@@ -215,7 +215,7 @@ void FloatTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
   const uint8_t* w[R];
   for (int r = 0; r < R; ++r) w[r] = a.w + (r0 + r) * a.row_bytes;
   const float* x[T];
-  for (int t = 0; t < T; ++t) x[t] = a.x + (t0 + t) * a.cols;
+  for (int t = 0; t < T; ++t) x[t] = a.x + (t0 + t) * a.x_stride;
   __m256 acc[R][T];
 #pragma GCC unroll 8
   for (int r = 0; r < R; ++r) {

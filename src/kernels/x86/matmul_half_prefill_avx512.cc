@@ -134,7 +134,7 @@ void TileChunk(const MatMulArgs& a, const float* panel, int64_t n_cols,
                bool accumulate, const uint8_t* next) {
   const float* x[T];
 #pragma GCC unroll 12
-  for (int t = 0; t < T; ++t) x[t] = a.x + (t0 + t) * a.cols + c0;
+  for (int t = 0; t < T; ++t) x[t] = a.x + (t0 + t) * a.x_stride + c0;
   __m512 acc[P][T];
 #pragma GCC unroll 2
   for (int p = 0; p < P; ++p) {
