@@ -54,7 +54,8 @@ double TimeGbps(ThreadPool& pool, int64_t n, double bytes, int repeats,
   std::vector<double> rates;
   for (int r = 0; r < repeats + 1; ++r) {
     const auto start = std::chrono::steady_clock::now();
-    pool.ParallelFor(n, 4096, [&](int64_t b, int64_t e, int) { body(b, e); });
+    pool.ParallelFor(
+        n, 4096, [&](int64_t b, int64_t e, int thread) { body(b, e, thread); });
     const double s =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
             .count();
@@ -83,10 +84,13 @@ BandwidthResult MeasureMemoryBandwidth(ThreadPool& pool,
     }
   });
   BandwidthResult r;
-  std::vector<uint64_t> sinks(pool.num_threads() * 8, 0);
+  // One sink per thread, a cache line apart: chunks of one thread run one
+  // after another, so only that thread writes its sink.
+  constexpr int64_t kSinkStride = 8;
+  std::vector<uint64_t> sinks(pool.num_threads() * kSinkStride, 0);
   const uint64_t* words = reinterpret_cast<const uint64_t*>(b.get());
-  r.read_gbps =
-      TimeGbps(pool, n, 8.0 * n, repeats, [&](int64_t lo, int64_t hi) {
+  r.read_gbps = TimeGbps(
+      pool, n, 8.0 * n, repeats, [&](int64_t lo, int64_t hi, int thread) {
         // XOR reduction vectorises without -ffast-math.
         uint64_t acc0 = 0, acc1 = 0, acc2 = 0, acc3 = 0;
         int64_t i = lo;
@@ -101,7 +105,7 @@ BandwidthResult MeasureMemoryBandwidth(ThreadPool& pool,
           acc3 ^= words[i + 3];
         }
         for (; i < hi; ++i) acc0 ^= words[i];
-        sinks[(lo / 4096) % sinks.size()] ^= acc0 ^ acc1 ^ acc2 ^ acc3;
+        sinks[thread * kSinkStride] ^= acc0 ^ acc1 ^ acc2 ^ acc3;
       });
   // Four interleaved streams per chunk, no software prefetch: on some
   // hosts (AMD Zen 5 here) the hardware prefetchers fetch more in parallel
@@ -109,8 +113,8 @@ BandwidthResult MeasureMemoryBandwidth(ThreadPool& pool,
   // 52.9 GB/s one stream, 61.6-62.5 four; 70-78 for streams hundreds of
   // MiB apart), and the ceiling should be what the memory can do.
   constexpr int64_t kStreams = 4;
-  const double streams_gbps =
-      TimeGbps(pool, n, 8.0 * n, repeats, [&](int64_t lo, int64_t hi) {
+  const double streams_gbps = TimeGbps(
+      pool, n, 8.0 * n, repeats, [&](int64_t lo, int64_t hi, int thread) {
         const int64_t len =
             (hi - lo) / kStreams / kWordsPerLine * kWordsPerLine;
         uint64_t acc[kStreams] = {};
@@ -122,16 +126,16 @@ BandwidthResult MeasureMemoryBandwidth(ThreadPool& pool,
         }
         // The words the streams left out (fewer than kStreams lines).
         for (int64_t i = lo + kStreams * len; i < hi; ++i) acc[0] ^= words[i];
-        sinks[(lo / 4096) % sinks.size()] ^= acc[0] ^ acc[1] ^ acc[2] ^ acc[3];
+        sinks[thread * kSinkStride] ^= acc[0] ^ acc[1] ^ acc[2] ^ acc[3];
       });
   r.read_gbps = std::max(r.read_gbps, streams_gbps);
   const double s = 3.0;
   r.triad_gbps =
-      TimeGbps(pool, n, 24.0 * n, repeats, [&](int64_t lo, int64_t hi) {
+      TimeGbps(pool, n, 24.0 * n, repeats, [&](int64_t lo, int64_t hi, int) {
         for (int64_t i = lo; i < hi; ++i) a[i] = b[i] + s * c[i];
       });
   r.copy_gbps =
-      TimeGbps(pool, n, 16.0 * n, repeats, [&](int64_t lo, int64_t hi) {
+      TimeGbps(pool, n, 16.0 * n, repeats, [&](int64_t lo, int64_t hi, int) {
         for (int64_t i = lo; i < hi; ++i) c[i] = a[i];
       });
   // Keep the reductions observable so they are not optimised away.
