@@ -306,8 +306,8 @@ std::vector<Shape> ShapesFor(DType type) {
     return {{1, 256},   {7, 512},  {33, 768},  {70, 1280},
             {19, 2304}, {5, 4096}, {1000, 256}};
   }
-  // 1000 rows: several whole 16-row panels per thread's share of 2 (packed
-  // decode reads two panels in step).
+  // 1000 rows: several whole 16-row panels per stream of a thread's share
+  // of 2, and panels left over (packed decode reads four panels in step).
   std::vector<Shape> shapes = {{1, 32},   {7, 64},   {33, 96},
                                {70, 576}, {45, 896}, {19, 1056},
                                {5, 4096}, {17, 160}, {1000, 64}};

@@ -41,13 +41,23 @@ constexpr int kPrefillTokens = 8;  // tokens per tile when n_tokens > 1
 // qwen2.5-0.5b and llama3.2-1b Q4_0/Q8_0; 16 and 32 KiB measured no better.
 // That was one stream per thread.
 constexpr int64_t kPrefetchBytes = 8192;
-// The distance of each of the two streams TwoPanelDecode reads in step:
-// each advances at half the thread's pace, so half the bytes are as far
-// ahead in time. Measured on Zen 5 against 8 KiB, whole decode steps, the
-// same process alternating (20-30 rounds): qwen2.5-0.5b Q8_0 1.055x and
-// 1.057x, llama3.2-1b Q8_0 1.049x and 1.056x, qwen2.5-0.5b and
-// llama3.2-1b Q4_0 1.022-1.023x; 3 KiB measured like 4, 6 KiB 0.99x.
-constexpr int64_t kTwoStreamPrefetchBytes = 4096;
+// Decode reads a thread's panels as kDecodeStreams streams in step
+// (PanelsDecode), each prefetched kStreamPrefetchBytes ahead: a stream
+// advances at 1/kDecodeStreams of the thread's pace, so the bytes in
+// flight per thread stay 8 KiB. Measured on Zen 5, whole decode steps, the
+// same process alternating (12-30 rounds each):
+//  - two streams at 4 KiB against two at 8 KiB: qwen2.5-0.5b Q8_0 1.055x
+//    and 1.057x, llama3.2-1b Q8_0 1.049x and 1.056x, qwen2.5-0.5b and
+//    llama3.2-1b Q4_0 1.022-1.023x;
+//  - four at 2 KiB against two at 4 KiB: qwen2.5-0.5b Q8_0 1.059x,
+//    llama3.2-1b Q8_0 1.153x, llama3.2-1b Q4_0 1.119x, qwen2.5-0.5b Q4_0
+//    1.001x; four at 4 KiB 1.067x, 1.119x, 1.024x, 0.962x; three at 3 KiB
+//    1.036x (qwen2.5-0.5b Q8_0);
+//  - against four at 2 KiB: four at 1 KiB 0.95-0.97x, four at 3 KiB
+//    0.94-1.00x, eight at 1 KiB 0.72-0.77x.
+// (Four streams at 8 KiB each had measured 0.90-1.02x against two at 8.)
+constexpr int kDecodeStreams = 4;
+constexpr int64_t kStreamPrefetchBytes = 2048;
 
 template <DType kType>
 constexpr int64_t kBlockBytes = PackedBlock<kType>::kBytes;
@@ -213,22 +223,25 @@ void PanelTokens(const MatMulArgs& a, const uint8_t* panel, int64_t r0,
   }
 }
 
-// Decode of two whole panels that lie apart in memory (rows r0[s] of
-// panels[s]), block by block in step: the same operations per panel, in
-// the same order, as PanelTile<kType, 1>.
+// Decode of kDecodeStreams whole panels that lie apart in memory (rows
+// r0[s] of panels[s]), block by block in step: the same operations per
+// panel, in the same order, as PanelTile<kType, 1>.
 template <DType kType>
-void TwoPanelDecode(const MatMulArgs& a, const uint8_t* const (&panels)[2],
-                    const int64_t (&r0)[2]) {
+void PanelsDecode(const MatMulArgs& a,
+                  const uint8_t* const (&panels)[kDecodeStreams],
+                  const int64_t (&r0)[kDecodeStreams]) {
   constexpr int32_t kOffset = PackedBlock<kType>::kOffset;
   const int64_t n_blocks = a.cols / kQk;
-  __m512 acc[2] = {_mm512_setzero_ps(), _mm512_setzero_ps()};
+  __m512 acc[kDecodeStreams];
+#pragma GCC unroll 4
+  for (int s = 0; s < kDecodeStreams; ++s) acc[s] = _mm512_setzero_ps();
   for (int64_t b = 0; b < n_blocks; ++b) {
     const __m512 xd = _mm512_set1_ps(a.xq.d[b]);
     const int32_t correction = -kOffset * a.xq.s[b];
-#pragma GCC unroll 2
-    for (int s = 0; s < 2; ++s) {
+#pragma GCC unroll 4
+    for (int s = 0; s < kDecodeStreams; ++s) {
       const uint8_t* block = panels[s] + b * kBlockBytes<kType>;
-      PrefetchAhead<kType, kTwoStreamPrefetchBytes>(block);
+      PrefetchAhead<kType, kStreamPrefetchBytes>(block);
       __m512i w[kGroups];
       LoadBlock<kType>(block, w);
       const __m512 wd =
@@ -239,28 +252,32 @@ void TwoPanelDecode(const MatMulArgs& a, const uint8_t* const (&panels)[2],
                                acc[s]);
     }
   }
-  _mm512_storeu_ps(a.y + r0[0], acc[0]);
-  _mm512_storeu_ps(a.y + r0[1], acc[1]);
+#pragma GCC unroll 4
+  for (int s = 0; s < kDecodeStreams; ++s)
+    _mm512_storeu_ps(a.y + r0[s], acc[s]);
 }
 
 template <DType kType>
 void MatMulPackedRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
   const int64_t panel_bytes = a.cols / kQk * kBlockBytes<kType>;
-  // Decode reads the whole panels of the range as two streams, its first
-  // and its second half in step. Measured on Zen 5 against one stream
-  // (whole decode steps, the same process alternating): 1.05-1.10x on
-  // qwen2.5-0.5b Q4_0/Q8_0 and llama3.2-1b Q4_0/Q8_0; four streams
-  // measured no better than two (0.90x, 1.02x). Q5_0 keeps one stream.
+  // Decode reads the whole panels of the range as kDecodeStreams streams,
+  // its equal parts in step (the panels left over go below). Two streams
+  // against one measured 1.05-1.10x on Zen 5 (qwen2.5-0.5b Q4_0/Q8_0 and
+  // llama3.2-1b Q4_0/Q8_0, whole decode steps); four with half the
+  // prefetch distance are better again (kDecodeStreams says by how much).
+  // Q5_0 keeps one stream.
   if (a.n_tokens == 1 && kType != DType::kQ5_0) {
-    const int64_t half = (row_end - row_begin) / kPackRows / 2;
-    for (int64_t i = 0; i < half; ++i) {
-      const int64_t r0[2] = {row_begin + i * kPackRows,
-                             row_begin + (half + i) * kPackRows};
-      const uint8_t* const panels[2] = {a.w + r0[0] / kPackRows * panel_bytes,
-                                        a.w + r0[1] / kPackRows * panel_bytes};
-      TwoPanelDecode<kType>(a, panels, r0);
+    const int64_t part = (row_end - row_begin) / kPackRows / kDecodeStreams;
+    for (int64_t i = 0; i < part; ++i) {
+      int64_t r0[kDecodeStreams];
+      const uint8_t* panels[kDecodeStreams];
+      for (int s = 0; s < kDecodeStreams; ++s) {
+        r0[s] = row_begin + (s * part + i) * kPackRows;
+        panels[s] = a.w + r0[s] / kPackRows * panel_bytes;
+      }
+      PanelsDecode<kType>(a, panels, r0);
     }
-    row_begin += 2 * half * kPackRows;
+    row_begin += kDecodeStreams * part * kPackRows;
   }
   // Panels are consecutive in memory, so a thread's rows are one sequential
   // stream, prefetched by the first tile pass over each panel; each panel
