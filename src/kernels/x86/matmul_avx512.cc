@@ -580,9 +580,9 @@ void FloatTile(const MatMulArgs& a, int64_t r0, int64_t t0, int64_t c_begin,
   StoreSums<R, T>(acc, a.y + t0 * a.y_stride + r0, a.y_stride, accumulate);
 }
 
-// Decode with F16 weights: y[r] = w[r] . x row by row (two far-apart rows
+// Decode with F16 weights: y[r] = w[r] . x row by row (four far-apart rows
 // in step, HalfRowsDecode), x read as binary16 (a.xh), each weight stream
-// fetched kHalfAheadBytes ahead. One accumulator per row over 16-column
+// fetched ahead (kHalfAheadBytes for one row alone). One accumulator per row over 16-column
 // steps, reduced as _mm512_reduce_add_ps: the order in which FloatTile sums
 // every output over whole rows, so products of up to kHalfRowTokens tokens
 // (speculative verification, small decode batches), which take FloatTile
@@ -594,15 +594,24 @@ void FloatTile(const MatMulArgs& a, int64_t r0, int64_t t0, int64_t c_begin,
 // 2.3x, 128256 x 2048 1.3x, 2048 x 8192 1.0x (four accumulators measured
 // the same as one: the loop waits on memory). On Zen 4 one stream per
 // thread suited the hardware prefetcher better than four interleaved ones;
-// on Zen 5 two far apart beat one (HalfRowsDecode). Binary16 x halves what
-// competes with the weights for L1 (with f32 x the same row loop measured
-// 0.66-1.26x).
+// on Zen 5 four far apart beat one (HalfRowsDecode). Binary16 x halves
+// what competes with the weights for L1 (with f32 x the same row loop
+// measured 0.66-1.26x).
 constexpr int64_t kHalfAheadBytes = 8192;
+// HalfRowsDecode's rows in step, each stream fetched kHalfStreamAheadBytes
+// ahead: a stream of four advances at a quarter of the thread's pace, so
+// 2 KiB is as far ahead in time as 8 KiB for one row. Measured on Zen 5,
+// whole decode steps, the same process alternating (12-16 rounds): four
+// rows at 2 KiB against two at 8 KiB, llama3.2-1b F16 1.085x and 1.243x,
+// qwen2.5-0.5b F16 1.095x and 1.206x; four at 4 KiB 0.94x and 0.97x of
+// two at 8, four at 1 KiB 0.99x and 0.96x of four at 2.
+constexpr int kHalfDecodeStreams = 4;
+constexpr int64_t kHalfStreamAheadBytes = 2048;
 constexpr int64_t kHalfRowTokens = 16;
 
 // Rows r[0..S) of y, each summed exactly as a lone row is (one accumulator,
 // 64-column steps, then masked 16-column steps), the S rows in step.
-template <int S>
+template <int S, int64_t kAhead>
 void HalfRowsInStep(const MatMulArgs& a, const int64_t (&r)[S]) {
   const uint16_t* x = a.xh;
   const int64_t cols = a.cols;
@@ -617,12 +626,10 @@ void HalfRowsInStep(const MatMulArgs& a, const int64_t (&r)[S]) {
   for (; c + 64 <= cols; c += 64) {
 #pragma GCC unroll 4
     for (int s = 0; s < S; ++s) {
-      _mm_prefetch(
-          reinterpret_cast<const char*>(w[s] + 2 * c + kHalfAheadBytes),
-          _MM_HINT_T0);
-      _mm_prefetch(
-          reinterpret_cast<const char*>(w[s] + 2 * c + kHalfAheadBytes + 64),
-          _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(w[s] + 2 * c + kAhead),
+                   _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(w[s] + 2 * c + kAhead + 64),
+                   _MM_HINT_T0);
     }
 #pragma GCC unroll 4
     for (int j = 0; j < 4; ++j) {
@@ -652,20 +659,23 @@ void HalfRowsInStep(const MatMulArgs& a, const int64_t (&r)[S]) {
   for (int s = 0; s < S; ++s) a.y[r[s]] = _mm512_reduce_add_ps(acc[s]);
 }
 
-// The range as two streams, its first and second half in step (rows i and
-// half + i), then the odd row. Measured on Zen 5 against one row at a time
-// (whole decode steps, the same process alternating): 1.13-1.15x on
-// llama3.2-1b F16, 1.06-1.07x on qwen2.5-0.5b F16. Each row's sum is the
-// same either way.
+// The range as kHalfDecodeStreams streams, its equal parts in step (rows
+// i, part + i, 2 part + i, ...), then the rows left over one at a time.
+// Measured on Zen 5 against one row at a time (whole decode steps, the
+// same process alternating): two rows 1.13-1.15x on llama3.2-1b F16,
+// 1.06-1.07x on qwen2.5-0.5b F16; four are better again
+// (kHalfDecodeStreams). Each row's sum is the same either way.
 void HalfRowsDecode(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
-  const int64_t half = (row_end - row_begin) / 2;
-  for (int64_t i = 0; i < half; ++i) {
-    const int64_t rows[2] = {row_begin + i, row_begin + half + i};
-    HalfRowsInStep<2>(a, rows);
+  constexpr int S = kHalfDecodeStreams;
+  const int64_t part = (row_end - row_begin) / S;
+  for (int64_t i = 0; i < part; ++i) {
+    int64_t rows[S];
+    for (int s = 0; s < S; ++s) rows[s] = row_begin + s * part + i;
+    HalfRowsInStep<S, kHalfStreamAheadBytes>(a, rows);
   }
-  if (row_begin + 2 * half < row_end) {
-    const int64_t last[1] = {row_end - 1};
-    HalfRowsInStep<1>(a, last);
+  for (int64_t r = row_begin + S * part; r < row_end; ++r) {
+    const int64_t row[1] = {r};
+    HalfRowsInStep<1, kHalfAheadBytes>(a, row);
   }
 }
 
