@@ -582,14 +582,14 @@ void FloatTile(const MatMulArgs& a, int64_t r0, int64_t t0, int64_t c_begin,
 
 // Decode with F16 weights: y[r] = w[r] . x row by row (four far-apart rows
 // in step, HalfRowsDecode), x read as binary16 (a.xh), each weight stream
-// fetched ahead (kHalfAheadBytes for one row alone). One accumulator per row over 16-column
-// steps, reduced as _mm512_reduce_add_ps: the order in which FloatTile sums
-// every output over whole rows, so products of up to kHalfRowTokens tokens
-// (speculative verification, small decode batches), which take FloatTile
-// over whole rows on the rounded f32 copy (the same values), give each
-// token exactly its decode's sums, and speculative and batched decoding
-// see plain decoding's logits. Measured
-// against the 4-row FloatTile decode on cold weights (paired in one
+// fetched ahead (kHalfAheadBytes for a row alone). One accumulator per row
+// over 16-column steps, reduced as _mm512_reduce_add_ps: the order in
+// which FloatTile sums every output over whole rows, so products of up to
+// kHalfRowTokens tokens (speculative verification, small decode batches),
+// which take FloatTile over whole rows on the rounded f32 copy (the same
+// values), give each token exactly its decode's sums, and speculative and
+// batched decoding see plain decoding's logits. Measured against the
+// 4-row FloatTile decode on cold weights (paired in one
 // process, 2 threads): 8192 x 2048 1.40x, 4864 x 896 2.1x, 151936 x 896
 // 2.3x, 128256 x 2048 1.3x, 2048 x 8192 1.0x (four accumulators measured
 // the same as one: the loop waits on memory). On Zen 4 one stream per
