@@ -152,7 +152,8 @@ void ThreadPool::RunChunks(int thread_index) {
 
 void ThreadPool::ParallelFor(
     int64_t n, int64_t grain,
-    const std::function<void(int64_t, int64_t, int)>& fn) {
+    const std::function<void(int64_t, int64_t, int)>& fn,
+    int64_t chunks_per_thread) {
   if (n <= 0) return;
   grain = std::max<int64_t>(grain, 1);
   const int64_t units = (n + grain - 1) / grain;
@@ -162,14 +163,13 @@ void ThreadPool::ParallelFor(
     busy_ns_.fetch_add(NowNs() - t0, std::memory_order_relaxed);
     return;
   }
-  // A few chunks per thread: small enough that a late thread's share is
-  // taken over, large enough that claiming costs nothing.
-  constexpr int64_t kChunksPerThread = 4;
+  RL_DCHECK(chunks_per_thread >= 1) << chunks_per_thread;
   for_fn_ = &fn;
   for_n_ = n;
   for_grain_ = grain;
   for_units_ = units;
-  for_chunks_ = std::min<int64_t>(units, kChunksPerThread * num_threads_);
+  for_chunks_ = std::min<int64_t>(
+      units, std::max<int64_t>(chunks_per_thread, 1) * num_threads_);
   next_chunk_.store(0, std::memory_order_relaxed);
   done_chunks_.store(0, std::memory_order_relaxed);
   const uint64_t gen = generation_.load(std::memory_order_relaxed) + 1;

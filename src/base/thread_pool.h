@@ -40,13 +40,17 @@ class ThreadPool {
 
   // Splits [0, n) into contiguous chunks, each a multiple of `grain` except
   // the last, and calls fn(begin, end, thread_index) once per chunk. Threads
-  // claim chunks as they come (a few per thread), so a thread the OS has
-  // descheduled — a busy machine — does not hold the others up: the caller
-  // alone can finish the whole range. No two concurrent calls share a
-  // thread_index.
+  // claim chunks as they come (chunks_per_thread per thread, at most one per
+  // unit of `grain`), so a thread the OS has descheduled — a busy machine —
+  // does not hold the others up: the caller alone can finish every chunk
+  // not yet claimed. More chunks spread the work better; fewer give each
+  // thread longer contiguous ranges (what memory-bound kernels want). No two
+  // concurrent calls share a thread_index.
+  static constexpr int64_t kDefaultChunksPerThread = 4;
   void ParallelFor(int64_t n, int64_t grain,
                    const std::function<void(int64_t begin, int64_t end,
-                                            int thread_index)>& fn);
+                                            int thread_index)>& fn,
+                   int64_t chunks_per_thread = kDefaultChunksPerThread);
 
  private:
   void WorkerLoop(int index);

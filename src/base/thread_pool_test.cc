@@ -26,6 +26,31 @@ TEST(ThreadPoolTest, ParallelForCoversRangeExactlyOnce) {
   }
 }
 
+TEST(ThreadPoolTest, ChunksPerThreadSetsTheNumberOfContiguousChunks) {
+  for (int threads : {2, 3}) {
+    ThreadPool pool(threads);
+    for (int64_t per_thread : {1, 2, 4}) {
+      for (int64_t n : {1, 5, 100, 1001}) {
+        std::vector<std::atomic<int>> hits(n);
+        std::atomic<int64_t> calls{0};
+        pool.ParallelFor(
+            n, 4,
+            [&](int64_t b, int64_t e, int) {
+              calls++;
+              EXPECT_LT(b, e);
+              EXPECT_EQ(b % 4, 0);
+              for (int64_t i = b; i < e; ++i) hits[i]++;
+            },
+            per_thread);
+        for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << n;
+        const int64_t units = (n + 3) / 4;
+        EXPECT_EQ(calls.load(), std::min(units, per_thread * threads))
+            << threads << " threads, " << per_thread << " per thread, n=" << n;
+      }
+    }
+  }
+}
+
 TEST(ThreadPoolTest, RunCallsEveryThreadAndManyJobsInARow) {
   ThreadPool pool(3);
   std::atomic<int> total{0};
