@@ -6,6 +6,7 @@
 #include <new>
 #include <utility>
 
+#include "model/sampling/sampling_ops.h"
 #include "model/tokenizer/tokenizer.h"
 
 namespace redline::engine {
@@ -16,14 +17,6 @@ int64_t SharedPrefix(std::span<const int32_t> a, std::span<const int32_t> b) {
   size_t n = 0;
   while (n < limit && a[n] == b[n]) ++n;
   return static_cast<int64_t>(n);
-}
-
-int32_t Argmax(const float* row, int64_t n) {
-  int64_t best = 0;
-  for (int64_t i = 1; i < n; ++i) {
-    if (row[i] > row[best]) best = i;
-  }
-  return static_cast<int32_t>(best);
 }
 
 Status SpecialMismatch(const char* what, int32_t target, int32_t draft) {
@@ -179,7 +172,8 @@ Status DraftModel::Run(std::span<Job> jobs, std::span<const size_t> active) {
     std::vector<size_t> next;
     for (size_t r = 0; r < rows; ++r) {
       Job& job = jobs[going[r]];
-      const int32_t token = Argmax(logits_.data() + r * vocab, vocab);
+      const int32_t token =
+          model::Argmax(std::span(logits_.data() + r * vocab, vocab));
       if (token >= target_vocab_) continue;
       job.draft->push_back(token);
       const bool eog = tok != nullptr && tok->IsEog(token);

@@ -8,6 +8,7 @@
 #include "base/json_escape.h"
 #include "kernels/isa.h"
 #include "model/arch/transformer.h"
+#include "model/sampling/sampling_ops.h"
 
 namespace redline::engine {
 namespace {
@@ -15,10 +16,6 @@ namespace {
 double Seconds(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - since)
       .count();
-}
-
-int32_t Argmax(const std::vector<float>& v) {
-  return static_cast<int32_t>(std::max_element(v.begin(), v.end()) - v.begin());
 }
 
 double Median(std::vector<double> v) {
@@ -146,7 +143,7 @@ Result<ModelBenchResult> RunModelBench(const model::Model& m, ThreadPool& pool,
         for (int64_t i = 0; i < o.decode_tokens; ++i) {
           RL_RETURN_IF_ERROR(tf.ForwardSequence(std::span(&token, 1), depth + i,
                                                 cache, logits));
-          token = Argmax(logits);
+          token = model::Argmax(logits);
         }
         test.tok_per_s.push_back(static_cast<double>(o.decode_tokens) /
                                  Seconds(start));

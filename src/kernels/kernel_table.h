@@ -108,6 +108,7 @@ struct KernelTable {
   void (*silu_mul)(const float* gate, const float* up, int64_t n,
                    float* out) = nullptr;
   void (*add)(const float* x, int64_t n, float* y) = nullptr;
+  int64_t (*argmax)(const float* x, int64_t n) = nullptr;  // n >= 1
   void (*rope)(float* x, int64_t n_heads, int64_t head_dim,
                const float* cos_sin, RopeStyle style) = nullptr;
   void (*attention_head)(const float* q, const float* k, const float* v,
@@ -152,6 +153,9 @@ void DequantizeBlocks(DType type, const uint8_t* src, int64_t n_blocks,
                       float* out);
 // The scalar unpacker of a quantized type (never null for those).
 UnpackBlockFn Unpacker(DType type);
+// The reference Argmax (ops.h), which the vector ones fall back to when no
+// value beats -inf.
+int64_t Argmax(const float* x, int64_t n);
 }  // namespace ref
 namespace avx2 {
 void FillTable(KernelTable* table);

@@ -24,6 +24,10 @@ void SiluMul(const float* gate, const float* up, int64_t n, float* out) {
 
 void Add(const float* x, int64_t n, float* y) { ActiveKernels().add(x, n, y); }
 
+int64_t Argmax(const float* x, int64_t n) {
+  return n <= 0 ? 0 : ActiveKernels().argmax(x, n);
+}
+
 void RopeCosSin(int64_t pos, int64_t n_pairs, float theta_scale,
                 const float* freq_factors, float* cos_sin) {
   float theta = static_cast<float>(pos);

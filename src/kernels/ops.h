@@ -23,6 +23,12 @@ void SiluMul(const float* gate, const float* up, int64_t n, float* out);
 // y[i] += x[i].
 void Add(const float* x, int64_t n, float* y);
 
+// The index of the largest value of x [n] (greedy sampling over logits):
+// the lowest index among equal maxima, NaNs skipped; 0 when n == 0 or every
+// value is NaN (when the other values are all -inf, the first of them).
+// Identical on every ISA.
+int64_t Argmax(const float* x, int64_t n);
+
 // How pairs of dimensions are rotated.
 enum class RopeStyle {
   // Pairs (2i, 2i+1): llama-family GGUF files (q/k permuted by the

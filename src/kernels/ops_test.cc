@@ -9,6 +9,8 @@
 // in order, which can flip a binary16 rounding of the running output); 1e-2
 // of max |v| against exact f64 attention over the same binary16 inputs (the
 // output is accumulated in binary16, as ggml does).
+// Rope: bit-identical to the reference on every ISA (the same fma and
+// product per output). Argmax: exact (the documented tie and NaN rule).
 // AttentionChunk: 1e-5 relative (max, sum) and 2e-5 absolute on outputs of
 // |v| <= 2 against the f64 reference and exact attention, chunks merged or
 // not (f32 sums, a ~2 ulp exp).
@@ -17,6 +19,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -501,6 +504,113 @@ TEST_P(OpsTest, MergedChunksEqualExactAttentionOverTheWholeSequence) {
       }
     }
   }
+}
+
+TEST_P(OpsTest, RopeEqualsReferenceBitForBit) {
+  for (int64_t head_dim : {2, 4, 8, 14, 16, 30, 32, 34, 48, 64, 80, 128, 256}) {
+    for (int64_t n_heads : {1, 3, 14}) {
+      for (int64_t pos : {1, 7, 4095}) {
+        std::vector<float> cos_sin(head_dim);
+        RopeCosSin(pos, head_dim / 2, 0.7f, nullptr, cos_sin.data());
+        const std::vector<float> x =
+            RandomFloats(n_heads * head_dim, 40 + head_dim, -3.0f, 3.0f);
+        for (RopeStyle style : {RopeStyle::kNorm, RopeStyle::kNeox}) {
+          std::vector<float> want = x;
+          {
+            ScopedIsa ref(Isa::kScalar);
+            Rope(want.data(), n_heads, head_dim, cos_sin.data(), style);
+          }
+          std::vector<float> got = x;
+          {
+            ScopedIsa s(GetParam());
+            Rope(got.data(), n_heads, head_dim, cos_sin.data(), style);
+          }
+          for (size_t i = 0; i < x.size(); ++i) {
+            ASSERT_EQ(std::bit_cast<uint32_t>(got[i]),
+                      std::bit_cast<uint32_t>(want[i]))
+                << "head_dim " << head_dim << " heads " << n_heads << " style "
+                << static_cast<int>(style) << " at " << i;
+          }
+        }
+      }
+    }
+  }
+}
+
+// The documented rule, spelled out: the first of equal maxima, NaNs skipped,
+// 0 when all are NaN.
+int64_t ArgmaxByRule(const std::vector<float>& x) {
+  int64_t best = -1;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (std::isnan(x[i])) continue;
+    if (best < 0 || x[i] > x[best]) best = static_cast<int64_t>(i);
+  }
+  return best < 0 ? 0 : best;
+}
+
+TEST_P(OpsTest, ArgmaxFollowsTheRuleOnTiesNansAndInfinities) {
+  ScopedIsa s(GetParam());
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  std::mt19937 rng(77);
+  std::vector<int64_t> sizes;
+  for (int64_t n = 1; n <= 70; ++n) sizes.push_back(n);
+  for (int64_t n : {255, 256, 257, 1000, 32000, 151936}) sizes.push_back(n);
+  for (int64_t n : sizes) {
+    for (int trial = 0; trial < 12; ++trial) {
+      std::vector<float> x(n);
+      // Few distinct values, so that maxima repeat.
+      std::uniform_int_distribution<int> level(-4, 4);
+      for (float& v : x) v = 0.25f * level(rng);
+      std::uniform_int_distribution<int64_t> at(0, n - 1);
+      switch (trial) {
+        case 0:
+          break;
+        case 1:  // NaNs scattered, one on every position class
+          for (int k = 0; k < 1 + n / 8; ++k) x[at(rng)] = nan;
+          break;
+        case 2:
+          std::fill(x.begin(), x.end(), nan);
+          break;
+        case 3:
+          std::fill(x.begin(), x.end(), -inf);
+          break;
+        case 4:  // -inf with NaNs before it
+          std::fill(x.begin(), x.end(), -inf);
+          for (int k = 0; k < 1 + n / 4; ++k) x[at(rng)] = nan;
+          break;
+        case 5:
+          x[n - 1] = inf;
+          break;
+        case 6:
+          x[0] = inf;
+          x[n - 1] = inf;
+          break;
+        case 7:  // +0 and -0 compare equal: the first stays
+          std::fill(x.begin(), x.end(), -1.0f);
+          x[at(rng)] = -0.0f;
+          x[at(rng)] = 0.0f;
+          break;
+        case 8:  // a single finite value among NaNs
+          std::fill(x.begin(), x.end(), nan);
+          x[at(rng)] = -3.5f;
+          break;
+        case 9:  // a strictly increasing run
+          for (int64_t i = 0; i < n; ++i) x[i] = static_cast<float>(i);
+          break;
+        case 10:  // maxima near the end of a vector and in the tail
+          x[at(rng)] = 9.0f;
+          x[n - 1] = 9.0f;
+          break;
+        default:
+          for (float& v : x) v = std::uniform_real_distribution<float>()(rng);
+          break;
+      }
+      ASSERT_EQ(Argmax(x.data(), n), ArgmaxByRule(x))
+          << "n=" << n << " trial " << trial;
+    }
+  }
+  EXPECT_EQ(Argmax(nullptr, 0), 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllIsas, OpsTest, testing::ValuesIn(AvailableIsas()),

@@ -184,6 +184,16 @@ void AttentionChunk(KvElement type, const float* q, int64_t n_q, const void* k,
 
 }  // namespace
 
+int64_t Argmax(const float* x, int64_t n) {
+  int64_t best = -1;
+  for (int64_t i = 0; i < n; ++i) {
+    if (std::isnan(x[i])) continue;
+    // Strictly greater keeps the first of equal maxima.
+    if (best < 0 || x[i] > x[best]) best = i;
+  }
+  return best < 0 ? 0 : best;
+}
+
 void FillTable(KernelTable* table) {
   table->isa = Isa::kScalar;
   FillMatMulTable(table);
@@ -192,6 +202,7 @@ void FillTable(KernelTable* table) {
   table->silu_mul = &SiluMul;
   table->add = &Add;
   table->rope = &Rope;
+  table->argmax = &Argmax;
   table->attention_head = &AttentionHead;
   table->attention_head_f16 = &AttentionHeadF16;
   table->attention_chunk = &AttentionChunk;

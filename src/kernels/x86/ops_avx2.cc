@@ -1,5 +1,6 @@
-// AVX2 + FMA element-wise and row-wise ops. Rope stays scalar (ref).
+// AVX2 + FMA element-wise and row-wise ops.
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <cstdint>
 
@@ -497,16 +498,126 @@ void AttentionChunk(KvElement type, const float* q, int64_t n_q, const void* k,
   }
 }
 
+// The reference's operations on the same operands, lane by lane
+// (bit-identical): fma(x0, c, -(x1 s)) and fma(x0, s, x1 c). The pairs left
+// over past whole vectors go through the same scalar formulas.
+void Rope(float* x, int64_t n_heads, int64_t head_dim, const float* cos_sin,
+          RopeStyle style) {
+  const int64_t half = head_dim / 2;
+  if (style == RopeStyle::kNorm) {
+    // Pairs (2i, 2i + 1) lie side by side, as cos_sin's (cos_i, sin_i).
+    int64_t d = 0;
+    for (; d + 8 <= head_dim; d += 8) {
+      const __m256 cs = _mm256_loadu_ps(cos_sin + d);
+      const __m256 c = _mm256_moveldup_ps(cs);
+      const __m256 s = _mm256_movehdup_ps(cs);
+      for (int64_t h = 0; h < n_heads; ++h) {
+        float* p = x + h * head_dim + d;
+        const __m256 v = _mm256_loadu_ps(p);
+        const __m256 swapped = _mm256_permute_ps(v, 0xb1);
+        const __m256 first = _mm256_fmsub_ps(v, c, _mm256_mul_ps(swapped, s));
+        const __m256 second = _mm256_fmadd_ps(swapped, s, _mm256_mul_ps(v, c));
+        _mm256_storeu_ps(p, _mm256_blend_ps(first, second, 0xaa));
+      }
+    }
+    for (; d < head_dim; d += 2) {
+      const float c = cos_sin[d];
+      const float s = cos_sin[d + 1];
+      for (int64_t h = 0; h < n_heads; ++h) {
+        float* p = x + h * head_dim + d;
+        const float x0 = p[0];
+        const float x1 = p[1];
+        p[0] = std::fma(x0, c, -(x1 * s));
+        p[1] = std::fma(x0, s, x1 * c);
+      }
+    }
+    return;
+  }
+  // kNeox: pairs (i, i + half).
+  int64_t i = 0;
+  for (; i + 8 <= half; i += 8) {
+    const __m256 lo = _mm256_loadu_ps(cos_sin + 2 * i);
+    const __m256 hi = _mm256_loadu_ps(cos_sin + 2 * i + 8);
+    // Even floats (cos) and odd floats (sin), back in pair order.
+    const __m256 c = _mm256_castpd_ps(_mm256_permute4x64_pd(
+        _mm256_castps_pd(_mm256_shuffle_ps(lo, hi, 0x88)), 0xd8));
+    const __m256 s = _mm256_castpd_ps(_mm256_permute4x64_pd(
+        _mm256_castps_pd(_mm256_shuffle_ps(lo, hi, 0xdd)), 0xd8));
+    for (int64_t h = 0; h < n_heads; ++h) {
+      float* p0 = x + h * head_dim + i;
+      float* p1 = p0 + half;
+      const __m256 x0 = _mm256_loadu_ps(p0);
+      const __m256 x1 = _mm256_loadu_ps(p1);
+      _mm256_storeu_ps(p0, _mm256_fmsub_ps(x0, c, _mm256_mul_ps(x1, s)));
+      _mm256_storeu_ps(p1, _mm256_fmadd_ps(x0, s, _mm256_mul_ps(x1, c)));
+    }
+  }
+  for (; i < half; ++i) {
+    const float c = cos_sin[2 * i];
+    const float s = cos_sin[2 * i + 1];
+    for (int64_t h = 0; h < n_heads; ++h) {
+      float* p = x + h * head_dim + i;
+      const float x0 = p[0];
+      const float x1 = p[half];
+      p[0] = std::fma(x0, c, -(x1 * s));
+      p[half] = std::fma(x0, s, x1 * c);
+    }
+  }
+}
+
+// Eight running maxima, each lane keeping its first maximum (strictly
+// greater replaces, NaN never does); then the lanes in index order and the
+// values past whole vectors, by the same rule.
+int64_t Argmax(const float* x, int64_t n) {
+  if (n > INT32_MAX) return ref::Argmax(x, n);
+  __m256 best = _mm256_set1_ps(-INFINITY);
+  __m256i at = _mm256_set1_epi32(-1);
+  __m256i index = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256i eight = _mm256_set1_epi32(8);
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    const __m256 gt = _mm256_cmp_ps(v, best, _CMP_GT_OQ);
+    best = _mm256_blendv_ps(best, v, gt);
+    at = _mm256_castps_si256(_mm256_blendv_ps(_mm256_castsi256_ps(at),
+                                              _mm256_castsi256_ps(index), gt));
+    index = _mm256_add_epi32(index, eight);
+  }
+  alignas(32) float lane_best[8];
+  alignas(32) int32_t lane_at[8];
+  _mm256_store_ps(lane_best, best);
+  _mm256_store_si256(reinterpret_cast<__m256i*>(lane_at), at);
+  float max = -INFINITY;
+  int64_t arg = -1;
+  for (int k = 0; k < 8; ++k) {
+    if (lane_at[k] < 0) continue;
+    if (lane_best[k] > max || (lane_best[k] == max && lane_at[k] < arg)) {
+      max = lane_best[k];
+      arg = lane_at[k];
+    }
+  }
+  for (; i < n; ++i) {
+    if (x[i] > max) {
+      max = x[i];
+      arg = i;
+    }
+  }
+  // Nothing beat -inf: every value NaN or -inf, which the reference orders.
+  return arg < 0 ? ref::Argmax(x, n) : arg;
+}
+
 }  // namespace
 
 void FillTable(KernelTable* table) {
-  ref::FillTable(table);  // Rope stays scalar
+  ref::FillTable(table);
   table->isa = Isa::kAvx2;
   FillMatMulTable(table);
   table->rms_norm = &RmsNorm;
   table->softmax = &Softmax;
   table->silu_mul = &SiluMul;
   table->add = &Add;
+  table->rope = &Rope;
+  table->argmax = &Argmax;
   table->attention_head = &AttentionHead;
   table->attention_head_f16 = &AttentionHeadF16;
   table->attention_chunk = &AttentionChunk;

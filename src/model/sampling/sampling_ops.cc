@@ -6,6 +6,7 @@
 #include <limits>
 
 #include "base/check.h"
+#include "kernels/ops.h"
 
 namespace redline::model {
 namespace {
@@ -159,13 +160,8 @@ void ApplyPenalties(std::span<float> logits, std::span<const int32_t> history,
 }
 
 int32_t Argmax(std::span<const float> logits) {
-  size_t best = logits.size();
-  for (size_t i = 0; i < logits.size(); ++i) {
-    if (std::isnan(logits[i])) continue;
-    // Strictly greater keeps the first (lowest id) of equal maxima.
-    if (best == logits.size() || logits[i] > logits[best]) best = i;
-  }
-  return best == logits.size() ? 0 : static_cast<int32_t>(best);
+  return static_cast<int32_t>(
+      kernels::Argmax(logits.data(), static_cast<int64_t>(logits.size())));
 }
 
 void FillCandidates(std::span<const float> logits, CandidateList* out) {
