@@ -542,6 +542,12 @@ void Rope(float* x, int64_t n_heads, int64_t head_dim, const float* cos_sin,
 // dependent compare-and-select chain; each lane keeps its first maximum
 // (strictly greater replaces, NaN never does), so the lowest index among
 // the lanes holding the overall maximum is the first one in x.
+// The logits arrive from the output head, written by every thread and
+// pushed out of this core's caches by the weights read after them: a
+// prefetch 4 KiB ahead took the argmax over qwen2.5-0.5b's 151936 logits
+// right after a decode step from 96-103 us to 25-26 us (2, 4 and 8 KiB
+// alike), on the already-hot logits from 40 to 24 us.
+constexpr int64_t kArgmaxAheadFloats = 1024;
 int64_t Argmax(const float* x, int64_t n) {
   if (n > INT32_MAX) return ref::Argmax(x, n);
   const __m512 minus_inf = _mm512_set1_ps(-INFINITY);
@@ -553,6 +559,8 @@ int64_t Argmax(const float* x, int64_t n) {
   int64_t i = 0;
   for (int k = 0; i < n; i += 16, k ^= 1) {
     const __mmask16 m = FirstLanes16(n - i);
+    _mm_prefetch(reinterpret_cast<const char*>(x + i + kArgmaxAheadFloats),
+                 _MM_HINT_T0);
     const __m512 v = _mm512_maskz_loadu_ps(m, x + i);
     const __mmask16 gt = _mm512_mask_cmp_ps_mask(m, v, best[k], _CMP_GT_OQ);
     best[k] = _mm512_mask_mov_ps(best[k], gt, v);

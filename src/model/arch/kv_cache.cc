@@ -1,10 +1,12 @@
 #include "model/arch/kv_cache.h"
 
 #include <fmt/format.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <new>
 
 #include "base/float16.h"
 #include "kernels/blocks.h"
@@ -68,16 +70,34 @@ int64_t KvCacheBytes(const ModelConfig& config, int64_t n_ctx, KvType type) {
   return bytes;
 }
 
+// Anonymous pages, touched (and so committed) only where positions are
+// written; transparent huge pages where the kernel allows them. Why: each
+// new 4 KiB page of the cache cost a page fault in the middle of a decode
+// step (a row of llama3.2-1b's K is 1 KiB, so every fourth position faulted
+// in each layer's K and V). Decode into a pre-touched cache against a lazily
+// touched one, same process alternating (Zen 5 VM, 20 rounds of 32 steps):
+// qwen2.5-0.5b Q4_0 1.018x, llama3.2-1b Q8_0 1.010x; with huge pages one
+// llama3.2-1b layer's Store took 5.6 us instead of 17.4 (a 512-position
+// cache, positions written in order between the layer's products).
+KvCache::Pages KvCache::AllocatePages(int64_t bytes) {
+  const auto size = static_cast<size_t>(std::max<int64_t>(bytes, 1));
+  void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) throw std::bad_alloc();
+  madvise(p, size, MADV_HUGEPAGE);
+  return Pages(static_cast<std::byte*>(p), Unmap{size});
+}
+
+void KvCache::Unmap::operator()(std::byte* p) const { munmap(p, bytes); }
+
 KvCache::KvCache(int64_t n_layer, int64_t n_ctx, int64_t kv_dim, KvType type)
     : n_layer_(n_layer),
       n_ctx_(n_ctx),
       kv_dim_(kv_dim),
       type_(type),
       row_bytes_(KvRowBytes(type, kv_dim)),
-      // new std::byte[] without value-init: pages are only touched when used.
-      // operator new[] aligns to at least 16 bytes, enough for float rows.
-      k_(new std::byte[n_layer * n_ctx * row_bytes_]),
-      v_(new std::byte[n_layer * n_ctx * row_bytes_]) {
+      k_(AllocatePages(n_layer * n_ctx * row_bytes_)),
+      v_(AllocatePages(n_layer * n_ctx * row_bytes_)) {
   RL_CHECK(type != KvType::kQ8_0 || kv_dim % kernels::kQkBlock == 0)
       << "kv_dim=" << kv_dim;
 }

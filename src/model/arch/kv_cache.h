@@ -109,9 +109,18 @@ class KvCache {
   KvType type_;
   int64_t row_bytes_;
   int64_t n_used_ = 0;
+  // Anonymous pages of `bytes`, unmapped with it (kv_cache.cc says why not
+  // the heap). Throws std::bad_alloc when the mapping fails.
+  struct Unmap {
+    size_t bytes = 0;
+    void operator()(std::byte* p) const;
+  };
+  using Pages = std::unique_ptr<std::byte[], Unmap>;
+  static Pages AllocatePages(int64_t bytes);
+
   // Raw storage; float, uint16_t or BlockQ8_0 elements by type_.
-  std::unique_ptr<std::byte[]> k_;
-  std::unique_ptr<std::byte[]> v_;
+  Pages k_;
+  Pages v_;
 };
 
 }  // namespace redline::model
