@@ -81,14 +81,24 @@ int64_t KvCacheBytes(const ModelConfig& config, int64_t n_ctx, KvType type) {
 // cache, positions written in order between the layer's products).
 KvCache::Pages KvCache::AllocatePages(int64_t bytes) {
   const auto size = static_cast<size_t>(std::max<int64_t>(bytes, 1));
+#if defined(__SANITIZE_ADDRESS__)
+  return Pages(new std::byte[size], Release{size, true});
+#else
   void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) throw std::bad_alloc();
   madvise(p, size, MADV_HUGEPAGE);
-  return Pages(static_cast<std::byte*>(p), Unmap{size});
+  return Pages(static_cast<std::byte*>(p), Release{size, false});
+#endif
 }
 
-void KvCache::Unmap::operator()(std::byte* p) const { munmap(p, bytes); }
+void KvCache::Release::operator()(std::byte* p) const {
+  if (heap) {
+    delete[] p;
+  } else {
+    munmap(p, bytes);
+  }
+}
 
 KvCache::KvCache(int64_t n_layer, int64_t n_ctx, int64_t kv_dim, KvType type)
     : n_layer_(n_layer),

@@ -109,13 +109,15 @@ class KvCache {
   KvType type_;
   int64_t row_bytes_;
   int64_t n_used_ = 0;
-  // Anonymous pages of `bytes`, unmapped with it (kv_cache.cc says why not
-  // the heap). Throws std::bad_alloc when the mapping fails.
-  struct Unmap {
+  // Anonymous pages of `bytes` (kv_cache.cc says why not the heap; under
+  // AddressSanitizer the heap, so that its redzones guard the cache), given
+  // back when the owner goes. Throws std::bad_alloc when allocation fails.
+  struct Release {
     size_t bytes = 0;
+    bool heap = false;
     void operator()(std::byte* p) const;
   };
-  using Pages = std::unique_ptr<std::byte[], Unmap>;
+  using Pages = std::unique_ptr<std::byte[], Release>;
   static Pages AllocatePages(int64_t bytes);
 
   // Raw storage; float, uint16_t or BlockQ8_0 elements by type_.
