@@ -876,7 +876,8 @@ TEST(PackedLayoutTest, BytesAreWhereTheHeaderSays) {
   }
 }
 
-// Q5_0 panels: Q4_0's nibble lanes, then the qh words, then the scales.
+// Q5_0 panels: Q4_0's nibble lanes, then the fifth bits as one mask per
+// operand, then the scales.
 TEST(PackedLayoutTest, Q5_0BytesAreWhereTheHeaderSays) {
   const TestMatrix m = MakeMatrix(DType::kQ5_0, 17, 64, 41);
   for (int64_t row = 0; row < 32; ++row) {
@@ -893,9 +894,14 @@ TEST(PackedLayoutTest, Q5_0BytesAreWhereTheHeaderSays) {
           ASSERT_EQ(block[(g * 16 + r) * 4 + i], want) << "row " << row;
         }
       }
-      for (int64_t i = 0; i < 4; ++i) {
-        const uint8_t want = file ? file[offsetof(BlockQ5_0, qh) + i] : 0;
-        ASSERT_EQ(block[256 + 4 * r + i], want) << "row " << row << " qh";
+      // Element e's fifth bit (qh bit e) at bit 4r + e % 4 of the
+      // little-endian mask e / 4.
+      for (int64_t e = 0; e < 32; ++e) {
+        const int want =
+            file ? file[offsetof(BlockQ5_0, qh) + e / 8] >> (e % 8) & 1 : 0;
+        const int64_t bit = 4 * r + e % 4;
+        const int got = block[256 + 8 * (e / 4) + bit / 8] >> (bit % 8) & 1;
+        ASSERT_EQ(got, want) << "row " << row << " element " << e;
       }
       uint16_t got, want = 0;
       std::memcpy(&got, block + 320 + 2 * r, 2);

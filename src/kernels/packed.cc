@@ -93,7 +93,18 @@ void PackQ5_0(const WeightView& w, int64_t panel_begin, int64_t panel_end,
         std::memcpy(&block, w.Row(p * kPackRows + r) + b * sizeof(BlockQ5_0),
                     sizeof(block));
         for (int64_t g = 0; g < 4; ++g) PutLane(block.qs + 4 * g, g, r, dst);
-        std::memcpy(dst + P::kQh + 4 * r, block.qh, 4);
+        // qh bit e is element e's fifth bit; operand g's byte i of lane r
+        // holds element 4g + i (packed.h).
+        const uint32_t qh = static_cast<uint32_t>(block.qh[0]) |
+                            static_cast<uint32_t>(block.qh[1]) << 8 |
+                            static_cast<uint32_t>(block.qh[2]) << 16 |
+                            static_cast<uint32_t>(block.qh[3]) << 24;
+        for (int64_t e = 0; e < kQkBlock; ++e) {
+          if ((qh >> e & 1u) == 0) continue;
+          const int64_t bit = 4 * r + e % 4;  // in mask g = e / 4
+          dst[P::kQh + 8 * (e / 4) + bit / 8] |=
+              static_cast<uint8_t>(1u << (bit % 8));
+        }
         std::memcpy(dst + P::kQuantBytes + 2 * r, &block.d, 2);
       }
     }

@@ -20,8 +20,10 @@
 //         w[32b + 4g + i] + 8, high nibble w[32b + 16 + 4g + i] + 8;
 //                                                    256 + 32 = 288 bytes.
 //   Q5_0: the low 4 bits as Q4_0's [4 groups][16 rows][4 bytes], then
-//         the 16 rows' qh words ([16 rows][4 bytes], bit e the fifth bit
-//         of element e), then the 16 scales;  256 + 64 + 32 = 352 bytes.
+//         the fifth bits as one byte mask per operand ([8 groups] u64,
+//         little-endian: bit 4r + i of mask g is the fifth bit of row r's
+//         element 4g + i, the element of byte i of lane r of operand g),
+//         then the 16 scales;                  256 + 64 + 32 = 352 bytes.
 //   Q4_K (per 256-element super-block of the 16 rows):
 //         qs [4 chunks][8 groups][16 rows][4 bytes]: byte i of chunk j,
 //            group g, row r is the file's qs[32j + 4g + i] of that row's

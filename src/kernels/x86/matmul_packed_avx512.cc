@@ -85,24 +85,18 @@ inline void LoadBlock(const uint8_t* block, __m512i (&w)[kGroups]) {
       w[g + 4] = _mm512_and_si512(_mm512_srli_epi16(q, 4), mask);
     }
     if constexpr (kType == DType::kQ5_0) {
-      // Fifth bits: byte i of operand g, lane r needs bit 4g + i of row r's
-      // qh word. A shuffle copies qh byte g / 2 into all 4 bytes of the
-      // lane, a test picks bit 4 (g % 2) + i of byte i, and a masked add
-      // puts 16 there.
-      const __m512i qh =
-          _mm512_loadu_si512(block + PackedBlock<DType::kQ5_0>::kQh);
-      const __m512i lane_bytes =
-          _mm512_set4_epi32(0x0c0c0c0c, 0x08080808, 0x04040404, 0x00000000);
+      // Fifth bits: mask g has a bit per byte of operand g (packed.h), so
+      // one masked add puts 16 where it is set. (The file's qh words had
+      // cost a shuffle and a test per operand more; with them Q5_0 decode
+      // was the slowest packed product, qwen2.5-0.5b Q4_K_M's gate/up
+      // 45-50 GB/s where Q8_0's read 59-60.)
+      const uint8_t* masks = block + PackedBlock<DType::kQ5_0>::kQh;
       const __m512i sixteen = _mm512_set1_epi8(16);
 #pragma GCC unroll 8
       for (int g = 0; g < kGroups; ++g) {
-        const __m512i spread = _mm512_shuffle_epi8(
-            qh, _mm512_add_epi8(lane_bytes,
-                                _mm512_set1_epi8(static_cast<char>(g / 2))));
-        const __m512i bits = _mm512_set1_epi32(
-            g % 2 == 0 ? 0x08040201 : static_cast<int>(0x80402010u));
-        w[g] = _mm512_mask_add_epi8(w[g], _mm512_test_epi8_mask(spread, bits),
-                                    w[g], sixteen);
+        uint64_t m;
+        std::memcpy(&m, masks + 8 * g, sizeof(m));
+        w[g] = _mm512_mask_add_epi8(w[g], _cvtu64_mask64(m), w[g], sixteen);
       }
     }
   }
@@ -247,6 +241,12 @@ void PanelsDecode(const MatMulArgs& a,
       const __m512 wd =
           _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(
               block + PackedBlock<kType>::kQuantBytes)));
+      if constexpr (kType == DType::kQ5_0) {
+        acc[s] = _mm512_fmadd_ps(
+            HalfBlocksQ5_0(w, a.xq.qs + b * kQk, a.xq.s16 + 2 * b, wd), xd,
+            acc[s]);
+        continue;
+      }
       const __m512i dot = BlockDot(w, a.xq.qs + b * kQk, correction);
       acc[s] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(dot), _mm512_mul_ps(wd, xd),
                                acc[s]);
@@ -265,8 +265,10 @@ void MatMulPackedRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
   // against one measured 1.05-1.10x on Zen 5 (qwen2.5-0.5b Q4_0/Q8_0 and
   // llama3.2-1b Q4_0/Q8_0, whole decode steps); four with half the
   // prefetch distance are better again (kDecodeStreams says by how much).
-  // Q5_0 keeps one stream.
-  if (a.n_tokens == 1 && kType != DType::kQ5_0) {
+  // Q5_0 too, since its fifth bits are masks: with both, qwen2.5-0.5b
+  // Q4_K_M's Q5_0 gate/up read 54-62 GB/s instead of 45-50, and its whole
+  // decode step ran 1.07x (median of 8 alternating runs, 0.97-1.17x).
+  if (a.n_tokens == 1) {
     const int64_t part = (row_end - row_begin) / kPackRows / kDecodeStreams;
     for (int64_t i = 0; i < part; ++i) {
       int64_t r0[kDecodeStreams];
