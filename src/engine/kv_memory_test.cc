@@ -49,6 +49,21 @@ TEST(KvMemoryTest, KvCacheBytesMatchesTheAllocatedCache) {
             INT64_MAX);
 }
 
+// K and V each start on a 2 MiB boundary and span whole 2 MiB pages, so
+// huge pages can back all of them (kv_cache.cc); the budget counts that.
+TEST(KvMemoryTest, CachePagesAreWholeAlignedHugePages) {
+  const model::Model& m = TinyTestModel();
+  ThreadPool pool(1);
+  model::Transformer tf(m.config(), m.weights(), pool, 4);
+  const model::KvCache cache = tf.NewCache(100, model::KvType::kF16);
+  constexpr int64_t kHuge = int64_t{2} << 20;
+  EXPECT_EQ(cache.SizeBytes(), 2 * kHuge);  // a tiny model: one page each
+#if !defined(__SANITIZE_ADDRESS__)
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(cache.KBytes(0, 0)) % kHuge, 0u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(cache.VBytes(0, 0)) % kHuge, 0u);
+#endif
+}
+
 TEST(KvMemoryTest, ReadsMemAvailable) {
   const std::string path =
       WriteTemp("redline_meminfo_",

@@ -108,6 +108,7 @@ struct KernelTable {
   void (*silu_mul)(const float* gate, const float* up, int64_t n,
                    float* out) = nullptr;
   void (*add)(const float* x, int64_t n, float* y) = nullptr;
+  void (*to_f16)(const float* x, int64_t n, uint16_t* out) = nullptr;
   int64_t (*argmax)(const float* x, int64_t n) = nullptr;  // n >= 1
   void (*rope)(float* x, int64_t n_heads, int64_t head_dim,
                const float* cos_sin, RopeStyle style) = nullptr;
@@ -156,6 +157,9 @@ UnpackBlockFn Unpacker(DType type);
 // The reference Argmax (ops.h), which the vector ones fall back to when no
 // value beats -inf.
 int64_t Argmax(const float* x, int64_t n);
+// The reference ToF16 (ops.h), which the vector ones use for NaN lanes and
+// tails.
+void ToF16(const float* x, int64_t n, uint16_t* out);
 }  // namespace ref
 namespace avx2 {
 void FillTable(KernelTable* table);

@@ -24,6 +24,10 @@ void SiluMul(const float* gate, const float* up, int64_t n, float* out) {
 
 void Add(const float* x, int64_t n, float* y) { ActiveKernels().add(x, n, y); }
 
+void ToF16(const float* x, int64_t n, uint16_t* out) {
+  if (n > 0) ActiveKernels().to_f16(x, n, out);
+}
+
 int64_t Argmax(const float* x, int64_t n) {
   return n <= 0 ? 0 : ActiveKernels().argmax(x, n);
 }

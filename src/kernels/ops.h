@@ -23,6 +23,11 @@ void SiluMul(const float* gate, const float* up, int64_t n, float* out);
 // y[i] += x[i].
 void Add(const float* x, int64_t n, float* y);
 
+// out[i] = x[i] as binary16 bits (f16 KV cache rows): round to nearest
+// even, overflow to +-inf, NaN to the quiet NaN 0x7e00 with x's sign —
+// base/float16.h's Fp32ToFp16, bit for bit on every ISA.
+void ToF16(const float* x, int64_t n, uint16_t* out);
+
 // The index of the largest value of x [n] (greedy sampling over logits):
 // the lowest index among equal maxima, NaNs skipped; 0 when n == 0 or every
 // value is NaN (when the other values are all -inf, the first of them).

@@ -537,6 +537,62 @@ TEST_P(OpsTest, RopeEqualsReferenceBitForBit) {
   }
 }
 
+// Every vector lane and tail length against the scalar conversion, on the
+// values where conversions differ: halfway cases, the overflow and
+// subnormal boundaries, signed zeros, infinities and NaNs with payloads.
+TEST_P(OpsTest, ToF16EqualsScalarConversionBitForBit) {
+  const float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> special = {0.0f,
+                                -0.0f,
+                                1.0f,
+                                -1.0f,
+                                65504.0f,
+                                65519.99f,
+                                65520.0f,
+                                -65520.0f,
+                                1e9f,
+                                inf,
+                                -inf,
+                                std::numeric_limits<float>::denorm_min(),
+                                5.96046448e-8f,  // smallest binary16 subnormal
+                                2.98023224e-8f,  // half of it: ties to 0
+                                2.98023253e-8f,  // just above half
+                                6.09755516e-5f,  // largest subnormal
+                                6.10351562e-5f,  // smallest normal
+                                1.0f + 1.0f / 2048,  // tie, rounds to even
+                                1.0f + 3.0f / 2048,  // tie, rounds up
+                                std::bit_cast<float>(0x7fc00000u),
+                                std::bit_cast<float>(0xffc00000u),
+                                std::bit_cast<float>(0x7f800001u),
+                                std::bit_cast<float>(0x7fbfffffu),
+                                std::bit_cast<float>(0xffffe000u)};
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<uint32_t> bits;
+  std::vector<float> x;
+  for (int rep = 0; rep < 12; ++rep) {  // 1248 values
+    for (float v : special) x.push_back(v);
+    for (int i = 0; i < 40; ++i) {
+      x.push_back(std::bit_cast<float>(bits(rng)));  // any exponent
+      x.push_back(RandomFloats(1, bits(rng), -70000.0f, 70000.0f)[0]);
+    }
+  }
+  for (int64_t n : {0, 1, 7, 8, 9, 15, 16, 17, 33, 100, 1000}) {
+    for (int64_t start : {0, 3}) {
+      std::vector<uint16_t> got(n + 1, 0xabcd);
+      {
+        ScopedIsa s(GetParam());
+        ToF16(x.data() + start, n, got.data());
+      }
+      for (int64_t i = 0; i < n; ++i) {
+        ASSERT_EQ(got[i], Fp32ToFp16(x[start + i]))
+            << "n " << n << " start " << start << " at " << i << " value "
+            << x[start + i];
+      }
+      ASSERT_EQ(got[n], 0xabcd) << "wrote past n = " << n;
+    }
+  }
+}
+
 // The documented rule, spelled out: the first of equal maxima, NaNs skipped,
 // 0 when all are NaN.
 int64_t ArgmaxByRule(const std::vector<float>& x) {

@@ -184,6 +184,10 @@ void AttentionChunk(KvElement type, const float* q, int64_t n_q, const void* k,
 
 }  // namespace
 
+void ToF16(const float* x, int64_t n, uint16_t* out) {
+  for (int64_t i = 0; i < n; ++i) out[i] = Fp32ToFp16(x[i]);
+}
+
 int64_t Argmax(const float* x, int64_t n) {
   int64_t best = -1;
   for (int64_t i = 0; i < n; ++i) {
@@ -203,6 +207,7 @@ void FillTable(KernelTable* table) {
   table->add = &Add;
   table->rope = &Rope;
   table->argmax = &Argmax;
+  table->to_f16 = &ToF16;
   table->attention_head = &AttentionHead;
   table->attention_head_f16 = &AttentionHeadF16;
   table->attention_chunk = &AttentionChunk;

@@ -612,6 +612,22 @@ int64_t Argmax(const float* x, int64_t n) {
   return arg < 0 ? ref::Argmax(x, n) : arg;
 }
 
+// As the AVX-512 version (ops_avx512.cc), 8 lanes at a time.
+void ToF16(const float* x, int64_t n, uint16_t* out) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    if (_mm256_movemask_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)) != 0) {
+      ref::ToF16(x + i, 8, out + i);
+      continue;
+    }
+    _mm_storeu_si128(
+        reinterpret_cast<__m128i*>(out + i),
+        _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
+  ref::ToF16(x + i, n - i, out + i);
+}
+
 }  // namespace
 
 void FillTable(KernelTable* table) {
@@ -624,6 +640,7 @@ void FillTable(KernelTable* table) {
   table->add = &Add;
   table->rope = &Rope;
   table->argmax = &Argmax;
+  table->to_f16 = &ToF16;
   table->attention_head = &AttentionHead;
   table->attention_head_f16 = &AttentionHeadF16;
   table->attention_chunk = &AttentionChunk;

@@ -581,6 +581,24 @@ int64_t Argmax(const float* x, int64_t n) {
   return _mm512_mask_reduce_min_epi32(holders, where);
 }
 
+// vcvtps2ph rounds to nearest even and overflows to inf as the reference
+// does; only NaN payloads differ (it keeps their top bits), so a vector
+// holding a NaN is converted by the reference.
+void ToF16(const float* x, int64_t n, uint16_t* out) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m512 v = _mm512_loadu_ps(x + i);
+    if (_mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q) != 0) {
+      ref::ToF16(x + i, 16, out + i);
+      continue;
+    }
+    _mm256_storeu_si256(
+        reinterpret_cast<__m256i*>(out + i),
+        _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+  }
+  ref::ToF16(x + i, n - i, out + i);
+}
+
 }  // namespace
 
 void FillTable(KernelTable* table) {
@@ -593,6 +611,7 @@ void FillTable(KernelTable* table) {
   table->add = &Add;
   table->rope = &Rope;
   table->argmax = &Argmax;
+  table->to_f16 = &ToF16;
   table->attention_head = &AttentionHead;
   table->attention_head_f16 = &AttentionHeadF16;
   table->attention_chunk = &AttentionChunk;

@@ -41,16 +41,19 @@ struct ModelConfig;
 // needs head_dim divisible by its 32-element blocks); Ok otherwise.
 Status CheckKvType(const ModelConfig& config, KvType type);
 
-// Bytes one KvCache of `config`'s shape holds for n_ctx positions:
-// 2 (K and V) * block_count * n_ctx * KvRowBytes(type, kv_dim), what
-// KvCache::SizeBytes() reports once allocated. Lets callers refuse a context
+// Bytes one KvCache of `config`'s shape commits at most for n_ctx
+// positions: K and V each block_count * n_ctx * KvRowBytes(type, kv_dim),
+// rounded up to whole 2 MiB huge pages; what KvCache::SizeBytes() reports
+// once allocated. Lets callers refuse a context
 // that cannot fit before allocating it. 0 for n_ctx <= 0; INT64_MAX when the
 // product overflows int64. Cost: O(1), allocates nothing.
 int64_t KvCacheBytes(const ModelConfig& config, int64_t n_ctx, KvType type);
 
 class KvCache {
  public:
-  // Cost: 2 * n_layer * n_ctx * KvRowBytes(type, kv_dim) bytes.
+  // Cost: SizeBytes(), K and V each n_layer * n_ctx * KvRowBytes(type,
+  // kv_dim) bytes rounded up to whole 2 MiB pages, committed as positions
+  // are written (in huge pages where the kernel gives them).
   KvCache(int64_t n_layer, int64_t n_ctx, int64_t kv_dim,
           KvType type = KvType::kF32);
 
@@ -58,7 +61,8 @@ class KvCache {
   int64_t n_ctx() const { return n_ctx_; }
   int64_t kv_dim() const { return kv_dim_; }
   KvType type() const { return type_; }
-  int64_t SizeBytes() const { return 2 * n_layer_ * n_ctx_ * row_bytes_; }
+  // The most the cache commits (KvCacheBytes).
+  int64_t SizeBytes() const;
   int64_t RowBytes() const { return row_bytes_; }
 
   // Positions [0, n_used) hold valid entries. The forward pass does not track
@@ -109,7 +113,8 @@ class KvCache {
   KvType type_;
   int64_t row_bytes_;
   int64_t n_used_ = 0;
-  // Anonymous pages of `bytes` (kv_cache.cc says why not the heap; under
+  // Anonymous pages of at least `bytes`, whole 2 MiB pages aligned to 2 MiB
+  // (kv_cache.cc says why, and why not the heap; under
   // AddressSanitizer the heap, so that its redzones guard the cache), given
   // back when the owner goes. Throws std::bad_alloc when allocation fails.
   struct Release {
