@@ -351,6 +351,19 @@ void AttentionHeadF16(const float* q, const uint16_t* k, const uint16_t* v,
 
 constexpr int kTile = 8;  // keys per tile of AttentionChunk
 
+// Fetches rows [begin, end) of a K or V chunk (head_bytes each, position i
+// at byte i * row_bytes) into L1.
+inline void PrefetchRows(const uint8_t* src, int64_t begin, int64_t end,
+                         int64_t row_bytes, int64_t head_bytes) {
+  for (int64_t i = begin; i < end; ++i) {
+    const auto at = reinterpret_cast<uintptr_t>(src + i * row_bytes);
+    for (uintptr_t line = at & ~uintptr_t{63}; line < at + head_bytes;
+         line += 64) {
+      _mm_prefetch(reinterpret_cast<const char*>(line), _MM_HINT_T0);
+    }
+  }
+}
+
 // Widens rows [0, n) of a K or V chunk (head_dim elements each, position i
 // at byte i * row_bytes) to f32: dst [n, head_dim].
 void WidenRows(KvElement type, const uint8_t* src, int64_t row_bytes, int n,
@@ -424,10 +437,17 @@ void AttentionChunkOf(KvElement type, const float* q, int64_t n_q,
   const auto* kb = static_cast<const uint8_t*>(k);
   const auto* vb = static_cast<const uint8_t*>(v);
   const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const int64_t head_bytes = type == KvElement::kF16
+                                 ? 2 * head_dim
+                                 : head_dim / kQkBlock * sizeof(BlockQ8_0);
   for (int64_t i0 = 0; i0 < n_kv; i0 += kTile) {
     const int n = static_cast<int>(std::min<int64_t>(kTile, n_kv - i0));
     const __m256 valid =
         _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(n), lane));
+    // The next tile's rows, as the AVX-512 kernel does (ops_avx512.cc).
+    const int64_t next_end = std::min<int64_t>(i0 + 2 * kTile, n_kv);
+    PrefetchRows(kb, i0 + kTile, next_end, row_bytes, head_bytes);
+    PrefetchRows(vb, i0 + kTile, next_end, row_bytes, head_bytes);
     WidenRows(type, kb + i0 * row_bytes, row_bytes, n, head_dim, kt);
     WidenRows(type, vb + i0 * row_bytes, row_bytes, n, head_dim, vt);
     for (int64_t h = 0; h < n_q; ++h) {
