@@ -113,13 +113,14 @@ KvCache::Pages KvCache::AllocatePages(int64_t bytes) {
   return Pages(new std::byte[want], Release{want, true});
 #else
   constexpr auto kHugePage = static_cast<size_t>(kHugePageBytes);
-  const size_t size = (want + kHugePage - 1) / kHugePage * kHugePage;
+  const auto size =
+      static_cast<size_t>(HugePagesOf(static_cast<int64_t>(want)));
   // Room to align: only address space; nothing is committed until touched.
   void* p = mmap(nullptr, size + kHugePage, PROT_READ | PROT_WRITE,
                  MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (p == MAP_FAILED) throw std::bad_alloc();
   const auto base = reinterpret_cast<uintptr_t>(p);
-  const uintptr_t start = (base + kHugePage - 1) / kHugePage * kHugePage;
+  const uintptr_t start = (base + kHugePage - 1) & ~(kHugePage - 1);
   if (start > base) munmap(p, start - base);
   const uintptr_t end = base + size + kHugePage;
   if (end > start + size) {
