@@ -1,11 +1,11 @@
 #include "base/memory_bandwidth.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
 #include <chrono>
 #include <memory>
 #include <vector>
+
+#include "base/huge_pages.h"
 
 namespace redline {
 namespace {
@@ -13,27 +13,24 @@ namespace {
 constexpr int64_t kWordsPerLine = 8;     // 64-byte cache lines
 constexpr int64_t kPrefetchWords = 256;  // 2 KiB ahead, as the kernels
 
-// n doubles in anonymous memory advised for huge pages, as repacked weights
+// n doubles in anonymous memory in whole huge pages, as repacked weights
 // are (model/arch/repack.cc): the probe should measure what the weight
 // streams can get, not what TLB misses leave of it.
 class PageArray {
  public:
-  explicit PageArray(int64_t n) : bytes_(static_cast<size_t>(n) * 8) {
-    void* p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) {
+  explicit PageArray(int64_t n)
+      : bytes_(static_cast<size_t>(HugePagesOf(std::max<int64_t>(n * 8, 1)))),
+        data_(static_cast<double*>(MapHugePages(bytes_))) {
+    if (data_ == nullptr) {
       data_ = new double[static_cast<size_t>(n)];
       heap_ = true;
-    } else {
-      madvise(p, bytes_, MADV_HUGEPAGE);
-      data_ = static_cast<double*>(p);
     }
   }
   ~PageArray() {
     if (heap_) {
       delete[] data_;
     } else {
-      munmap(data_, bytes_);
+      UnmapHugePages(data_, bytes_);
     }
   }
   PageArray(const PageArray&) = delete;
@@ -44,7 +41,7 @@ class PageArray {
 
  private:
   size_t bytes_;
-  double* data_ = nullptr;
+  double* data_;
   bool heap_ = false;
 };
 

@@ -1,13 +1,13 @@
 #include "model/arch/kv_cache.h"
 
 #include <fmt/format.h>
-#include <sys/mman.h>
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <new>
 
+#include "base/huge_pages.h"
 #include "kernels/blocks.h"
 #include "kernels/dtype.h"
 #include "kernels/matmul.h"
@@ -60,13 +60,6 @@ Status CheckKvType(const ModelConfig& config, KvType type) {
 
 namespace {
 
-// What AllocatePages maps for `bytes`: whole huge pages.
-constexpr int64_t kHugePageBytes = int64_t{2} << 20;
-
-int64_t HugePagesOf(int64_t bytes) {
-  return (bytes + kHugePageBytes - 1) / kHugePageBytes * kHugePageBytes;
-}
-
 // K's (or V's) bytes of n_layer x n_ctx rows in whole huge pages; INT64_MAX
 // on overflow, 0 when a factor is not positive.
 int64_t HalfBytes(int64_t n_layer, int64_t n_ctx, int64_t row_bytes) {
@@ -112,22 +105,10 @@ KvCache::Pages KvCache::AllocatePages(int64_t bytes) {
 #if defined(__SANITIZE_ADDRESS__)
   return Pages(new std::byte[want], Release{want, true});
 #else
-  constexpr auto kHugePage = static_cast<size_t>(kHugePageBytes);
   const auto size =
       static_cast<size_t>(HugePagesOf(static_cast<int64_t>(want)));
-  // Room to align: only address space; nothing is committed until touched.
-  void* p = mmap(nullptr, size + kHugePage, PROT_READ | PROT_WRITE,
-                 MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) throw std::bad_alloc();
-  const auto base = reinterpret_cast<uintptr_t>(p);
-  const uintptr_t start = (base + kHugePage - 1) & ~(kHugePage - 1);
-  if (start > base) munmap(p, start - base);
-  const uintptr_t end = base + size + kHugePage;
-  if (end > start + size) {
-    munmap(reinterpret_cast<void*>(start + size), end - (start + size));
-  }
-  auto* pages = reinterpret_cast<std::byte*>(start);
-  madvise(pages, size, MADV_HUGEPAGE);
+  auto* pages = static_cast<std::byte*>(MapHugePages(size));
+  if (pages == nullptr) throw std::bad_alloc();
   return Pages(pages, Release{size, false});
 #endif
 }
@@ -136,7 +117,7 @@ void KvCache::Release::operator()(std::byte* p) const {
   if (heap) {
     delete[] p;
   } else {
-    munmap(p, bytes);
+    UnmapHugePages(p, bytes);
   }
 }
 

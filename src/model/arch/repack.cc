@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "base/huge_pages.h"
 #include "kernels/packed.h"
 
 namespace redline::model {
@@ -56,20 +57,20 @@ Status RepackWeights(ModelWeights* weights, ThreadPool& pool, bool lock,
   if (copies.empty()) return Status::Ok();
 
   // Anonymous pages rather than the heap: huge pages where the kernel
-  // allows, and the memory goes back to the OS with the model.
-  const auto size = static_cast<size_t>(total);
-  void* mem = mmap(nullptr, size, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (mem == MAP_FAILED) {
+  // allows (whole ones, aligned), and the memory goes back to the OS with
+  // the model.
+  const auto size = static_cast<size_t>(HugePagesOf(total));
+  void* mem = MapHugePages(size);
+  if (mem == nullptr) {
     return Status::ResourceExhausted(
         "cannot allocate " + std::to_string(total) +
         " bytes for repacked weights: " + std::strerror(errno) +
         " (--no-repack reads the file's pages instead)");
   }
-  madvise(mem, size, MADV_HUGEPAGE);
   std::shared_ptr<const uint8_t> storage(
-      static_cast<const uint8_t*>(mem),
-      [size](const uint8_t* p) { munmap(const_cast<uint8_t*>(p), size); });
+      static_cast<const uint8_t*>(mem), [size](const uint8_t* p) {
+        UnmapHugePages(const_cast<uint8_t*>(p), size);
+      });
   auto* base = static_cast<uint8_t*>(mem);
 
   int64_t done = 0;
