@@ -4,6 +4,7 @@
 
 #include <boost/json.hpp>
 
+#include "api/finite_json.h"
 #include "api/json_reader.h"
 
 namespace redline::api {
@@ -414,6 +415,14 @@ Result<CompletionRequest> ParseRequest(std::string_view body, ApiKind kind,
   if (obj == nullptr) {
     return Status::InvalidArgument(fmt::format(
         "the body must be a JSON object, got {}", KindName(root.kind())));
+  }
+  // Messages, tools and extra fields are kept as sent and written out again
+  // (chat templates, the gateway's forwarded body), and a number past a
+  // double's range would be written as "Infinity".
+  if (std::optional<std::string> at = FindNonFiniteNumber(root)) {
+    SetParam(error_param, *at);
+    return Status::InvalidArgument(fmt::format(
+        "'{}' must be a finite number (it is beyond a double's range)", *at));
   }
   Reader r(*obj, error_param);
   RL_RETURN_IF_ERROR(ReadCommon(r, &out, error_param));

@@ -117,6 +117,14 @@ TEST(RequestTest, ErrorsNameTheField) {
       {R"({"messages":[{"role":"user","content":"x"}],"logit_bias":{"a":1}})",
        "logit_bias"},
       {R"({"messages":[{"role":"user","content":"x"}],"model":3})", "model"},
+      // Fields kept as sent and written out again (message extras, tools,
+      // unknown members) are refused too, wherever the number is.
+      {R"({"messages":[{"role":"user","content":"x"},{"role":"assistant","content":null,"tool_calls":[{"x":[1,2e999]}]}]})",
+       "messages[1].tool_calls[0].x[1]"},
+      {R"({"messages":[{"role":"user","content":"x"}],"tools":[{"type":"function","function":{"name":"f","parameters":{"maximum":-1e400}}}]})",
+       "tools[0].function.parameters.maximum"},
+      {R"({"messages":[{"role":"user","content":"x"}],"vendor_knob":1e400})",
+       "vendor_knob"},
   };
   for (const Case& c : cases) {
     Parsed p = Parse(c.body);

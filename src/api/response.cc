@@ -3,6 +3,7 @@
 #include <boost/json.hpp>
 #include <cmath>
 
+#include "api/finite_json.h"
 #include "api/json_reader.h"
 #include "base/utf8.h"
 
@@ -289,16 +290,13 @@ std::optional<std::string> AddGatewayTiming(std::string_view chunk,
                                             double gateway_ms) {
   json::error_code ec;
   json::value v = json::parse(chunk, ec);
-  if (ec || !v.is_object()) return std::nullopt;
+  // A number too large for a double would come back out as "Infinity",
+  // which is not JSON: such a chunk is better relayed as sent.
+  if (ec || !v.is_object() || FindNonFiniteNumber(v)) return std::nullopt;
   json::value* t = v.get_object().if_contains("timings");
   if (t == nullptr || !t->is_object()) return std::nullopt;
   t->get_object()["gateway_ms"] = gateway_ms;
-  std::string out = json::serialize(v);
-  // A number too large for a double parses as infinity and serialises as
-  // "Infinity", which is not JSON: such a chunk is better relayed as sent.
-  json::parse(out, ec);
-  if (ec) return std::nullopt;
-  return out;
+  return json::serialize(v);
 }
 
 Status ParseStreamChunk(std::string_view text, StreamChunk* out) {

@@ -12,6 +12,7 @@
 #include <fstream>
 
 #include "api/access.h"
+#include "api/finite_json.h"
 #include "api/response.h"
 #include "api/server_timing.h"
 #include "base/logging.h"
@@ -164,7 +165,9 @@ class WarmWriter final : public http::ResponseWriter {
 std::string StripLogprobs(const std::string& body) {
   boost::system::error_code ec;
   json::value v = json::parse(body, ec);
-  if (ec || !v.is_object()) return body;
+  // A number past a double's range would come back out as "Infinity": such
+  // a body is relayed as the upstream sent it.
+  if (ec || !v.is_object() || api::FindNonFiniteNumber(v)) return body;
   json::value* choices = v.as_object().if_contains("choices");
   if (choices == nullptr || !choices->is_array()) return body;
   for (json::value& c : choices->as_array())
