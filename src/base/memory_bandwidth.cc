@@ -1,5 +1,7 @@
 #include "base/memory_bandwidth.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <memory>
@@ -64,6 +66,15 @@ double TimeGbps(ThreadPool& pool, int64_t n, double bytes, int repeats,
 }
 
 }  // namespace
+
+int64_t StreamArrayBytes() {
+  constexpr int64_t kMinBytes = int64_t{256} << 20;
+  constexpr int64_t kUnknownCacheBytes = int64_t{32} << 20;
+  const long l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+  const long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+  const int64_t cache = l3 > 0 ? l3 : l2 > 0 ? l2 : kUnknownCacheBytes;
+  return std::max(kMinBytes, 4 * cache);
+}
 
 double BandwidthResult::best_gbps() const {
   return std::max({read_gbps, triad_gbps, copy_gbps});

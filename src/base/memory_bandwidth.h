@@ -21,17 +21,25 @@ struct BandwidthResult {
   double best_gbps() const;
 };
 
-// Runs each kernel `repeats` times over `bytes_per_array` (well above the
-// last-level cache) on all threads of `pool` and keeps the best pass (as
-// STREAM does). The
-// arrays are anonymous memory advised for huge pages and the read sweep
-// prefetches 2 KiB ahead, as repacked weights are stored and read, so the
-// read figure is what a decode step's weight streams can reach (without
-// both, this host measured ~25 % less than the decode kernels then got).
-// Cost: allocates 3 x bytes_per_array; ~repeats x 0.1 s.
-BandwidthResult MeasureMemoryBandwidth(ThreadPool& pool,
-                                       int64_t bytes_per_array = 256 << 20,
-                                       int repeats = 5);
+// The array size STREAM's rule asks for: at least four times the
+// last-level cache (sysconf; 32 MiB assumed where it is unknown) and never
+// under 256 MiB. Smaller arrays measure the cache too: on a 32 MiB-L3 host,
+// 48-64 MiB arrays read 55-75 GB/s where 96 MiB to 1 GiB read 43-62 in the
+// same minutes, and a decode step, which sweeps hundreds of MiB per token,
+// gets none of that help.
+int64_t StreamArrayBytes();
+
+// Runs each kernel `repeats` times over `bytes_per_array` (see
+// StreamArrayBytes) on all threads of `pool` and keeps the best pass (as
+// STREAM does). The arrays are anonymous memory advised for huge pages and
+// the read sweep prefetches 2 KiB ahead, as repacked weights are stored and
+// read, so the read figure is what a decode step's weight streams can reach
+// (without both, this host measured ~25 % less than the decode kernels then
+// got). Cost: allocates and fills 3 x bytes_per_array; ~repeats x 0.1 s
+// with 256 MiB arrays.
+BandwidthResult MeasureMemoryBandwidth(
+    ThreadPool& pool, int64_t bytes_per_array = StreamArrayBytes(),
+    int repeats = 5);
 
 }  // namespace redline
 
