@@ -148,8 +148,7 @@ Result<ModelBenchResult> RunModelBench(const model::Model& m, ThreadPool& pool,
         test.tok_per_s.push_back(static_cast<double>(o.decode_tokens) /
                                  Seconds(start));
         if (paired) {
-          const BandwidthResult b =
-              MeasureMemoryBandwidth(pool, StreamArrayBytes(), 2);
+          const BandwidthResult b = MeasureMemoryBandwidth(pool);
           if (b.best_gbps() > 0) {
             r.paired_shares.push_back(
                 static_cast<double>(r.decode_bytes_per_token) *

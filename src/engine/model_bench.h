@@ -56,11 +56,11 @@ struct ModelBenchResult {
   // decode_bytes_per_token x median decode tok/s (at the smallest depth) /
   // bandwidth.best_gbps(); 0 if not measured.
   double roofline_share = 0;
-  // The same share per repeat of that decode test, each against a shorter
-  // bandwidth pass (StreamArrayBytes() arrays, best of 2) run right after
-  // the repeat: bandwidth drifts on shared machines (35-72 GB/s between
-  // minutes here), and a share against a figure from another moment is off
-  // by as much.
+  // The same share per repeat of that decode test, each against a
+  // bandwidth pass like `bandwidth`'s (StreamArrayBytes() arrays, best of 5)
+  // run right after the repeat: bandwidth drifts on shared machines (35-72
+  // GB/s between minutes here), and a share against a figure from another
+  // moment is off by as much.
   // Empty if bandwidth is not measured.
   std::vector<double> paired_shares;
   double paired_share() const;  // median of paired_shares; 0 if none
