@@ -24,7 +24,7 @@ struct BandwidthResult {
 // The array size STREAM's rule asks for: at least four times the
 // last-level cache (sysconf; 32 MiB assumed where it is unknown) and never
 // under 256 MiB. Smaller arrays measure the cache too: on a 32 MiB-L3 host,
-// 48-64 MiB arrays read 55-75 GB/s where 96 MiB to 1 GiB read 43-62 in the
+// 48-64 MiB arrays read 55-76 GB/s where 96 MiB to 1 GiB read 42-62 in the
 // same minutes, and a decode step, which sweeps hundreds of MiB per token,
 // gets none of that help.
 int64_t StreamArrayBytes();
