@@ -4,10 +4,11 @@
 # (which goes first alternates between rounds, since the second run of a
 # pair is often slower on a shared VM), and prints per round the decode and
 # prefill tok/s of both, their ratio, and Redline's decode roofline share
-# (each decode repeat against a bandwidth pass right after it). Then the
-# median ratio per file over the rounds. llama.cpp must be a native build of
-# its source made outside this repository (its path is an argument); its
-# flags are printed with the results (flash attention on, f16 KV).
+# (each decode repeat against a bandwidth pass right after it, whose median
+# GB/s is printed beside it). Then the median ratio per file over the
+# rounds. llama.cpp must be a native build of its source made outside this
+# repository (its path is an argument); its flags are printed with the
+# results (flash attention on, f16 KV).
 #
 # With --depth D (repeatable) the decode test instead runs after D tokens
 # already in the KV cache, through `llama-batched-bench` (`-npp D -ntg N
@@ -36,7 +37,7 @@ while (($#)); do
     -n) tokens="$2"; shift 2 ;;
     --depth) depths+=("$2"); shift 2 ;;
     --redline) redline="$2"; shift 2 ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
     -*) echo "llamacpp_compare: unknown option $1" >&2; exit 2 ;;
     *) models+=("$1"); shift ;;
   esac
@@ -59,7 +60,8 @@ echo "llama.cpp: $llama (llama-bench -t $threads -p $prompt -n $tokens -fa 1;" \
      "llama-batched-bench -fa -t $threads -npl 1 for depths), f16 KV"
 echo "redline: $redline bench-model -t $threads --prefill $prompt -n $tokens"
 
-# One comparison; prints "name depth tg_redline tg_llama pp_redline pp_llama share".
+# One comparison; prints "name depth tg_redline tg_llama pp_redline pp_llama
+# share bandwidth" (the paired share and its passes' median GB/s).
 run_pair() {
   local model=$1 depth=$2 order=$3 name
   name=$(basename "$model" .gguf)
@@ -97,7 +99,9 @@ else:
     cells = [c.strip() for c in row.strip().strip("|").split("|")]
     ltg, lpp = float(cells[7]), float("nan")
 share = red.get("decode_roofline_share_paired", float("nan"))
-print(name, depth, rtg, ltg, rpp, lpp, share)
+passes = sorted(red.get("decode_paired_bandwidth_gbps", []))
+gbps = passes[len(passes) // 2] if passes else float("nan")
+print(name, depth, rtg, ltg, rpp, lpp, share, gbps)
 EOF
 }
 
@@ -111,10 +115,10 @@ for ((round = 1; round <= rounds; round++)); do
       echo "$line" >> "$results"
       python3 -c '
 import sys
-name, d, rtg, ltg, rpp, lpp, share = sys.argv[1].split()
-rtg, ltg, rpp, lpp, share = map(float, (rtg, ltg, rpp, lpp, share))
-print("%-28s d%-5s r%s  tg %7.2f / %7.2f = %5.2fx   pp %7.1f / %7.1f = %5.2fx   share %3.0f%%"
-      % (name, d, sys.argv[2], rtg, ltg, rtg / ltg, rpp, lpp, rpp / lpp, 100 * share))
+name, d, rtg, ltg, rpp, lpp, share, gbps = sys.argv[1].split()
+rtg, ltg, rpp, lpp, share, gbps = map(float, (rtg, ltg, rpp, lpp, share, gbps))
+print("%-28s d%-5s r%s  tg %7.2f / %7.2f = %5.2fx   pp %7.1f / %7.1f = %5.2fx   share %3.0f%% of %4.1f GB/s"
+      % (name, d, sys.argv[2], rtg, ltg, rtg / ltg, rpp, lpp, rpp / lpp, 100 * share, gbps))
 ' "$line" "$round"
     done
   done
@@ -126,7 +130,7 @@ python3 - "$results" << 'EOF'
 import collections, statistics, sys
 rows = collections.defaultdict(list)
 for line in open(sys.argv[1]):
-    name, d, rtg, ltg, rpp, lpp, share = line.split()
+    name, d, rtg, ltg, rpp, lpp, share, _ = line.split()
     rows[(name, int(d))].append((float(rtg), float(ltg), float(rpp), float(lpp), float(share)))
 print("| file | depth | decode tok/s redline | llama.cpp | ratio | prefill ratio | decode roofline share |")
 print("|---|---:|---:|---:|---:|---:|---:|")

@@ -150,6 +150,7 @@ Result<ModelBenchResult> RunModelBench(const model::Model& m, ThreadPool& pool,
         if (paired) {
           const BandwidthResult b = MeasureMemoryBandwidth(pool);
           if (b.best_gbps() > 0) {
+            r.paired_gbps.push_back(b.best_gbps());
             r.paired_shares.push_back(
                 static_cast<double>(r.decode_bytes_per_token) *
                 test.tok_per_s.back() / (b.best_gbps() * 1e9));
@@ -212,8 +213,15 @@ std::string ModelBenchResult::ToMarkdown() const {
         std::minmax_element(paired_shares.begin(), paired_shares.end());
     out += fmt::format(
         "decode roofline share, each repeat against a bandwidth pass right "
-        "after it: median {:.1f} % (min {:.1f}, max {:.1f}, {} repeats)\n",
+        "after it: median {:.1f} % (min {:.1f}, max {:.1f}, {} repeats)",
         100.0 * paired_share(), 100.0 * *lo, 100.0 * *hi, paired_shares.size());
+    if (!paired_gbps.empty()) {
+      const auto [slow, fast] =
+          std::minmax_element(paired_gbps.begin(), paired_gbps.end());
+      out +=
+          fmt::format("; those passes read {:.1f}-{:.1f} GB/s", *slow, *fast);
+    }
+    out += "\n";
   }
   return out;
 }
@@ -234,6 +242,11 @@ std::string ModelBenchResult::ToJson() const {
   std::string paired;
   for (double v : paired_shares)
     paired += fmt::format("{}{:.4f}", paired.empty() ? "" : ", ", v);
+  std::string paired_gbps_json;
+  for (double v : paired_gbps) {
+    paired_gbps_json +=
+        fmt::format("{}{:.2f}", paired_gbps_json.empty() ? "" : ", ", v);
+  }
   return fmt::format(
       "{{\n  \"schema\": \"redline.bench-model.v1\",\n  \"model\": {},\n  "
       "\"model_name\": {},\n  \"arch\": {},\n"
@@ -246,13 +259,15 @@ std::string ModelBenchResult::ToJson() const {
       "  \"decode_roofline_share\": {:.4f},\n"
       "  \"decode_roofline_share_paired\": {:.4f},\n"
       "  \"decode_roofline_shares_paired\": [{}],\n"
+      "  \"decode_paired_bandwidth_gbps\": [{}],\n"
       "  \"decode_fits_in_cache\": {}\n}}\n",
       JsonQuote(model_path), JsonQuote(model_name), JsonQuote(arch),
       JsonQuote(weight_types), params, weight_bytes, decode_bytes_per_token,
       threads, JsonQuote(isa), JsonQuote(kv_type), JsonQuote(weight_layout),
       tests_json, bandwidth.read_gbps, bandwidth.copy_gbps,
       bandwidth.triad_gbps, bandwidth.best_gbps(), roofline_share,
-      paired_share(), paired, fits_in_cache() ? "true" : "false");
+      paired_share(), paired, paired_gbps_json,
+      fits_in_cache() ? "true" : "false");
 }
 
 }  // namespace redline::engine

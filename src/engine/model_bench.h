@@ -63,6 +63,8 @@ struct ModelBenchResult {
   // moment is off by as much.
   // Empty if bandwidth is not measured.
   std::vector<double> paired_shares;
+  // best_gbps() of each of those passes (the shares' denominators), in order.
+  std::vector<double> paired_gbps;
   double paired_share() const;  // median of paired_shares; 0 if none
   // The decode test the roofline share is of (the first, i.e. the smallest
   // depth); null without one.

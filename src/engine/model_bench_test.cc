@@ -67,6 +67,19 @@ TEST(ModelBenchReportTest, PairedSharesAreReportedWithTheirMedian) {
                             "0.5000, 0.8000, 0.7000]"),
             std::string::npos)
       << r.ToJson();
+  // The passes' own figures, so a share can be checked against its
+  // denominator.
+  EXPECT_NE(r.ToJson().find("\"decode_paired_bandwidth_gbps\": []"),
+            std::string::npos)
+      << r.ToJson();
+  r.paired_gbps = {55.5, 61.3, 48.0, 57.0};
+  EXPECT_NE(r.ToMarkdown().find("those passes read 48.0-61.3 GB/s"),
+            std::string::npos)
+      << r.ToMarkdown();
+  EXPECT_NE(r.ToJson().find("\"decode_paired_bandwidth_gbps\": [55.50, "
+                            "61.30, 48.00, 57.00]"),
+            std::string::npos)
+      << r.ToJson();
 }
 
 TEST(ModelBenchDepthTest, EachDepthRunsEveryTestAfterThatMuchContext) {
@@ -113,7 +126,9 @@ TEST(ModelBenchDepthTest, EachDepthRunsEveryTestAfterThatMuchContext) {
   auto measured = RunModelBench(**m, pool, o);
   ASSERT_TRUE(measured.ok()) << measured.status().ToString();
   ASSERT_EQ(measured->paired_shares.size(), 2u);
+  ASSERT_EQ(measured->paired_gbps.size(), 2u);
   for (double share : measured->paired_shares) EXPECT_GT(share, 0);
+  for (double gbps : measured->paired_gbps) EXPECT_GT(gbps, 0);
   EXPECT_GT(measured->roofline_share, 0);
 
   // Past the model's context: an error naming it, nothing run.
