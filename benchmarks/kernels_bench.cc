@@ -204,7 +204,7 @@ void RegisterAll() {
       // ("/packed").
       SetActiveIsa(isa);
       std::vector<bool> layouts = {false};
-      if (quantized && PackedLayoutHelps(type)) layouts.push_back(true);
+      if (PackedLayoutHelps(type)) layouts.push_back(true);
       for (const bool packed : layouts) {
         const std::string suffix = packed ? "/packed" : "";
         for (const Shape& s : kMatVecShapes) {

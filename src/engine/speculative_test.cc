@@ -296,6 +296,15 @@ TEST_P(SpeculativeEqualsPlainTest, TokensAreThoseOfPlainDecoding) {
       ASSERT_TRUE(paced.ok());
       EXPECT_EQ(paced->tokens, base->tokens) << c.preset << " paced";
       so.pace_by_cost = false;
+      // Verification passes of up to 41 tokens: past every kernel's
+      // small-batch tiles (MatMulTest.EveryBatchEqualsDecodeExactly).
+      Generator g4(**m, pool, 256, 64);
+      SpeculativeOptions wide = so;
+      wide.max_draft_tokens = 40;
+      auto long_drafts = g4.Generate(
+          prompt, p, [](std::string_view, int32_t) { return true; }, wide);
+      ASSERT_TRUE(long_drafts.ok());
+      EXPECT_EQ(long_drafts->tokens, base->tokens) << c.preset << " k=40";
       const SpeculativeStats& s = fast->speculative;
       EXPECT_LE(s.accepted_tokens, s.drafted_tokens);
       EXPECT_EQ(s.tokens_emitted,

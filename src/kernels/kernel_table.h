@@ -178,12 +178,11 @@ void MatMulPackedRowsQ4_0(const MatMulArgs& args, int64_t row_begin,
                           int64_t row_end);
 void MatMulPackedRowsQ5_0(const MatMulArgs& args, int64_t row_begin,
                           int64_t row_end);
-// Prefill (more than 16 tokens) with F16/BF16 weights on row panels
-// converted in cache (x86/matmul_half_prefill_avx512.cc).
-void MatMulHalfPrefillRowsF16(const MatMulArgs& args, int64_t row_begin,
-                              int64_t row_end);
-void MatMulHalfPrefillRowsBF16(const MatMulArgs& args, int64_t row_begin,
-                               int64_t row_end);
+// Products on packed F16/BF16 weights (x86/matmul_half_packed_avx512.cc).
+void MatMulPackedRowsF16(const MatMulArgs& args, int64_t row_begin,
+                         int64_t row_end);
+void MatMulPackedRowsBF16(const MatMulArgs& args, int64_t row_begin,
+                          int64_t row_end);
 // Products on packed Q4_K/Q6_K weights (x86/matmul_kpacked_avx512.cc).
 void MatMulPackedRowsQ4_K(const MatMulArgs& args, int64_t row_begin,
                           int64_t row_end);

@@ -58,7 +58,8 @@ bool HasQuantizer(DType type) {
 // Types with packed kernels (packed.h).
 bool Packable(DType type) {
   return type == DType::kQ8_0 || type == DType::kQ4_0 || type == DType::kQ5_0 ||
-         type == DType::kQ4_K || type == DType::kQ6_K;
+         type == DType::kQ4_K || type == DType::kQ6_K || type == DType::kF16 ||
+         type == DType::kBF16;
 }
 
 // Where the AVX-512 kernels take the reference's operations in its order
@@ -417,30 +418,30 @@ TEST_P(MatMulTest, PrefillRowsMatchDecode) {
   }
 }
 
-// F16 products of up to 16 tokens (verification passes, small decode
-// batches) equal each token's decode bit for bit on AVX-512 (one row
-// function per token) and on the scalar reference (f64 per output), so
-// speculative and batched decoding see plain decoding's logits; 17 tokens
-// take the prefill tiles and only agree to rounding.
-TEST(MatMulF16Test, SmallBatchesEqualDecodeExactly) {
+// Token t of a product of any size equals the decode product of token t
+// alone bit for bit, on every ISA and type, on the packed and the row
+// layout: speculative verification passes and batched decoding see plain
+// decoding's logits (docs/NUMERICS.md), so greedy output cannot change.
+// Widths past one F16 chunk (256 columns) and past 1024; token counts on
+// both sides of every tile size.
+TEST_P(MatMulTest, EveryBatchEqualsDecodeExactly) {
+  ScopedIsa scoped(isa());
   ThreadPool pool(2);
-  for (Isa isa : AvailableIsas()) {
-    if (isa == Isa::kAvx2) continue;  // its tiles sum in another order
-    ScopedIsa scoped(isa);
-    for (const int64_t cols : {int64_t{64}, int64_t{896}, int64_t{1000}}) {
-      const TestMatrix m = MakeMatrix(DType::kF16, 37, cols, 11);
-      for (const int64_t n_tokens : {2, 9, 16}) {
-        const std::vector<float> x = RandomFloats(n_tokens * cols, 12);
-        const std::vector<float> y = RunMatMul(m, x, n_tokens, pool);
+  for (const int64_t width : {int64_t{896}, int64_t{2304}}) {
+    const TestMatrix m = MakeMatrix(type(), 37, ColsFor(type(), width), 9);
+    for (const bool packed : {true, false}) {
+      for (const int64_t n_tokens : {2, 3, 4, 5, 9, 12, 13, 16, 17, 33, 65}) {
+        const std::vector<float> x = RandomFloats(n_tokens * m.cols, 10);
+        const std::vector<float> y = RunMatMul(m, x, n_tokens, pool, 0, packed);
         for (int64_t t = 0; t < n_tokens; ++t) {
-          const std::vector<float> xt(x.begin() + t * cols,
-                                      x.begin() + (t + 1) * cols);
-          const std::vector<float> yt = RunMatMul(m, xt, 1, pool);
+          const std::vector<float> xt(x.begin() + t * m.cols,
+                                      x.begin() + (t + 1) * m.cols);
+          const std::vector<float> yt = RunMatMul(m, xt, 1, pool, 0, packed);
           ASSERT_EQ(std::memcmp(y.data() + t * m.rows, yt.data(),
                                 yt.size() * sizeof(float)),
                     0)
-              << IsaName(isa) << " cols=" << cols << " n_tokens=" << n_tokens
-              << " t=" << t;
+              << "cols=" << m.cols << " packed=" << packed
+              << " n_tokens=" << n_tokens << " t=" << t;
         }
       }
     }
@@ -808,7 +809,9 @@ TEST(PackedLayoutTest, Sizes) {
   EXPECT_EQ(PackedPanelBytes(DType::kQ8_0, 64), 2 * 544);
   EXPECT_EQ(PackedPanelBytes(DType::kQ4_0, 64), 2 * 288);
   EXPECT_EQ(PackedBytes(DType::kQ8_0, 17, 64), 2 * 2 * 544);
-  EXPECT_EQ(PackedPanelBytes(DType::kF16, 64), 0);
+  EXPECT_EQ(PackedPanelBytes(DType::kF16, 64), 64 * 32);
+  EXPECT_EQ(PackedBytes(DType::kBF16, 17, 10), 2 * 10 * 32);
+  EXPECT_EQ(PackedPanelBytes(DType::kF32, 64), 0);
   EXPECT_EQ(PackedPanelBytes(DType::kQ5_0, 64), 2 * 352);
   EXPECT_EQ(PackedPanelBytes(DType::kQ4_K, 512), 2 * 2368);
   EXPECT_EQ(PackedPanelBytes(DType::kQ6_K, 512), 2 * 3360);
@@ -830,9 +833,33 @@ TEST(PackedLayoutTest, HelpsOnlyWhereAKernelReadsIt) {
         << IsaName(isa);
     EXPECT_EQ(PackedLayoutHelps(DType::kQ6_K), isa >= Isa::kAvx512)
         << IsaName(isa);
+    EXPECT_EQ(PackedLayoutHelps(DType::kF16), isa >= Isa::kAvx512)
+        << IsaName(isa);
+    EXPECT_EQ(PackedLayoutHelps(DType::kBF16), isa >= Isa::kAvx512)
+        << IsaName(isa);
     EXPECT_FALSE(PackedLayoutHelps(DType::kQ5_K)) << IsaName(isa);
-    for (DType t : {DType::kF32, DType::kF16, DType::kBF16})
-      EXPECT_FALSE(PackedLayoutHelps(t)) << IsaName(isa);
+    EXPECT_FALSE(PackedLayoutHelps(DType::kF32)) << IsaName(isa);
+  }
+}
+
+// 16-bit float panels: column c of panel p holds rows 16p.. of column c,
+// padding rows +0.
+TEST(PackedLayoutTest, HalfBytesAreWhereTheHeaderSays) {
+  for (DType type : {DType::kF16, DType::kBF16}) {
+    const TestMatrix m = MakeMatrix(type, 19, 21, 33);
+    ASSERT_EQ(m.packed.size(), static_cast<size_t>(2 * 21 * 32));
+    for (int64_t row = 0; row < 32; ++row) {
+      for (int64_t c = 0; c < 21; ++c) {
+        uint16_t got, want = 0;
+        std::memcpy(
+            &got,
+            m.packed.data() + (row / 16) * 21 * 32 + c * 32 + (row % 16) * 2,
+            2);
+        if (row < m.rows) std::memcpy(&want, m.RowView().Row(row) + 2 * c, 2);
+        ASSERT_EQ(got, want)
+            << DTypeName(type) << " row " << row << " col " << c;
+      }
+    }
   }
 }
 

@@ -1,5 +1,6 @@
 #include "kernels/packed.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "base/check.h"
@@ -22,6 +23,9 @@ int64_t PackedBlockBytes(DType type) {
       return PackedBlock<DType::kQ4_K>::kBytes;
     case DType::kQ6_K:
       return PackedBlock<DType::kQ6_K>::kBytes;
+    case DType::kF16:
+    case DType::kBF16:
+      return kHalfColumnBytes;
     default:
       return 0;
   }
@@ -111,6 +115,34 @@ void PackQ5_0(const WeightView& w, int64_t panel_begin, int64_t panel_end,
   }
 }
 
+// Panels [panel_begin, panel_end) of a 16-bit float matrix: column c of
+// panel p is the 16 values w[16p .. 16p + 15][c] (padding rows +0), 32
+// bytes. Rows are read in blocks of 16 columns, so each row's bytes are
+// read sequentially and each 512-byte run of the panel written once.
+void PackHalf(const WeightView& w, int64_t panel_begin, int64_t panel_end,
+              uint8_t* out) {
+  constexpr int64_t kBlockCols = 16;
+  const int64_t panel_bytes = PackedPanelBytes(w.type, w.cols);
+  for (int64_t p = panel_begin; p < panel_end; ++p) {
+    auto* panel = reinterpret_cast<uint16_t*>(out + p * panel_bytes);
+    const uint8_t* rows[kPackRows];
+    for (int64_t r = 0; r < kPackRows; ++r) {
+      const int64_t row = p * kPackRows + r;
+      rows[r] = row < w.rows ? w.Row(row) : nullptr;
+    }
+    for (int64_t c0 = 0; c0 < w.cols; c0 += kBlockCols) {
+      const int64_t n = std::min(kBlockCols, w.cols - c0);
+      for (int64_t r = 0; r < kPackRows; ++r) {
+        for (int64_t c = c0; c < c0 + n; ++c) {
+          uint16_t v = 0;
+          if (rows[r] != nullptr) std::memcpy(&v, rows[r] + 2 * c, sizeof(v));
+          panel[c * kPackRows + r] = v;
+        }
+      }
+    }
+  }
+}
+
 }  // namespace
 
 int64_t PackedPanels(int64_t rows) {
@@ -137,6 +169,10 @@ void PackWeights(const WeightView& w, int64_t panel_begin, int64_t panel_end,
   RL_DCHECK(panel_begin >= 0 && panel_end <= PackedPanels(w.rows));
   if (w.type == DType::kQ5_0) {
     PackQ5_0(w, panel_begin, panel_end, static_cast<uint8_t*>(packed));
+    return;
+  }
+  if (w.type == DType::kF16 || w.type == DType::kBF16) {
+    PackHalf(w, panel_begin, panel_end, static_cast<uint8_t*>(packed));
     return;
   }
   if (w.type == DType::kQ4_K || w.type == DType::kQ6_K) {

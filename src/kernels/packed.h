@@ -1,5 +1,5 @@
-// Q8_0, Q4_0, Q5_0, Q4_K and Q6_K weights repacked into row panels, the layout the AVX-512 VNNI
-// products read fastest (as llama.cpp repacks for its AMX/VNNI kernels).
+// Q8_0, Q4_0, Q5_0, Q4_K, Q6_K, F16 and BF16 weights repacked into row panels, the
+// layout the AVX-512 products read fastest (as llama.cpp repacks for its AMX/VNNI kernels).
 //
 // Why: in GGUF's row layout a decode step reads each 34- or 18-byte block of
 // one row, and its kernel needs horizontal sums to finish a block's dot
@@ -43,6 +43,8 @@
 //         scales [16 groups of 16][16 rows] int8;            256 bytes;
 //         d [16 rows] binary16;                               32 bytes;
 //                                                  3360 bytes (16 x 210).
+//   F16, BF16 (per column c): the 16 rows' values w[r][c] as stored
+//         (2 bytes each, rows in order; padding rows +0);   32 bytes.
 // The K-quant panels keep the file's bits (no precision is lost) and add
 // only Q4_K's unpacked scale bytes; the kernels read one stream per panel
 // and need no shuffles (x86/matmul_kpacked_avx512.cc).
@@ -58,6 +60,8 @@
 namespace redline::kernels {
 
 inline constexpr int64_t kPackRows = 16;
+// One column of a 16-bit float panel.
+inline constexpr int64_t kHalfColumnBytes = 2 * kPackRows;
 
 // The layout's constants per type, for the kernels that read it (plain data:
 // no functions, see kernel_table.h). kOffset is what the stored u8 adds to
@@ -105,18 +109,18 @@ struct PackedBlock<DType::kQ6_K> {
 int64_t PackedPanels(int64_t rows);
 
 // Bytes of one panel of `cols` columns; 0 for types without a packed layout
-// (the float types).
+// (F32 and the other block types).
 int64_t PackedPanelBytes(DType type, int64_t cols);
 
 // Bytes of the whole packed matrix: PackedPanels(rows) * PackedPanelBytes.
 int64_t PackedBytes(DType type, int64_t rows, int64_t cols);
 
 // True when the active kernels (isa.h) multiply `type` faster from the
-// packed layout, i.e. when repacking at load pays off. Not for float types.
+// packed layout, i.e. when repacking at load pays off. Never for F32.
 bool PackedLayoutHelps(DType type);
 
-// Writes panels [panel_begin, panel_end) of w (a Q8_0, Q4_0, Q5_0, Q4_K, Q6_K
-// matrix read from w.data) into `packed`, which holds the whole matrix (PackedBytes bytes).
+// Writes panels [panel_begin, panel_end) of w (a Q8_0, Q4_0, Q5_0, Q4_K, Q6_K,
+// F16 or BF16 matrix read from w.data) into `packed`, which holds the whole matrix (PackedBytes bytes).
 // Cost: one pass over those rows. Any alignment works; 64 bytes is fastest.
 void PackWeights(const WeightView& w, int64_t panel_begin, int64_t panel_end,
                  void* packed);

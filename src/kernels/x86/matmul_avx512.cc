@@ -584,11 +584,10 @@ void FloatTile(const MatMulArgs& a, int64_t r0, int64_t t0, int64_t c_begin,
 // in step, HalfRowsDecode), x read as binary16 (a.xh), each weight stream
 // fetched ahead (kHalfAheadBytes for a row alone). One accumulator per row
 // over 16-column steps, reduced as _mm512_reduce_add_ps: the order in
-// which FloatTile sums every output over whole rows, so products of up to
-// kHalfRowTokens tokens (speculative verification, small decode batches),
-// which take FloatTile over whole rows on the rounded f32 copy (the same
-// values), give each token exactly its decode's sums, and speculative and
-// batched decoding see plain decoding's logits. Measured against the
+// which FloatTile sums every output over whole rows, so batches (which
+// take FloatTile on the rounded f32 copy: the same values) give each token
+// exactly its decode's sums, and speculative and batched decoding see plain
+// decoding's logits. Measured against the
 // 4-row FloatTile decode on cold weights (paired in one
 // process, 2 threads): 8192 x 2048 1.40x, 4864 x 896 2.1x, 151936 x 896
 // 2.3x, 128256 x 2048 1.3x, 2048 x 8192 1.0x (four accumulators measured
@@ -607,7 +606,6 @@ constexpr int64_t kHalfAheadBytes = 8192;
 // two at 8, four at 1 KiB 0.99x and 0.96x of four at 2.
 constexpr int kHalfDecodeStreams = 4;
 constexpr int64_t kHalfStreamAheadBytes = 2048;
-constexpr int64_t kHalfRowTokens = 16;
 
 // Rows r[0..S) of y, each summed exactly as a lone row is (one accumulator,
 // 64-column steps, then masked 16-column steps), the S rows in step.
@@ -682,10 +680,6 @@ void HalfRowsDecode(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
 // ---------------------------------------------------------------------------
 // Row-range drivers: full tiles, then smaller tiles for the leftovers.
 
-// Columns per chunk of float prefill: a 4-row panel of f32 weights (16 KiB)
-// and 4 tokens of activations (16 KiB) stay in L1 across the token tiles.
-constexpr int64_t kFloatChunkCols = 1024;
-
 // Quantized tiles always take all columns (c_begin = 0, c_end = cols).
 template <DType kType, int R, int T>
 void Tile(const MatMulArgs& a, int64_t r0, int64_t t0, int64_t c_begin = 0,
@@ -743,14 +737,6 @@ void MatMulRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
   // MatMul always rounds x for F16 weights, so a.xh is set.
   if (kType == DType::kF16 && a.n_tokens == 1)
     return HalfRowsDecode(a, row_begin, row_end);
-  // Prefill with 16-bit float weights: row panels converted once per
-  // chunk (x86/matmul_half_prefill_avx512.cc).
-  if (a.n_tokens > kHalfRowTokens) {
-    if constexpr (kType == DType::kF16)
-      return MatMulHalfPrefillRowsF16(a, row_begin, row_end);
-    if constexpr (kType == DType::kBF16)
-      return MatMulHalfPrefillRowsBF16(a, row_begin, row_end);
-  }
   if (a.n_tokens == 1) {
     int64_t r = row_begin;
     for (; r + kDecodeRows <= row_end; r += kDecodeRows)
@@ -758,25 +744,17 @@ void MatMulRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
     for (; r < row_end; ++r) Tile<kType, 1, 1>(a, r, 0);
     return;
   }
-  // Prefill: each row panel (of one column chunk, for float weights) stays
-  // in L1 while all token tiles pass over it.
-  constexpr bool kQuantized = kType == DType::kQ8_0 || kType == DType::kQ4_0;
-  // F32 rows are summed whole (one accumulator per output, as ggml's
-  // tinyBLAS does), and so are F16 rows of products of up to
-  // kHalfRowTokens tokens (HalfRowsDecode's order); BF16 rows of such
-  // products in column chunks that stay in L1.
-  const bool whole_rows =
-      kQuantized || kType == DType::kF32 ||
-      (kType == DType::kF16 && a.n_tokens <= kHalfRowTokens);
-  const int64_t chunk = whole_rows ? a.cols : kFloatChunkCols;
-  for (int64_t c0 = 0; c0 < a.cols; c0 += chunk) {
-    const int64_t c1 = Min(a.cols, c0 + chunk);
-    for (int64_t r = row_begin; r < row_end; r += kPrefillRows) {
-      const int64_t n_rows = Min(kPrefillRows, row_end - r);
-      for (int64_t t = 0; t < a.n_tokens; t += kPrefillTokens) {
-        TileRowsTokens<kType>(a, r, n_rows, t,
-                              Min(kPrefillTokens, a.n_tokens - t), c0, c1);
-      }
+  // Prefill: each 4-row panel stays in cache while all token tiles pass
+  // over it. Every output is summed over its whole row (one accumulator,
+  // as ggml's tinyBLAS does, and as decode sums it: HalfRowsDecode for
+  // F16), so a token's outputs are its decode's whatever the batch. For
+  // 16-bit float weights the repacked layout is the fast one
+  // (x86/matmul_half_packed_avx512.cc); this one serves --no-repack.
+  for (int64_t r = row_begin; r < row_end; r += kPrefillRows) {
+    const int64_t n_rows = Min(kPrefillRows, row_end - r);
+    for (int64_t t = 0; t < a.n_tokens; t += kPrefillTokens) {
+      TileRowsTokens<kType>(a, r, n_rows, t,
+                            Min(kPrefillTokens, a.n_tokens - t), 0, a.cols);
     }
   }
 }
@@ -1088,6 +1066,8 @@ void FillMatMulTable(KernelTable* table) {
   table->matmul_packed[static_cast<int>(DType::kQ5_0)] = &MatMulPackedRowsQ5_0;
   table->matmul_packed[static_cast<int>(DType::kQ4_K)] = &MatMulPackedRowsQ4_K;
   table->matmul_packed[static_cast<int>(DType::kQ6_K)] = &MatMulPackedRowsQ6_K;
+  table->matmul_packed[static_cast<int>(DType::kF16)] = &MatMulPackedRowsF16;
+  table->matmul_packed[static_cast<int>(DType::kBF16)] = &MatMulPackedRowsBF16;
   FillUnpackedTable(table);
   table->matmul[static_cast<int>(DType::kQ4_K)] = &KQuantRows512<DType::kQ4_K>;
   table->matmul[static_cast<int>(DType::kQ5_K)] = &KQuantRows512<DType::kQ5_K>;

@@ -126,7 +126,10 @@ void KPanelTile(const MatMulArgs& a, const uint8_t* first_panel,
       }
     }
 #pragma GCC unroll 8
-    for (int k = 0; k < 8; ++k) {
+    for (int kk = 0; kk < 8; ++kk) {
+      // Sub-blocks in KPanelDecode's order (Q6_K: 0, 2, 1, 3, 4, 6, 5, 7),
+      // so a token's sums are its decode's bit for bit whatever the batch.
+      const int k = kQ4 ? kk : kk / 4 * 4 + kk % 4 / 2 + kk % 2 * 2;
       const int64_t b = i * 8 + k;
       if (prefetch) {
         // A share of the super-block kAheadSupers on per sub-block.
@@ -138,7 +141,7 @@ void KPanelTile(const MatMulArgs& a, const uint8_t* first_panel,
           for (int64_t l = 0; l < kShare; ++l) {
             _mm_prefetch(reinterpret_cast<const char*>(
                              block[p] + kAheadSupers * kSuperBytes<kType> +
-                             (k * kShare + l) * 64),
+                             (kk * kShare + l) * 64),
                          _MM_HINT_T0);
           }
         }

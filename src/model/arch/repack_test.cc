@@ -1,10 +1,13 @@
-// Repacked weights (repack.h): the same logits as the file's layout, bit for
-// bit, with panels only where the active kernels read them.
+// Repacked weights (repack.h): the same logits as the file's layout (bit for
+// bit for the quantized types), with panels only where the active kernels
+// read them.
 #include "model/arch/repack.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -71,9 +74,10 @@ class RepackTest : public ::testing::TestWithParam<DType> {
   std::string path_;
 };
 
-// On every ISA: the same logits bit for bit as the file's layout, Q8_0/Q4_0
-// in panels where the ISA has packed kernels, everything else copied as is.
-TEST_P(RepackTest, LogitsAreBitIdenticalToTheFileLayout) {
+// On every ISA: the same logits as the file's layout (bit for bit but for
+// F16 panels), Q8_0/Q4_0/F16 in panels where the ISA has packed kernels,
+// everything else copied as is.
+TEST_P(RepackTest, LogitsMatchTheFileLayout) {
   for (Isa isa : kernels::AvailableIsas()) {
     SCOPED_TRACE(kernels::IsaName(isa));
     ASSERT_TRUE(kernels::SetActiveIsa(isa));
@@ -108,7 +112,29 @@ TEST_P(RepackTest, LogitsAreBitIdenticalToTheFileLayout) {
     EXPECT_EQ(w.token_embd.packed, nullptr);
     const std::vector<float> a = Run(*rows), b = Run(*packed);
     ASSERT_EQ(a.size(), b.size());
-    EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0);
+    if (!panels || GetParam() != DType::kF16) {
+      EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)), 0);
+      continue;
+    }
+    // F16 panels sum each output as one chain over the columns, the file's
+    // rows in 16 column lanes added at the end (docs/NUMERICS.md): the same
+    // products in another order. The next product's activations are
+    // rounded to binary16, which can turn an f32 difference into a binary16
+    // step (~5e-4 relative), so the logits agree to 1e-3 of their largest
+    // (measured: 0.0093 of 30 on this model), and every token's argmax.
+    const int64_t vocab = packed->config().vocab_size;
+    float scale = 0.0f;
+    for (float v : a) scale = std::max(scale, std::fabs(v));
+    for (size_t i = 0; i < a.size(); ++i)
+      ASSERT_NEAR(a[i], b[i], 1e-3f * scale) << i;
+    for (size_t t = 0; t < a.size() / vocab; ++t) {
+      auto first = [&](const std::vector<float>& v) {
+        return std::max_element(v.begin() + t * vocab,
+                                v.begin() + (t + 1) * vocab) -
+               v.begin();
+      };
+      EXPECT_EQ(first(a), first(b)) << "step " << t;
+    }
   }
 }
 
