@@ -59,24 +59,21 @@ inline __m128 Reduce4(__m512 v0, __m512 v1, __m512 v2, __m512 v3) {
   return _mm_add_ps(_mm_add_ps(q0, q2), _mm_add_ps(q1, q3));
 }
 
-// y[t * y_stride + r] = (or +=, if accumulate) the sum of acc[r][t]'s lanes.
+// y[t * y_stride + r] = the sum of acc[r][t]'s lanes.
 template <int R, int T>
-inline void StoreSums(const __m512 (&acc)[R][T], float* y, int64_t y_stride,
-                      bool accumulate = false) {
+inline void StoreSums(const __m512 (&acc)[R][T], float* y, int64_t y_stride) {
   if constexpr (R == 4) {
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) {
-      __m128 sums = Reduce4(acc[0][t], acc[1][t], acc[2][t], acc[3][t]);
-      if (accumulate) sums = _mm_add_ps(sums, _mm_loadu_ps(y + t * y_stride));
-      _mm_storeu_ps(y + t * y_stride, sums);
+      _mm_storeu_ps(y + t * y_stride,
+                    Reduce4(acc[0][t], acc[1][t], acc[2][t], acc[3][t]));
     }
   } else {
 #pragma GCC unroll 8
     for (int r = 0; r < R; ++r) {
 #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) {
-        const float sum = _mm512_reduce_add_ps(acc[r][t]);
-        y[t * y_stride + r] = accumulate ? y[t * y_stride + r] + sum : sum;
+        y[t * y_stride + r] = _mm512_reduce_add_ps(acc[r][t]);
       }
     }
   }
@@ -479,11 +476,9 @@ constexpr Bf16Index kBf16Index = MakeBf16Index();
 template <DType kType>
 constexpr int64_t kFloatStep = kType == DType::kBF16 ? 32 : 16;
 
-// Columns [c_begin, c_end) only; c_begin a multiple of kFloatStep. With
-// `accumulate`, adds to y (column chunks after the first).
+// Whole rows: each output one accumulator over all columns.
 template <DType kType, int R, int T>
-void FloatTile(const MatMulArgs& a, int64_t r0, int64_t t0, int64_t c_begin,
-               int64_t c_end, bool accumulate) {
+void FloatTile(const MatMulArgs& a, int64_t r0, int64_t t0) {
   constexpr int64_t kStep = kFloatStep<kType>;
   const uint8_t* w[R];
   for (int r = 0; r < R; ++r) w[r] = a.w + (r0 + r) * a.row_bytes;
@@ -573,11 +568,11 @@ void FloatTile(const MatMulArgs& a, int64_t r0, int64_t t0, int64_t c_begin,
       }
     }
   };
-  int64_t c = c_begin;
-  for (; c + kStep <= c_end; c += kStep) step(c, std::false_type{});
-  if (c < c_end) step(c, std::true_type{});
+  int64_t c = 0;
+  for (; c + kStep <= a.cols; c += kStep) step(c, std::false_type{});
+  if (c < a.cols) step(c, std::true_type{});
 
-  StoreSums<R, T>(acc, a.y + t0 * a.y_stride + r0, a.y_stride, accumulate);
+  StoreSums<R, T>(acc, a.y + t0 * a.y_stride + r0, a.y_stride);
 }
 
 // Decode with F16 weights: y[r] = w[r] . x row by row (four far-apart rows
@@ -680,54 +675,50 @@ void HalfRowsDecode(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
 // ---------------------------------------------------------------------------
 // Row-range drivers: full tiles, then smaller tiles for the leftovers.
 
-// Quantized tiles always take all columns (c_begin = 0, c_end = cols).
 template <DType kType, int R, int T>
-void Tile(const MatMulArgs& a, int64_t r0, int64_t t0, int64_t c_begin = 0,
-          int64_t c_end = -1) {
+void Tile(const MatMulArgs& a, int64_t r0, int64_t t0) {
   if constexpr (kType == DType::kQ8_0 || kType == DType::kQ4_0) {
     QuantTile<kType, R, T>(a, r0, t0);
   } else {
-    FloatTile<kType, R, T>(a, r0, t0, c_begin, c_end < 0 ? a.cols : c_end,
-                           c_begin > 0);
+    FloatTile<kType, R, T>(a, r0, t0);
   }
 }
 
 template <DType kType, int R>
-void TileTokens(const MatMulArgs& a, int64_t r0, int64_t t0, int64_t n_tokens,
-                int64_t c0, int64_t c1) {
+void TileTokens(const MatMulArgs& a, int64_t r0, int64_t t0, int64_t n_tokens) {
   static_assert(kPrefillTokens == 4);
   switch (n_tokens) {
     case 1:
-      Tile<kType, R, 1>(a, r0, t0, c0, c1);
+      Tile<kType, R, 1>(a, r0, t0);
       break;
     case 2:
-      Tile<kType, R, 2>(a, r0, t0, c0, c1);
+      Tile<kType, R, 2>(a, r0, t0);
       break;
     case 3:
-      Tile<kType, R, 3>(a, r0, t0, c0, c1);
+      Tile<kType, R, 3>(a, r0, t0);
       break;
     default:
-      Tile<kType, R, 4>(a, r0, t0, c0, c1);
+      Tile<kType, R, 4>(a, r0, t0);
       break;
   }
 }
 
 template <DType kType>
 void TileRowsTokens(const MatMulArgs& a, int64_t r0, int64_t n_rows, int64_t t0,
-                    int64_t n_tokens, int64_t c0, int64_t c1) {
+                    int64_t n_tokens) {
   static_assert(kPrefillRows == 4);
   switch (n_rows) {
     case 1:
-      TileTokens<kType, 1>(a, r0, t0, n_tokens, c0, c1);
+      TileTokens<kType, 1>(a, r0, t0, n_tokens);
       break;
     case 2:
-      TileTokens<kType, 2>(a, r0, t0, n_tokens, c0, c1);
+      TileTokens<kType, 2>(a, r0, t0, n_tokens);
       break;
     case 3:
-      TileTokens<kType, 3>(a, r0, t0, n_tokens, c0, c1);
+      TileTokens<kType, 3>(a, r0, t0, n_tokens);
       break;
     default:
-      TileTokens<kType, 4>(a, r0, t0, n_tokens, c0, c1);
+      TileTokens<kType, 4>(a, r0, t0, n_tokens);
       break;
   }
 }
@@ -754,7 +745,7 @@ void MatMulRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
     const int64_t n_rows = Min(kPrefillRows, row_end - r);
     for (int64_t t = 0; t < a.n_tokens; t += kPrefillTokens) {
       TileRowsTokens<kType>(a, r, n_rows, t,
-                            Min(kPrefillTokens, a.n_tokens - t), 0, a.cols);
+                            Min(kPrefillTokens, a.n_tokens - t));
     }
   }
 }
