@@ -13,11 +13,11 @@
 // each output y[t, r] is one f32 FMA chain over the columns in column
 // order, started at zero. Decode and batches of up to kTileTokens tokens
 // run the chain in one go; larger batches run it kChunkCols columns at a
-// time, each chunk's tile starting from the value
-// the previous chunk stored. So every token's outputs equal its decode's
-// bit for bit whatever the number of tokens, the tile, the thread count or
-// the other sequences in the batch: speculative verification and batched
-// decoding see plain decoding's logits.
+// time, each chunk's tile starting from the value the previous chunk
+// stored. So every token's outputs equal its decode's bit for bit whatever
+// the number of tokens, the tile, the thread count or the other sequences
+// in the batch: speculative verification and batched decoding see plain
+// decoding's logits.
 #include <array>
 #include <cstdint>
 #include <utility>
