@@ -69,6 +69,19 @@ inline __m512 LoadColumn(const uint8_t* p) {
   }
 }
 
+// acc[p][t] += w[p] * x[t][c] for every panel p and token t of a tile.
+template <int P, int T>
+inline void FmaColumn(const __m512 (&w)[P], const float* const (&x)[T],
+                      int64_t c, __m512 (&acc)[P][T]) {
+#pragma GCC unroll 12
+  for (int t = 0; t < T; ++t) {
+    const __m512 xb = _mm512_set1_ps(x[t][c]);
+#pragma GCC unroll 4
+    for (int p = 0; p < P; ++p)
+      acc[p][t] = _mm512_fmadd_ps(w[p], xb, acc[p][t]);
+  }
+}
+
 // Decode: S panels in step, panel s at w[s] (rows r[s] .. of y, lanes past
 // mask[s] not stored), each one FMA chain per lane over all columns.
 template <DType kType, int S, int64_t kAhead>
@@ -190,13 +203,7 @@ void TileChunk(const MatMulArgs& a, const float* buf, int64_t n_cols,
 #pragma GCC unroll 2
     for (int p = 0; p < P; ++p)
       w[p] = _mm512_load_ps(buf + (c * P + p) * kPackRows);
-#pragma GCC unroll 12
-    for (int t = 0; t < T; ++t) {
-      const __m512 xb = _mm512_set1_ps(x[t][c]);
-#pragma GCC unroll 2
-      for (int p = 0; p < P; ++p)
-        acc[p][t] = _mm512_fmadd_ps(w[p], xb, acc[p][t]);
-    }
+    FmaColumn<P, T>(w, x, c, acc);
   }
 #pragma GCC unroll 12
   for (int t = 0; t < T; ++t) {
@@ -271,13 +278,7 @@ void DirectTile(const MatMulArgs& a, const uint8_t* panel, int64_t panel_bytes,
       }
       w[p] = LoadColumn<kType>(col);
     }
-#pragma GCC unroll 12
-    for (int t = 0; t < T; ++t) {
-      const __m512 xb = _mm512_set1_ps(x[t][c]);
-#pragma GCC unroll 4
-      for (int p = 0; p < P; ++p)
-        acc[p][t] = _mm512_fmadd_ps(w[p], xb, acc[p][t]);
-    }
+    FmaColumn<P, T>(w, x, c, acc);
   }
 #pragma GCC unroll 12
   for (int t = 0; t < T; ++t) {
