@@ -155,6 +155,18 @@ Status DraftModel::Run(std::span<Job> jobs, std::span<const size_t> active) {
       batch_seq_.push_back(&seq);
     }
   }
+  // Each drafting job's sampler, following its sequence's (null: argmax).
+  std::vector<model::Sampler*> samplers(jobs.size(), nullptr);
+  for (size_t j : going) {
+    Job& job = jobs[j];
+    if (job.sampler == nullptr) continue;
+    DraftSequence& seq = *job.sequence;
+    if (!seq.sampler_ || !seq.sampler_->Follow(*job.sampler))
+      seq.sampler_ = model::Sampler::FollowerOf(*job.sampler, vocab);
+    if (!seq.sampler_) continue;  // the request's params do not fit: argmax
+    samplers[j] = &*seq.sampler_;
+    seq.drafted_.assign(job.history.begin(), job.history.end());
+  }
   while (!batch_.empty()) {
     const size_t rows = going.size();
     if (logits_.size() < rows * vocab) logits_.resize(rows * vocab);
@@ -172,8 +184,20 @@ Status DraftModel::Run(std::span<Job> jobs, std::span<const size_t> active) {
     std::vector<size_t> next;
     for (size_t r = 0; r < rows; ++r) {
       Job& job = jobs[going[r]];
-      const int32_t token =
-          model::Argmax(std::span(logits_.data() + r * vocab, vocab));
+      const std::span<float> row(logits_.data() + r * vocab, vocab);
+      model::Sampler* sampler = samplers[going[r]];
+      int32_t token = 0;
+      if (sampler != nullptr) {
+        // Drawn with the number the target will draw at this position.
+        const std::vector<int32_t>& history = job.sequence->drafted_;
+        token = sampler->Sample(
+            row, history,
+            std::min(history.size(), static_cast<size_t>(std::max<int64_t>(
+                                         0, job.prompt_tokens))));
+        job.sequence->drafted_.push_back(token);
+      } else {
+        token = model::Argmax(row);
+      }
       if (token >= target_vocab_) continue;
       job.draft->push_back(token);
       const bool eog = tok != nullptr && tok->IsEog(token);

@@ -1,8 +1,24 @@
 // Draft-model speculative decoding: a small model with the target's
-// vocabulary proposes the next k tokens greedily from its own KV cache; the
-// target verifies them in one batched pass, exactly as it verifies
-// prompt-lookup drafts (prompt_lookup.h, generator.h, engine.h), so the
-// output is still the one plain decoding gives.
+// vocabulary proposes the next k tokens from its own KV cache; the target
+// verifies them in one batched pass, exactly as it verifies prompt-lookup
+// drafts (prompt_lookup.h, generator.h, engine.h), so the output is still
+// the one plain decoding gives.
+//
+// Drafts are sampled as the target will sample: each job's draft sampler
+// follows the sequence's (model::Sampler::Follow), so the draft token at
+// each position is drawn from the draft's distribution — after the same
+// bias, penalties (over the history and the draft so far), top-k,
+// temperature, top-p and min-p — with the very random number the target's
+// sampler will use at that position. Greedy requests get the penalised
+// argmax. Where the two distributions agree the draw lands on the same
+// token, so at temperature > 0 a draft is accepted about as often as the
+// models agree, not only when the target happens to draw the draft's most
+// likely token (as with greedy drafts); the target's own draws, and so the
+// tokens, are unchanged. This is not the accept/reject rule of Leviathan
+// et al. (accept with probability min(1, p/q), else resample from the
+// residual), which accepts at least as often but draws differently from
+// plain decoding: seeded outputs would then depend on the draft lengths,
+// which follow measured pass times.
 //
 // The draft's cache follows the accepted tokens without explicit rollback:
 // each DraftSequence remembers the tokens whose K/V its cache holds, and
@@ -19,11 +35,13 @@
 // engine's, or the Generator's caller) runs the draft too.
 // Cost: Propose for n sequences drafting k tokens runs k forward passes of
 // the draft model, each batched over the n sequences (the first also
-// carrying the catch-up tokens), plus an O(vocab) argmax per token.
+// carrying the catch-up tokens), plus one O(vocab) draw per draft token
+// (model::Sampler::Sample's cost; an argmax without a sampler).
 #ifndef REDLINE_ENGINE_DRAFT_MODEL_H_
 #define REDLINE_ENGINE_DRAFT_MODEL_H_
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -32,6 +50,7 @@
 #include "model/arch/kv_cache.h"
 #include "model/arch/model.h"
 #include "model/arch/transformer.h"
+#include "model/sampling/sampler.h"
 
 namespace redline::model {
 class Tokenizer;
@@ -70,6 +89,10 @@ class DraftSequence {
   friend class DraftModel;
   model::KvCache cache_;
   std::vector<int32_t> cached_;
+  // Follows the sequence's sampler while drafting (kept between calls for
+  // its scratch); the history plus the draft so far, for its penalties.
+  std::optional<model::Sampler> sampler_;
+  std::vector<int32_t> drafted_;
 };
 
 class DraftModel {
@@ -90,7 +113,12 @@ class DraftModel {
   // One sequence's request to Propose.
   struct Job {
     DraftSequence* sequence = nullptr;
-    std::span<const int32_t> history;       // prompt + accepted tokens (>= 1)
+    std::span<const int32_t> history;  // prompt + accepted tokens (>= 1)
+    // The sequence's sampler, which will sample the positions drafted: the
+    // draft draws what it will draw (file comment). Null: greedy drafts
+    // (the argmax of the draft's raw logits).
+    const model::Sampler* sampler = nullptr;
+    int64_t prompt_tokens = 0;              // how much of `history` is prompt
     int max_tokens = 0;                     // k; <= 0: none
     std::vector<int32_t>* draft = nullptr;  // out: <= max_tokens tokens
     // At most this many history tokens the cache lacks are run per call
@@ -100,7 +128,7 @@ class DraftModel {
     int64_t max_catch_up_tokens = 0;
   };
 
-  // Greedy drafts for every job at once (see the file comment). A draft
+  // Drafts for every job at once (see the file comment). A draft
   // stops early after an end-of-generation token or before an id outside
   // the target's vocabulary. The caller keeps history.size() + max_tokens
   // within the cache's n_ctx. Errors: from the forward pass

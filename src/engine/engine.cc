@@ -550,7 +550,8 @@ void Engine::PlanDrafts(std::span<const int> indices) {
     }
     if (draft_ != nullptr) {
       // A long prompt reaches the draft's cache a batch per step.
-      jobs.push_back({&*slot.draft, seq.history(), k, &drafts[n],
+      jobs.push_back({&*slot.draft, seq.history(), &seq.sampler(),
+                      seq.prompt_tokens(), k, &drafts[n],
                       options_.max_batch_tokens});
       job_slots.push_back(index);
       continue;

@@ -156,7 +156,9 @@ Result<GenerationResult> Generator::Generate(
       const int k = static_cast<int>(
           std::min<int64_t>(control.NextLength(), std::max<int64_t>(0, room)));
       if (k > 0 && draft_ != nullptr) {
-        DraftModel::Job job{&*draft_seq_, seq.history(), k, &draft};
+        DraftModel::Job job{
+            &*draft_seq_, seq.history(), &seq.sampler(), seq.prompt_tokens(), k,
+            &draft};
         RL_RETURN_IF_ERROR(draft_->Propose(std::span(&job, 1)));
       } else if (k > 0) {
         draft =

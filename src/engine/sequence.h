@@ -110,6 +110,9 @@ class Sequence {
     return finish_.finish_reason() != model::FinishReason::kNone;
   }
   const model::SamplingParams& params() const { return sampler_.params(); }
+  // The sampler that will sample the next position (a draft model's sampler
+  // follows it: engine/draft_model.h).
+  const model::Sampler& sampler() const { return sampler_; }
   uint64_t seed() const { return sampler_.seed(); }
 
   // Timestamps; a default-constructed time_point means "not yet".

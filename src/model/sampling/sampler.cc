@@ -31,6 +31,36 @@ Sampler::Sampler(const SamplingParams& params, int64_t vocab_size,
   }
 }
 
+bool Sampler::Fits(const Sampler& target, int64_t vocab_size) {
+  if (!target.params_.Validate(vocab_size).ok()) return false;
+  for (int32_t token : target.eog_tokens_) {
+    if (token >= vocab_size) return false;
+  }
+  return true;
+}
+
+std::optional<Sampler> Sampler::FollowerOf(const Sampler& target,
+                                           int64_t vocab_size) {
+  if (vocab_size <= 0 || !Fits(target, vocab_size)) return std::nullopt;
+  SamplingParams params = target.params_;
+  params.seed = target.seed_;  // no random_device draw: Follow sets the state
+  std::optional<Sampler> s(Sampler(params, vocab_size, target.eog_tokens_));
+  s->Follow(target);
+  return s;
+}
+
+bool Sampler::Follow(const Sampler& target) {
+  if (!Fits(target, vocab_size_)) return false;
+  params_ = target.params_;
+  // Drafts need no logprobs; the target reports them for what it samples.
+  params_.logprobs = false;
+  params_.top_logprobs = 0;
+  eog_tokens_ = target.eog_tokens_;
+  seed_ = target.seed_;
+  rng_ = target.rng_;
+  return true;
+}
+
 int32_t Sampler::Sample(std::span<float> logits,
                         std::span<const int32_t> history,
                         size_t num_prompt_tokens, SampleLogprobs* logprobs) {

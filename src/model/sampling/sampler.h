@@ -37,6 +37,15 @@
 // small per-call buffers in top-p and logprobs, no allocation once the
 // scratch buffers have grown (they are kept between calls).
 //
+// Following (speculative decoding): a draft model's Sampler can Follow the
+// target sequence's Sampler: it takes the target's params, seed and PRNG
+// state, so its next draws are the very numbers the target's next Sample()
+// calls will use. Sampling draft logits with them gives the token the target
+// will sample whenever the two distributions put that number on the same
+// token (always, where they are equal), so a sampled draft is accepted far
+// more often than a greedy one, while the target's own draws, and so its
+// tokens, stay exactly those of plain decoding (engine/draft_model.h).
+//
 // Ownership: owns a copy of the params and its scratch buffers (up to
 // ~12 bytes x V for the candidates). Thread-safety: thread-compatible; one
 // Sampler per sequence, used by one thread at a time (the engine thread).
@@ -46,6 +55,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -85,12 +95,27 @@ class Sampler {
   int32_t Sample(std::span<float> logits, std::span<const int32_t> history,
                  size_t num_prompt_tokens, SampleLogprobs* logprobs = nullptr);
 
+  // A sampler over a vocabulary of `vocab_size` ids (a draft model's) that
+  // draws what `target` will draw next (Follow); nullopt when target's
+  // params do not fit that vocabulary (a logit_bias or end-of-generation id
+  // beyond it). It never computes logprobs. Cost: a copy of the params.
+  static std::optional<Sampler> FollowerOf(const Sampler& target,
+                                           int64_t vocab_size);
+  // Takes target's params, end-of-generation ids, seed and PRNG state,
+  // keeping this sampler's vocabulary and scratch; false (nothing changed)
+  // when they do not fit this vocabulary, as FollowerOf. Cost: a copy of the
+  // params, no allocation once the vectors have grown.
+  bool Follow(const Sampler& target);
+
   // The seed in use (the given one, or the one drawn at construction). The
   // api layer may echo it so a random run can be replayed.
   uint64_t seed() const { return seed_; }
   const SamplingParams& params() const { return params_; }
 
  private:
+  // Whether target's params and end-of-generation ids fit `vocab_size`.
+  static bool Fits(const Sampler& target, int64_t vocab_size);
+
   SamplingParams params_;
   int64_t vocab_size_;
   std::vector<int32_t> eog_tokens_;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <vector>
 
 #include "model/sampling/sampling_rng.h"
@@ -235,6 +236,80 @@ TEST(SamplerDeathTest, UnvalidatedParamsAreABug) {
   Sampler sampler(ok, 4);
   std::vector<float> short_logits = {0.0f, 1.0f};
   EXPECT_DEATH(sampler.Sample(short_logits, {}, 0), "vocabulary of 4");
+}
+
+// A draft's sampler that follows the target's draws the numbers the target
+// will draw: on the same logits and history it samples the same tokens, on
+// nearby logits mostly the same ones, and the target's own draws do not
+// change (they stay plain sampling's).
+TEST(SamplerTest, AFollowerDrawsWhatTheTargetWillDraw) {
+  constexpr int64_t kVocab = 64;
+  SamplingParams p;
+  p.temperature = 0.8f;
+  p.top_p = 0.95f;
+  p.repetition_penalty = 1.2f;
+  p.presence_penalty = 0.5f;
+  p.logit_bias = {{3, 2.0f}};
+  p.seed = 77;
+  p.logprobs = true;
+  Sampler target(p, kVocab, std::vector<int32_t>{0});
+  Sampler alone(p, kVocab, std::vector<int32_t>{0});  // the same, unfollowed
+  SamplingRng noise(5);
+  std::vector<int32_t> history = {1, 2, 3};
+  int same_on_nearby = 0;
+  for (int step = 0; step < 200; ++step) {
+    std::vector<float> logits(kVocab);
+    for (float& l : logits) l = static_cast<float>(4 * noise.NextDouble());
+    // Fresh each step, as the draft model's is between its proposals.
+    std::optional<Sampler> follower = Sampler::FollowerOf(target, kVocab + 8);
+    ASSERT_TRUE(follower.has_value());
+    EXPECT_EQ(follower->seed(), target.seed());
+    EXPECT_FALSE(follower->params().logprobs);
+    std::vector<float> nearby = logits;
+    for (float& l : nearby) l += static_cast<float>(0.05 * noise.NextDouble());
+    nearby.resize(kVocab + 8, -1e30f);  // a larger draft vocabulary
+    std::vector<float> a = logits, b = logits;
+    const int32_t drafted = follower->Sample(nearby, history, 3);
+    std::optional<Sampler> exact = Sampler::FollowerOf(target, kVocab);
+    ASSERT_TRUE(exact.has_value());
+    const int32_t predicted = exact->Sample(b, history, 3);
+    SampleLogprobs lp;
+    const int32_t token = target.Sample(logits, history, 3, &lp);
+    EXPECT_EQ(predicted, token) << "step " << step;
+    EXPECT_EQ(alone.Sample(a, history, 3), token) << "step " << step;
+    same_on_nearby += drafted == token;
+    history.push_back(token);
+  }
+  EXPECT_GT(same_on_nearby, 150);
+  // Follow takes the state again (one sampler reused across proposals).
+  std::optional<Sampler> reused = Sampler::FollowerOf(target, kVocab);
+  ASSERT_TRUE(reused.has_value());
+  std::vector<float> flat(kVocab, 0.0f);
+  std::vector<float> flat2 = flat;
+  (void)reused->Sample(flat, history, 3);
+  EXPECT_TRUE(reused->Follow(target));
+  std::vector<float> flat3(kVocab, 0.0f);
+  EXPECT_EQ(reused->Sample(flat3, history, 3),
+            target.Sample(flat2, history, 3));
+}
+
+TEST(SamplerTest, AFollowerNeedsParamsThatFitItsVocabulary) {
+  SamplingParams p;
+  p.seed = 1;
+  p.logit_bias = {{40, 1.0f}};
+  Sampler target(p, 64);
+  EXPECT_FALSE(Sampler::FollowerOf(target, 32).has_value());
+  Sampler eog(SamplingParams{}, 64, std::vector<int32_t>{50});
+  EXPECT_FALSE(Sampler::FollowerOf(eog, 48).has_value());
+  std::optional<Sampler> f = Sampler::FollowerOf(eog, 64);
+  ASSERT_TRUE(f.has_value());
+  const uint64_t before = f->seed();
+  std::optional<Sampler> small = Sampler::FollowerOf(Sampler(p, 64), 41);
+  ASSERT_TRUE(small.has_value());
+  EXPECT_FALSE(
+      small->Follow(Sampler(SamplingParams{}, 64, std::vector<int32_t>{50})));
+  EXPECT_EQ(small->seed(), 1u);  // unchanged by the refused Follow
+  EXPECT_EQ(f->seed(), before);
 }
 
 TEST(SamplerTest, AllTokensImpossibleFallsBackToArgmax) {
