@@ -42,9 +42,10 @@
 // state, so its next draws are the very numbers the target's next Sample()
 // calls will use. Sampling draft logits with them gives the token the target
 // will sample whenever the two distributions put that number on the same
-// token (always, where they are equal), so a sampled draft is accepted far
-// more often than a greedy one, while the target's own draws, and so its
-// tokens, stay exactly those of plain decoding (engine/draft_model.h).
+// token (always, where they are equal), so a sampled draft is accepted more
+// often than a greedy one (docs/SERVER.md has measurements), while the
+// target's own draws, and so its tokens, stay exactly those of plain
+// decoding (engine/draft_model.h).
 //
 // Ownership: owns a copy of the params and its scratch buffers (up to
 // ~12 bytes x V for the candidates). Thread-safety: thread-compatible; one
