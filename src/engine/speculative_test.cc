@@ -6,8 +6,10 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "base/status.h"
 #include "base/thread_pool.h"
@@ -413,6 +415,97 @@ TEST(SpeculativeTest, CycleModelEchoIsAcceptedAndMissesBackOff) {
     EXPECT_EQ(s.drafted_tokens, so.max_draft_tokens);
     EXPECT_EQ(s.target_passes, kTokens - 1);
   }
+}
+
+// Prompts that reach the end of the context: an echo (every draft right)
+// whose answer runs until the context is full, so the last drafts must be
+// cut to the room left. Prompt lookup and a draft model (the target
+// itself), in Generator and in the batching Engine, give plain decoding's
+// tokens and end by length with the context exactly full; a prompt of
+// n_ctx - 1 tokens gets one token and one of n_ctx tokens is refused.
+TEST(SpeculativeTest, EchoesRunToTheEndOfTheContext) {
+  auto spec = model::SyntheticPreset("tiny");
+  ASSERT_TRUE(spec.ok());
+  spec->successor_cycle = true;
+  const uint64_t seed = 11;
+  const std::vector<int32_t> next = model::SyntheticSuccessors(*spec, seed);
+  ThreadPool pool(2);
+  auto m = LoadSynthetic(*spec, kernels::DType::kF32, seed, pool);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  constexpr int64_t kCtx = 160;
+  auto sink = [](std::string_view, int32_t) { return true; };
+  model::SamplingParams p;
+  p.temperature = 0;
+  p.ignore_eos = true;  // max_tokens unset: up to the end of the context
+  const int32_t start = 300;
+  std::vector<int32_t> walk;
+  for (int32_t u = next[start]; walk.size() < kCtx; u = next[u])
+    walk.push_back(u);
+  for (int64_t answer : {int64_t{21}, int64_t{9}, int64_t{1}}) {
+    // The passage, then its first token again: the answer repeats it.
+    std::vector<int32_t> prompt = {start};
+    prompt.insert(prompt.end(), walk.begin(),
+                  walk.begin() + (kCtx - answer - 2));
+    prompt.push_back(start);
+    ASSERT_EQ(static_cast<int64_t>(prompt.size()), kCtx - answer);
+    Generator plain(**m, pool, kCtx, 64);
+    auto base = plain.Generate(prompt, p, sink);
+    ASSERT_TRUE(base.ok()) << base.status().ToString();
+    ASSERT_EQ(static_cast<int64_t>(base->tokens.size()), answer);
+    EXPECT_EQ(base->finish, model::FinishReason::kLength);
+    SpeculativeOptions so;
+    so.enabled = true;
+    so.pace_by_cost = false;
+    for (bool draft_model : {false, true}) {
+      auto g = Generator::Create(**m, pool, kCtx, 64, model::KvType::kF16,
+                                 draft_model ? m->get() : nullptr);
+      ASSERT_TRUE(g.ok()) << g.status().ToString();
+      auto fast = (*g)->Generate(prompt, p, sink, so);
+      ASSERT_TRUE(fast.ok()) << fast.status().ToString();
+      EXPECT_EQ(fast->tokens, base->tokens)
+          << "answer " << answer << " draft model " << draft_model;
+      EXPECT_EQ(fast->finish, model::FinishReason::kLength);
+      if (answer > 2) {
+        EXPECT_GT(fast->speculative.accepted_tokens, 0) << answer;
+      }
+    }
+    for (bool draft_model : {false, true}) {
+      EngineOptions o;
+      o.n_ctx = kCtx;
+      o.parallel = 2;
+      o.max_batch_tokens = 64;
+      o.speculative.enabled = true;
+      o.speculative.pace_by_cost = false;
+      o.draft_model = draft_model ? m->get() : nullptr;
+      auto engine = Engine::Create(**m, pool, o);
+      ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+      std::vector<std::shared_ptr<RequestStream>> streams;
+      for (int i = 0; i < 2; ++i) {
+        EngineRequest r;
+        r.prompt = prompt;
+        r.sampling = p;
+        auto stream = (*engine)->Submit(std::move(r));
+        ASSERT_TRUE(stream.ok()) << stream.status().ToString();
+        streams.push_back(*stream);
+      }
+      for (const auto& stream : streams) {
+        bool done = false;
+        EXPECT_EQ(testing::StreamTokens(*stream, &done), base->tokens)
+            << "engine, answer " << answer << " draft model " << draft_model;
+        EXPECT_TRUE(done);
+      }
+    }
+  }
+  // No room for an answer: refused, with the documented message.
+  std::vector<int32_t> full(walk.begin(), walk.begin() + kCtx);
+  Generator g(**m, pool, kCtx, 64);
+  SpeculativeOptions so;
+  so.enabled = true;
+  auto refused = g.Generate(full, p, sink, so);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), StatusCode::kOutOfRange);
+  EXPECT_TRUE(model::IsPromptTooLong(refused.status()))
+      << refused.status().ToString();
 }
 
 TEST(SpeculativeTest, TrainedModelEchoesAreAcceptedAndEqual) {
