@@ -238,6 +238,25 @@ Result<std::unique_ptr<model::Model>> LoadSynthetic(
   return m;
 }
 
+// The tiny preset as a cycle model (make-model --cycle) of seed 11, in F32:
+// greedy decoding walks `next` from any token.
+struct CycleModel {
+  std::vector<int32_t> next;  // [vocab]: each piece's successor (-1: none)
+  std::unique_ptr<model::Model> model;
+};
+CycleModel LoadCycleModel(ThreadPool& pool) {
+  auto spec = model::SyntheticPreset("tiny");
+  EXPECT_TRUE(spec.ok());
+  spec->successor_cycle = true;
+  constexpr uint64_t kSeed = 11;
+  CycleModel c;
+  c.next = model::SyntheticSuccessors(*spec, kSeed);
+  auto m = LoadSynthetic(*spec, kernels::DType::kF32, kSeed, pool);
+  EXPECT_TRUE(m.ok()) << m.status().ToString();
+  if (m.ok()) c.model = std::move(m).value();
+  return c;
+}
+
 struct Case {
   std::string preset;
   kernels::DType type;
@@ -424,14 +443,11 @@ TEST(SpeculativeTest, CycleModelEchoIsAcceptedAndMissesBackOff) {
 // tokens and end by length with the context exactly full; a prompt of
 // n_ctx - 1 tokens gets one token and one of n_ctx tokens is refused.
 TEST(SpeculativeTest, EchoesRunToTheEndOfTheContext) {
-  auto spec = model::SyntheticPreset("tiny");
-  ASSERT_TRUE(spec.ok());
-  spec->successor_cycle = true;
-  const uint64_t seed = 11;
-  const std::vector<int32_t> next = model::SyntheticSuccessors(*spec, seed);
   ThreadPool pool(2);
-  auto m = LoadSynthetic(*spec, kernels::DType::kF32, seed, pool);
-  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  const CycleModel cycle = LoadCycleModel(pool);
+  ASSERT_TRUE(cycle.model);
+  const model::Model& m = *cycle.model;
+  const std::vector<int32_t>& next = cycle.next;
   constexpr int64_t kCtx = 160;
   auto sink = [](std::string_view, int32_t) { return true; };
   model::SamplingParams p;
@@ -448,7 +464,7 @@ TEST(SpeculativeTest, EchoesRunToTheEndOfTheContext) {
                   walk.begin() + (kCtx - answer - 2));
     prompt.push_back(start);
     ASSERT_EQ(static_cast<int64_t>(prompt.size()), kCtx - answer);
-    Generator plain(**m, pool, kCtx, 64);
+    Generator plain(m, pool, kCtx, 64);
     auto base = plain.Generate(prompt, p, sink);
     ASSERT_TRUE(base.ok()) << base.status().ToString();
     ASSERT_EQ(static_cast<int64_t>(base->tokens.size()), answer);
@@ -457,8 +473,8 @@ TEST(SpeculativeTest, EchoesRunToTheEndOfTheContext) {
     so.enabled = true;
     so.pace_by_cost = false;
     for (bool draft_model : {false, true}) {
-      auto g = Generator::Create(**m, pool, kCtx, 64, model::KvType::kF16,
-                                 draft_model ? m->get() : nullptr);
+      auto g = Generator::Create(m, pool, kCtx, 64, model::KvType::kF16,
+                                 draft_model ? &m : nullptr);
       ASSERT_TRUE(g.ok()) << g.status().ToString();
       auto fast = (*g)->Generate(prompt, p, sink, so);
       ASSERT_TRUE(fast.ok()) << fast.status().ToString();
@@ -476,8 +492,8 @@ TEST(SpeculativeTest, EchoesRunToTheEndOfTheContext) {
       o.max_batch_tokens = 64;
       o.speculative.enabled = true;
       o.speculative.pace_by_cost = false;
-      o.draft_model = draft_model ? m->get() : nullptr;
-      auto engine = Engine::Create(**m, pool, o);
+      o.draft_model = draft_model ? &m : nullptr;
+      auto engine = Engine::Create(m, pool, o);
       ASSERT_TRUE(engine.ok()) << engine.status().ToString();
       std::vector<std::shared_ptr<RequestStream>> streams;
       for (int i = 0; i < 2; ++i) {
@@ -498,7 +514,7 @@ TEST(SpeculativeTest, EchoesRunToTheEndOfTheContext) {
   }
   // No room for an answer: refused, with the documented message.
   std::vector<int32_t> full(walk.begin(), walk.begin() + kCtx);
-  Generator g(**m, pool, kCtx, 64);
+  Generator g(m, pool, kCtx, 64);
   SpeculativeOptions so;
   so.enabled = true;
   auto refused = g.Generate(full, p, sink, so);
@@ -626,14 +642,11 @@ TEST(SpeculativeEngineTest, BatchedSpeculationEqualsPlainDecoding) {
 // each plain step (no pass of their own) turn it back on once the quote
 // begins, in `redline run` and in the batching engine alike.
 TEST(SpeculativeEngineTest, ShadowDraftsResumeWhenTheAnswerStartsQuoting) {
-  auto spec = model::SyntheticPreset("tiny");
-  ASSERT_TRUE(spec.ok());
-  spec->successor_cycle = true;
-  const uint64_t seed = 11;
-  const std::vector<int32_t> next = model::SyntheticSuccessors(*spec, seed);
   ThreadPool pool(2);
-  auto m = LoadSynthetic(*spec, kernels::DType::kF32, seed, pool);
-  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  const CycleModel cycle = LoadCycleModel(pool);
+  ASSERT_TRUE(cycle.model);
+  const model::Model& m = *cycle.model;
+  const std::vector<int32_t>& next = cycle.next;
 
   const int kTokens = 64;
   const int kLate = 24;  // answer tokens before the quote begins
@@ -663,7 +676,7 @@ TEST(SpeculativeEngineTest, ShadowDraftsResumeWhenTheAnswerStartsQuoting) {
   so.enabled = true;
   so.pace_by_cost = false;  // counts below must not depend on timing
   const int64_t quoted = kTokens - kLate;
-  Generator gen(**m, pool, 1024, 64);
+  Generator gen(m, pool, 1024, 64);
   auto r = gen.Generate(
       prompt, p, [](std::string_view, int32_t) { return true; }, so);
   ASSERT_TRUE(r.ok());
@@ -682,7 +695,7 @@ TEST(SpeculativeEngineTest, ShadowDraftsResumeWhenTheAnswerStartsQuoting) {
   o.max_batch_tokens = 64;
   o.speculative.enabled = true;
   o.speculative.pace_by_cost = false;
-  Engine engine(**m, pool, o);
+  Engine engine(m, pool, o);
   std::vector<std::shared_ptr<RequestStream>> streams;
   for (int i = 0; i < 2; ++i) {
     EngineRequest req;
