@@ -2,7 +2,9 @@
 // following the accepted tokens, and the property that matters: the tokens
 // are those plain decoding gives, greedy and seeded, in Generator and in the
 // batching Engine, for a smaller draft, a draft with a different (but
-// compatible) vocabulary size, and the target as its own draft.
+// compatible) vocabulary size, and the target as its own draft; sampled
+// drafts are accepted as often as the models agree, and sampled answers
+// pass a chi-square test against plain sampling.
 #include "engine/draft_model.h"
 
 #include <fmt/format.h>
@@ -417,8 +419,14 @@ double ChiSquareTwoSample(const std::map<int32_t, int>& a,
                           const std::map<int32_t, int>& b, int* df) {
   double na = 0, nb = 0;
   std::map<int32_t, std::pair<double, double>> bins;
-  for (const auto& [t, n] : a) bins[t].first += n, na += n;
-  for (const auto& [t, n] : b) bins[t].second += n, nb += n;
+  for (const auto& [t, n] : a) {
+    bins[t].first += n;
+    na += n;
+  }
+  for (const auto& [t, n] : b) {
+    bins[t].second += n;
+    nb += n;
+  }
   std::vector<std::pair<double, double>> kept;
   std::pair<double, double> rest{0, 0};
   for (const auto& [t, c] : bins) {
