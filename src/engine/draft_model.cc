@@ -189,11 +189,8 @@ Status DraftModel::Run(std::span<Job> jobs, std::span<const size_t> active) {
       int32_t token = 0;
       if (sampler != nullptr) {
         // Drawn with the number the target will draw at this position.
-        const std::vector<int32_t>& history = job.sequence->drafted_;
-        token = sampler->Sample(
-            row, history,
-            std::min(history.size(), static_cast<size_t>(std::max<int64_t>(
-                                         0, job.prompt_tokens))));
+        token = sampler->Sample(row, job.sequence->drafted_,
+                                static_cast<size_t>(job.prompt_tokens));
         job.sequence->drafted_.push_back(token);
       } else {
         token = model::Argmax(row);

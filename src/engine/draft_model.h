@@ -118,7 +118,9 @@ class DraftModel {
     // draft draws what it will draw (file comment). Null: greedy drafts
     // (the argmax of the draft's raw logits).
     const model::Sampler* sampler = nullptr;
-    int64_t prompt_tokens = 0;              // how much of `history` is prompt
+    // How much of `history` is prompt (0 <= prompt_tokens <= history.size()
+    // with a sampler: the caller's Sequence says so).
+    int64_t prompt_tokens = 0;
     int max_tokens = 0;                     // k; <= 0: none
     std::vector<int32_t>* draft = nullptr;  // out: <= max_tokens tokens
     // At most this many history tokens the cache lacks are run per call
