@@ -13,6 +13,7 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -20,7 +21,9 @@
 #include <string>
 #include <vector>
 
+#include "base/float16.h"
 #include "base/thread_pool.h"
+#include "kernels/blocks.h"
 #include "kernels/dtype.h"
 #include "kernels/isa.h"
 #include "kernels/matmul.h"
@@ -327,6 +330,64 @@ void RegisterAll() {
             benchmark::DoNotOptimize(out.data());
           }
         });
+    // One chunk of a binary16 or q8_0 KV cache, as decode (n_q = the heads
+    // of a KV group) and a 9-token verification pass (9 x the group) use
+    // it; items are (query head, key) pairs.
+    for (const KvElement kv : {KvElement::kF16, KvElement::kQ8_0}) {
+      for (const int64_t head_dim : {16, 64, 128}) {
+        if (kv == KvElement::kQ8_0 && head_dim % kQkBlock != 0) continue;
+        for (const int64_t n_q : {2, 7, 18, 63}) {
+          const std::string name = std::string("AttentionChunk/") +
+                                   (kv == KvElement::kF16 ? "f16/" : "q8_0/") +
+                                   isa_name +
+                                   "/head_dim:" + std::to_string(head_dim) +
+                                   "/n_q:" + std::to_string(n_q);
+          benchmark::RegisterBenchmark(name.c_str(), [=](benchmark::State& st) {
+            SetActiveIsa(isa);
+            const int64_t n_kv = kAttentionChunkKeys;
+            // Rows of two KV heads, as a cache interleaves them.
+            const int64_t head_bytes =
+                kv == KvElement::kF16
+                    ? 2 * head_dim
+                    : head_dim / kQkBlock * int64_t{sizeof(BlockQ8_0)};
+            const int64_t row_bytes = 2 * head_bytes;
+            const std::vector<float> q = RandomFloats(n_q * head_dim, 11);
+            std::vector<uint8_t> k(n_kv * row_bytes), v(n_kv * row_bytes);
+            const std::vector<float> kf = RandomFloats(n_kv * row_bytes, 12);
+            for (size_t i = 0; i < k.size(); ++i) {
+              k[i] = static_cast<uint8_t>(static_cast<int>(kf[i] * 97) & 0xff);
+              v[i] = static_cast<uint8_t>(static_cast<int>(kf[i] * 89) & 0xff);
+            }
+            if (kv == KvElement::kF16) {
+              // Finite halves in [-1, 1).
+              for (size_t i = 0; i < k.size() / 2; ++i) {
+                const uint16_t a = Fp32ToFp16(kf[i]), b = Fp32ToFp16(-kf[i]);
+                std::memcpy(k.data() + 2 * i, &a, 2);
+                std::memcpy(v.data() + 2 * i, &b, 2);
+              }
+            } else {
+              // Block scales of 1/64; the quants stay random bytes.
+              const uint16_t d = Fp32ToFp16(1.0f / 64);
+              for (int64_t at = 0; at < int64_t(k.size());
+                   at += int64_t{sizeof(BlockQ8_0)}) {
+                std::memcpy(k.data() + at, &d, 2);
+                std::memcpy(v.data() + at, &d, 2);
+              }
+            }
+            std::vector<float> work(AttentionChunkWorkFloats(head_dim));
+            std::vector<float> partial(AttentionPartialFloats(n_q, head_dim));
+            const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+            for (auto _ : st) {
+              AttentionChunk(kv, q.data(), n_q, k.data(), v.data(), n_kv,
+                             head_dim, row_bytes, scale, work.data(),
+                             partial.data());
+              benchmark::DoNotOptimize(partial.data());
+            }
+            st.SetItemsProcessed(st.iterations() * n_q * n_kv);
+          });
+        }
+      }
+    }
   }
 }
 

@@ -105,19 +105,29 @@ constexpr int64_t AttentionPartialFloats(int64_t n_q, int64_t head_dim) {
   return n_q * (head_dim + 2);
 }
 
-// Scratch floats AttentionChunk needs: K and V tiles of 16 keys widened to
-// f32, and 16 probabilities.
+// Query heads whose scores over a whole chunk AttentionChunk's work area
+// holds; more heads are taken in blocks of this many.
+inline constexpr int64_t kAttentionWorkHeads = 16;
+
+// Scratch floats AttentionChunk needs: a tile of 16 keys widened to f32 and
+// transposed (head_dim rounded up to 16), the scores of kAttentionWorkHeads
+// heads over a chunk, and the chunk's values widened to f32 (rows rounded
+// up to 16).
 constexpr int64_t AttentionChunkWorkFloats(int64_t head_dim) {
-  return 2 * 16 * head_dim + 16;
+  return 16 * head_dim + 16 * 16 * ((head_dim + 15) / 16) +
+         kAttentionWorkHeads * kAttentionChunkKeys +
+         kAttentionChunkKeys * 16 * ((head_dim + 15) / 16);
 }
 
 // Partial attention of n_q query heads that share one KV head, over n_kv
 // (1..kAttentionChunkKeys) consecutive cached positions, in f32: for head h
 //   s_hi  = scale * q_h . k_i,   max_h = max_i s_hi,
 //   sum_h = sum_i e^(s_hi - max_h),   acc_h = sum_i e^(s_hi - max_h) v_i.
-// Keys and values are widened to f32 a tile of keys at a time (16 for
-// AVX-512, 8 for AVX2), shared by the n_q heads, and a tile's scores are
-// exponentiated together; the softmax is online across tiles. Unlike
+// Keys are widened to f32 a tile at a time, shared by the n_q heads. AVX-512
+// computes a block of heads' scores over the whole chunk, then each head's
+// maximum and sum, then the weighted values (tiles of 16 keys); AVX2 runs
+// an online softmax across tiles of 8 keys. Either way each head's
+// arithmetic is the same whatever n_q and the other heads are. Unlike
 // AttentionHeadF16 this is not ggml's arithmetic: sums stay in f32 (no
 // binary16 rounding of the accumulator), so results differ from it by
 // rounding, and differ across ISAs by f32 rounding (ops_test bounds both).

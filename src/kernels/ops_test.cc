@@ -19,6 +19,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -372,7 +373,7 @@ TEST_P(OpsTest, AttentionChunkMatchesReferenceForEveryElementType) {
   for (KvElement type : {KvElement::kF16, KvElement::kQ8_0}) {
     for (int64_t head_dim : {8, 16, 32, 64, 80, 128}) {
       if (type == KvElement::kQ8_0 && head_dim % 32 != 0) continue;
-      for (int64_t n_q : {1, 3, 7}) {
+      for (int64_t n_q : {1, 3, 7, 18}) {
         for (int64_t n_kv : {1, 2, 8, 15, 16, 17, 100, 256}) {
           const KvRows k = MakeKvRows(type, n_kv, head_dim, 20);
           const KvRows v = MakeKvRows(type, n_kv, head_dim, 21);
@@ -435,35 +436,46 @@ TEST_P(OpsTest, AttentionChunkTreatsEveryQueryHeadAlone) {
   for (KvElement type : {KvElement::kF16, KvElement::kQ8_0}) {
     for (int64_t head_dim : {16, 32, 64, 80, 128}) {
       if (type == KvElement::kQ8_0 && head_dim % 32 != 0) continue;
-      const int64_t n_kv = 256, group = 7, tokens = 3, n_q = group * tokens;
-      const KvRows k = MakeKvRows(type, n_kv, head_dim, 30);
-      const KvRows v = MakeKvRows(type, n_kv, head_dim, 31);
-      const std::vector<float> q =
-          RandomFloats(n_q * head_dim, 32, -2.0f, 2.0f);
-      const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-      std::vector<float> work(AttentionChunkWorkFloats(head_dim));
-      std::vector<float> all(AttentionPartialFloats(n_q, head_dim));
-      AttentionChunk(type, q.data(), n_q, k.head1(), v.head1(), n_kv, head_dim,
-                     k.row_bytes, scale, work.data(), all.data());
-      for (int64_t t = 0; t < tokens; ++t) {
-        std::vector<float> one(AttentionPartialFloats(group, head_dim));
-        AttentionChunk(type, q.data() + t * group * head_dim, group, k.head1(),
-                       v.head1(), n_kv, head_dim, k.row_bytes, scale,
-                       work.data(), one.data());
-        const std::string where =
-            "type=" + std::to_string(static_cast<int>(type)) +
-            " head_dim=" + std::to_string(head_dim) +
-            " token=" + std::to_string(t);
-        for (int64_t i = 0; i < group * head_dim; ++i) {
-          ASSERT_EQ(one[i], all[t * group * head_dim + i]) << where;
-        }
-        for (int64_t h = 0; h < group; ++h) {
-          ASSERT_EQ(one[group * head_dim + h],
-                    all[n_q * head_dim + t * group + h])
-              << where;
-          ASSERT_EQ(one[group * (head_dim + 1) + h],
-                    all[n_q * (head_dim + 1) + t * group + h])
-              << where;
+      // Groups of heads that the kernels take in blocks of their own sizes
+      // (and more heads than one block of scores holds), over whole and
+      // partial chunks.
+      for (const auto [group, tokens, n_kv] :
+           {std::array<int64_t, 3>{7, 3, 256},
+            {2, 9, 256},
+            {2, 9, 37},
+            {1, 5, 200},
+            {4, 17, 19}}) {
+        const int64_t n_q = group * tokens;
+        const KvRows k = MakeKvRows(type, n_kv, head_dim, 30);
+        const KvRows v = MakeKvRows(type, n_kv, head_dim, 31);
+        const std::vector<float> q =
+            RandomFloats(n_q * head_dim, 32, -2.0f, 2.0f);
+        const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+        std::vector<float> work(AttentionChunkWorkFloats(head_dim));
+        std::vector<float> all(AttentionPartialFloats(n_q, head_dim));
+        AttentionChunk(type, q.data(), n_q, k.head1(), v.head1(), n_kv,
+                       head_dim, k.row_bytes, scale, work.data(), all.data());
+        for (int64_t t = 0; t < tokens; ++t) {
+          std::vector<float> one(AttentionPartialFloats(group, head_dim));
+          AttentionChunk(type, q.data() + t * group * head_dim, group,
+                         k.head1(), v.head1(), n_kv, head_dim, k.row_bytes,
+                         scale, work.data(), one.data());
+          const std::string where =
+              "type=" + std::to_string(static_cast<int>(type)) +
+              " head_dim=" + std::to_string(head_dim) +
+              " group=" + std::to_string(group) +
+              " n_kv=" + std::to_string(n_kv) + " token=" + std::to_string(t);
+          for (int64_t i = 0; i < group * head_dim; ++i) {
+            ASSERT_EQ(one[i], all[t * group * head_dim + i]) << where;
+          }
+          for (int64_t h = 0; h < group; ++h) {
+            ASSERT_EQ(one[group * head_dim + h],
+                      all[n_q * head_dim + t * group + h])
+                << where;
+            ASSERT_EQ(one[group * (head_dim + 1) + h],
+                      all[n_q * (head_dim + 1) + t * group + h])
+                << where;
+          }
         }
       }
     }

@@ -3,6 +3,7 @@
 #include <climits>
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/blocks.h"
 #include "kernels/kernel_table.h"
@@ -418,85 +419,194 @@ inline __m256 DotLanes(const float* q, const float* k, int64_t n) {
   return a;
 }
 
+// acc_h [head_dim] = sum_j<n p_h[j] * v_j for kH heads (p_h rows
+// kAttentionChunkKeys apart, acc_h rows head_dim apart; v_j at v + j *
+// stride elements, f32 or, with T = uint16_t, binary16; rows readable to a
+// multiple of 8 elements), kV 8-dimension columns at a time, in registers
+// over all n keys. Each (head, column) sums even and odd keys in two
+// chains, each in key order, whatever kH and kV, so a head's values are the
+// same whichever batch it came in.
+template <int kH, int kV, typename T>
+inline void WeightedValues(const float* p, const T* v, int64_t stride,
+                           int64_t n, int64_t head_dim, float* acc) {
+  for (int64_t d0 = 0; d0 < head_dim; d0 += 8 * kV) {
+    __m256 a[2][kH][kV];
+#pragma GCC unroll 4
+    for (int h = 0; h < kH; ++h) {
+#pragma GCC unroll 2
+      for (int c = 0; c < kV; ++c) {
+        a[0][h][c] = _mm256_setzero_ps();
+        a[1][h][c] = _mm256_setzero_ps();
+      }
+    }
+    const auto step = [&](int64_t j, int e) {
+      const T* row = v + j * stride + d0;
+      __m256 x[kV];
+#pragma GCC unroll 2
+      for (int c = 0; c < kV; ++c) {
+        if constexpr (std::is_same_v<T, uint16_t>) {
+          x[c] = LoadHalf8(row + 8 * c);
+        } else {
+          x[c] = _mm256_loadu_ps(row + 8 * c);
+        }
+      }
+#pragma GCC unroll 4
+      for (int h = 0; h < kH; ++h) {
+        const __m256 w = _mm256_set1_ps(p[h * kAttentionChunkKeys + j]);
+#pragma GCC unroll 2
+        for (int c = 0; c < kV; ++c) {
+          a[e][h][c] = _mm256_fmadd_ps(w, x[c], a[e][h][c]);
+        }
+      }
+    };
+    int64_t j = 0;
+    for (; j + 2 <= n; j += 2) {
+      step(j, 0);
+      step(j + 1, 1);
+    }
+    if (j < n) step(j, 0);
+#pragma GCC unroll 4
+    for (int h = 0; h < kH; ++h) {
+#pragma GCC unroll 2
+      for (int c = 0; c < kV; ++c) {
+        const int64_t left = head_dim - d0 - 8 * c;
+        const __m256 sum = _mm256_add_ps(a[0][h][c], a[1][h][c]);
+        if (left >= 8) {
+          _mm256_storeu_ps(acc + h * head_dim + d0 + 8 * c, sum);
+        } else if (left > 0) {
+          StorePartial(acc + h * head_dim + d0 + 8 * c, left, sum);
+        }
+      }
+    }
+  }
+}
+
+// WeightedValues over `heads` heads: two columns at a time where the head
+// has them, four or two heads at a time, then single heads.
+template <typename T>
+inline void WeightedAllHeads(const float* p, const T* v, int64_t stride,
+                             int64_t n, int64_t head_dim, int64_t heads,
+                             float* acc) {
+  int64_t h = 0;
+  if (head_dim >= 16) {
+    for (; h + 2 <= heads; h += 2) {
+      WeightedValues<2, 2>(p + h * kAttentionChunkKeys, v, stride, n, head_dim,
+                           acc + h * head_dim);
+    }
+    for (; h < heads; ++h) {
+      WeightedValues<1, 2>(p + h * kAttentionChunkKeys, v, stride, n, head_dim,
+                           acc + h * head_dim);
+    }
+  } else {
+    for (; h + 4 <= heads; h += 4) {
+      WeightedValues<4, 1>(p + h * kAttentionChunkKeys, v, stride, n, head_dim,
+                           acc + h * head_dim);
+    }
+    for (; h < heads; ++h) {
+      WeightedValues<1, 1>(p + h * kAttentionChunkKeys, v, stride, n, head_dim,
+                           acc + h * head_dim);
+    }
+  }
+}
+
+// Query heads per block: the block's scores over the whole chunk fit the
+// work area (ops.h).
+constexpr int64_t kBlockHeads = kAttentionWorkHeads;
+
 // kHeadDim: head_dim as a constant (its loops unrolled) or 0 for any.
+// Three passes over the chunk, as on AVX-512 (ops_avx512.cc says why):
+// scores of a block of heads, then each head's maximum and sum, then the
+// weighted values.
 template <int64_t kHeadDim>
 void AttentionChunkOf(KvElement type, const float* q, int64_t n_q,
                       const void* k, const void* v, int64_t n_kv,
                       int64_t runtime_head_dim, int64_t row_bytes, float scale,
                       float* work, float* partial) {
   const int64_t head_dim = kHeadDim != 0 ? kHeadDim : runtime_head_dim;
-  float* kt = work;                     // [kTile, head_dim]
-  float* vt = work + kTile * head_dim;  // [kTile, head_dim]
+  // Widened values' rows: head_dim rounded up to 8, zeros past it.
+  const int64_t v_stride = (head_dim + 7) / 8 * 8;
+  float* kt = work;                       // [kTile, head_dim]
+  float* scores = kt + kTile * head_dim;  // [kBlockHeads, chunk keys]
+  float* vw = scores + kBlockHeads * kAttentionChunkKeys;  // [n_kv, v_stride]
   float* max = partial + n_q * head_dim;
   float* sum = max + n_q;
-  for (int64_t i = 0; i < n_q * head_dim; ++i) partial[i] = 0.0f;
-  for (int64_t h = 0; h < n_q; ++h) {
-    max[h] = -INFINITY;
-    sum[h] = 0.0f;
-  }
   const auto* kb = static_cast<const uint8_t*>(k);
   const auto* vb = static_cast<const uint8_t*>(v);
   const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   const int64_t head_bytes = type == KvElement::kF16
                                  ? 2 * head_dim
                                  : head_dim / kQkBlock * sizeof(BlockQ8_0);
-  for (int64_t i0 = 0; i0 < n_kv; i0 += kTile) {
-    const int n = static_cast<int>(std::min<int64_t>(kTile, n_kv - i0));
-    const __m256 valid =
-        _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(n), lane));
-    // The next tile's rows, as the AVX-512 kernel does (ops_avx512.cc).
-    const int64_t next_end = std::min<int64_t>(i0 + 2 * kTile, n_kv);
-    PrefetchRows(kb, i0 + kTile, next_end, row_bytes, head_bytes);
-    PrefetchRows(vb, i0 + kTile, next_end, row_bytes, head_bytes);
-    WidenRows(type, kb + i0 * row_bytes, row_bytes, n, head_dim, kt);
-    WidenRows(type, vb + i0 * row_bytes, row_bytes, n, head_dim, vt);
-    for (int64_t h = 0; h < n_q; ++h) {
-      const float* qh = q + h * head_dim;
-      float* acc = partial + h * head_dim;
-      __m256 dots[kTile];
+  const int64_t n_tiles = (n_kv + kTile - 1) / kTile;
+  // Binary16 values are read straight from the cache where their rows hold
+  // whole columns of 8; others are widened once, for every block of heads.
+  const bool direct = type == KvElement::kF16 && head_dim % 8 == 0;
+  if (!direct) {
+    for (int64_t j = 0; j < n_kv; ++j) {
+      WidenRows(type, vb + j * row_bytes, row_bytes, 1, head_dim,
+                vw + j * v_stride);
+      std::fill(vw + j * v_stride + head_dim, vw + (j + 1) * v_stride, 0.0f);
+    }
+  }
+  for (int64_t h0 = 0; h0 < n_q; h0 += kBlockHeads) {
+    const int64_t heads = std::min(kBlockHeads, n_q - h0);
+    for (int64_t tile = 0; tile < n_tiles; ++tile) {
+      const int64_t i0 = tile * kTile;
+      const int n = static_cast<int>(std::min<int64_t>(kTile, n_kv - i0));
+      const __m256 valid =
+          _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_set1_epi32(n), lane));
+      // The next tile's rows, as the AVX-512 kernel does (ops_avx512.cc);
+      // the values on the first pass, for the weighted sums below.
+      const int64_t ahead = std::min<int64_t>(i0 + 2 * kTile, n_kv);
+      PrefetchRows(kb, i0 + kTile, ahead, row_bytes, head_bytes);
+      if (h0 == 0 && direct) {
+        PrefetchRows(vb, tile == 0 ? 0 : i0 + kTile, ahead, row_bytes,
+                     head_bytes);
+      }
+      WidenRows(type, kb + i0 * row_bytes, row_bytes, n, head_dim, kt);
+      for (int64_t h = 0; h < heads; ++h) {
+        const float* qh = q + (h0 + h) * head_dim;
+        __m256 dots[kTile];
 #pragma GCC unroll 8
-      for (int j = 0; j < kTile; ++j) {
-        dots[j] = j < n ? DotLanes(qh, kt + j * head_dim, head_dim)
-                        : _mm256_setzero_ps();
-      }
-      const __m256 s = _mm256_blendv_ps(
-          _mm256_set1_ps(-INFINITY),
-          _mm256_mul_ps(Reduce8(dots), _mm256_set1_ps(scale)), valid);
-      const float tile_max = HMax(s);
-      if (tile_max > max[h]) {
-        // e^-inf = 0 when this is the first tile.
-        const float f = std::exp(max[h] - tile_max);
-        for (int64_t d = 0; d < head_dim; ++d) acc[d] *= f;
-        sum[h] *= f;
-        max[h] = tile_max;
-      }
-      const __m256 e =
-          _mm256_and_ps(valid, Exp(_mm256_sub_ps(s, _mm256_set1_ps(max[h]))));
-      sum[h] += HSum(e);
-      alignas(32) float p[kTile];
-      _mm256_store_ps(p, e);
-      int64_t d = 0;
-#pragma GCC unroll 16
-      for (; d + 8 <= head_dim; d += 8) {
-        __m256 a0 = _mm256_loadu_ps(acc + d);
-        __m256 a1 = _mm256_setzero_ps();
-        int j = 0;
-        for (; j + 2 <= n; j += 2) {
-          a0 = _mm256_fmadd_ps(_mm256_set1_ps(p[j]),
-                               _mm256_loadu_ps(vt + j * head_dim + d), a0);
-          a1 =
-              _mm256_fmadd_ps(_mm256_set1_ps(p[j + 1]),
-                              _mm256_loadu_ps(vt + (j + 1) * head_dim + d), a1);
+        for (int j = 0; j < kTile; ++j) {
+          dots[j] = j < n ? DotLanes(qh, kt + j * head_dim, head_dim)
+                          : _mm256_setzero_ps();
         }
-        if (j < n) {
-          a0 = _mm256_fmadd_ps(_mm256_set1_ps(p[j]),
-                               _mm256_loadu_ps(vt + j * head_dim + d), a0);
-        }
-        _mm256_storeu_ps(acc + d, _mm256_add_ps(a0, a1));
+        _mm256_storeu_ps(
+            scores + h * kAttentionChunkKeys + i0,
+            _mm256_blendv_ps(
+                _mm256_set1_ps(-INFINITY),
+                _mm256_mul_ps(Reduce8(dots), _mm256_set1_ps(scale)), valid));
       }
-      for (; d < head_dim; ++d) {
-        for (int j = 0; j < n; ++j) acc[d] += p[j] * vt[j * head_dim + d];
+    }
+    // Softmax numerators in place; the maximum and sum once per head.
+    for (int64_t h = 0; h < heads; ++h) {
+      float* s = scores + h * kAttentionChunkKeys;
+      __m256 vmax = _mm256_set1_ps(-INFINITY);
+      for (int64_t tile = 0; tile < n_tiles; ++tile) {
+        vmax = _mm256_max_ps(vmax, _mm256_loadu_ps(s + tile * kTile));
       }
+      const float m = HMax(vmax);
+      const __m256 vm = _mm256_set1_ps(m);
+      __m256 vsum = _mm256_setzero_ps();
+      for (int64_t tile = 0; tile < n_tiles; ++tile) {
+        const int left =
+            static_cast<int>(std::min<int64_t>(kTile, n_kv - tile * kTile));
+        const __m256 valid = _mm256_castsi256_ps(
+            _mm256_cmpgt_epi32(_mm256_set1_epi32(left), lane));
+        const __m256 e = _mm256_and_ps(
+            valid, Exp(_mm256_sub_ps(_mm256_loadu_ps(s + tile * kTile), vm)));
+        _mm256_storeu_ps(s + tile * kTile, e);
+        vsum = _mm256_add_ps(vsum, e);
+      }
+      max[h0 + h] = m;
+      sum[h0 + h] = HSum(vsum);
+    }
+    float* acc = partial + h0 * head_dim;
+    if (direct) {
+      WeightedAllHeads(scores, static_cast<const uint16_t*>(v), row_bytes / 2,
+                       n_kv, head_dim, heads, acc);
+    } else {
+      WeightedAllHeads(scores, vw, v_stride, n_kv, head_dim, heads, acc);
     }
   }
 }
