@@ -362,17 +362,12 @@ inline __m512 Reduce16(const __m512* v) {
   return _mm512_insertf32x4(out, Reduce4(v[12], v[13], v[14], v[15]), 3);
 }
 
-// out [16, 16] = the transpose of in [16, 16] (row j at in + j * stride;
-// columns at or past `cols` read as 0): out row d holds column d of in.
-// Four rounds of 16 shuffles.
-inline void Transpose16(const float* in, int64_t stride, int64_t cols,
-                        float* out) {
-  const __mmask16 m = FirstLanes16(cols);
-  __m512 r[16], t[16];
-#pragma GCC unroll 16
-  for (int j = 0; j < 16; ++j) r[j] = _mm512_maskz_loadu_ps(m, in + j * stride);
-    // Pairs of rows interleaved by element, then by pairs of elements: u_c of
-    // rows 4g..4g+3 holds, in 128-bit lane L, column 4L + c of those rows.
+// out [16, 16] = the transpose of the rows r[0..15]: out row d holds lane d
+// of every r. Four rounds of 16 shuffles.
+inline void Transpose16(__m512* r, float* out) {
+  __m512 t[16];
+  // Pairs of rows interleaved by element, then by pairs of elements: u_c of
+  // rows 4g..4g+3 holds, in 128-bit lane L, column 4L + c of those rows.
 #pragma GCC unroll 8
   for (int i = 0; i < 8; ++i) {
     t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
@@ -642,14 +637,32 @@ void AttentionChunkOf(KvElement type, const float* q, int64_t n_q,
         PrefetchRows(vb, tile == 0 ? 0 : i0 + kTile, ahead, row_bytes,
                      head_bytes);
       }
-      WidenRows(type, kb + i0 * row_bytes, row_bytes, n, head_dim, kt);
-      // Rows past n are never used for a score that counts, but are read.
-      std::fill(kt + n * head_dim, kt + kTile * head_dim, 0.0f);
+      // Binary16 keys go from the cache into the transpose's registers;
+      // others are widened first. Rows past n (never used for a score that
+      // counts) are zeros.
+      const bool direct = transposed && type == KvElement::kF16;
+      if (!direct) {
+        WidenRows(type, kb + i0 * row_bytes, row_bytes, n, head_dim, kt);
+        std::fill(kt + n * head_dim, kt + kTile * head_dim, 0.0f);
+      }
       float* s = scores + i0;
       if (transposed) {
         for (int64_t b = 0; b < dim_blocks; ++b) {
-          Transpose16(kt + 16 * b, head_dim, head_dim - 16 * b,
-                      ktt + b * 16 * kTile);
+          const __mmask16 m = FirstLanes16(head_dim - 16 * b);
+          __m512 r[kTile];
+#pragma GCC unroll 16
+          for (int j = 0; j < kTile; ++j) {
+            if (j >= n) {
+              r[j] = _mm512_setzero_ps();
+            } else if (direct) {
+              r[j] = LoadHalf16(m, reinterpret_cast<const uint16_t*>(
+                                       kb + (i0 + j) * row_bytes) +
+                                       16 * b);
+            } else {
+              r[j] = _mm512_maskz_loadu_ps(m, kt + j * head_dim + 16 * b);
+            }
+          }
+          Transpose16(r, ktt + b * 16 * kTile);
         }
         int64_t h = 0;
         for (; h + 4 <= heads; h += 4) {
