@@ -481,31 +481,32 @@ inline void WeightedValues(const float* p, const T* v, int64_t stride,
   }
 }
 
-// WeightedValues over `heads` heads: two columns at a time where the head
-// has them, four or two heads at a time, then single heads.
+// WeightedValues over `heads` heads: kV columns and 4 / kV heads at a time
+// (8 accumulators), then single heads.
+template <int kV, typename T>
+inline void WeightedHeads(const float* p, const T* v, int64_t stride, int64_t n,
+                          int64_t head_dim, int64_t heads, float* acc) {
+  constexpr int kH = 4 / kV;
+  int64_t h = 0;
+  for (; h + kH <= heads; h += kH) {
+    WeightedValues<kH, kV>(p + h * kAttentionChunkKeys, v, stride, n, head_dim,
+                           acc + h * head_dim);
+  }
+  for (; h < heads; ++h) {
+    WeightedValues<1, kV>(p + h * kAttentionChunkKeys, v, stride, n, head_dim,
+                          acc + h * head_dim);
+  }
+}
+
+// WeightedHeads with two columns at a time where the head has them.
 template <typename T>
 inline void WeightedAllHeads(const float* p, const T* v, int64_t stride,
                              int64_t n, int64_t head_dim, int64_t heads,
                              float* acc) {
-  int64_t h = 0;
   if (head_dim >= 16) {
-    for (; h + 2 <= heads; h += 2) {
-      WeightedValues<2, 2>(p + h * kAttentionChunkKeys, v, stride, n, head_dim,
-                           acc + h * head_dim);
-    }
-    for (; h < heads; ++h) {
-      WeightedValues<1, 2>(p + h * kAttentionChunkKeys, v, stride, n, head_dim,
-                           acc + h * head_dim);
-    }
+    WeightedHeads<2>(p, v, stride, n, head_dim, heads, acc);
   } else {
-    for (; h + 4 <= heads; h += 4) {
-      WeightedValues<4, 1>(p + h * kAttentionChunkKeys, v, stride, n, head_dim,
-                           acc + h * head_dim);
-    }
-    for (; h < heads; ++h) {
-      WeightedValues<1, 1>(p + h * kAttentionChunkKeys, v, stride, n, head_dim,
-                           acc + h * head_dim);
-    }
+    WeightedHeads<1>(p, v, stride, n, head_dim, heads, acc);
   }
 }
 

@@ -402,10 +402,11 @@ inline void Transpose16(__m512* r, float* out) {
 // Heads up to this size take their scores from the transposed key tile
 // (TransposedScores), larger ones from per-key dot products (DotScores):
 // a transpose costs 4 * head_dim shuffles per tile for all the heads, the
-// dot products' reduction about 50 operations per head, so at 16 and 32
-// dimensions the transpose pays from two heads and at 64 only from about
-// seven. The choice depends on head_dim alone, never on the number of
-// heads, so a head's score is the same whichever batch it came in.
+// dot products' reduction about 50 operations per head, so by that count at
+// 16 and 32 dimensions the transpose pays from two heads and at 64 only
+// from about seven (decode calls have 2-7). The choice depends on head_dim
+// alone, never on the number of heads, so a head's score is the same
+// whichever batch it came in.
 constexpr int64_t kMaxTransposedHeadDim = 32;
 
 // s [kH rows kAttentionChunkKeys apart] = masked scale * q_h . k_j for the
@@ -452,9 +453,12 @@ inline void TransposedScores(const float* q, const float* ktt, int64_t head_dim,
 
 // The same from the widened tile kt [16, head_dim] for one head: sixteen
 // dot products (one chain each, head_dim / 16 long), reduced together.
+// kHeadDim: head_dim as a constant, or 0.
 template <int64_t kHeadDim>
-inline void DotScores(const float* qh, const float* kt, int64_t head_dim,
-                      __mmask16 valid, __m512 vscale, float* s) {
+inline void DotScores(const float* qh, const float* kt,
+                      int64_t runtime_head_dim, __mmask16 valid, __m512 vscale,
+                      float* s) {
+  const int64_t head_dim = kHeadDim != 0 ? kHeadDim : runtime_head_dim;
   __m512 dots[kTile];
 #pragma GCC unroll 16
   for (int j = 0; j < kTile; ++j) {
