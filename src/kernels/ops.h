@@ -123,14 +123,14 @@ constexpr int64_t AttentionChunkWorkFloats(int64_t head_dim) {
 // (1..kAttentionChunkKeys) consecutive cached positions, in f32: for head h
 //   s_hi  = scale * q_h . k_i,   max_h = max_i s_hi,
 //   sum_h = sum_i e^(s_hi - max_h),   acc_h = sum_i e^(s_hi - max_h) v_i.
-// Keys are widened to f32 a tile at a time, shared by the n_q heads. AVX-512
-// computes a block of heads' scores over the whole chunk, then each head's
-// maximum and sum, then the weighted values (tiles of 16 keys); AVX2 runs
-// an online softmax across tiles of 8 keys. Either way each head's
-// arithmetic is the same whatever n_q and the other heads are. Unlike
-// AttentionHeadF16 this is not ggml's arithmetic: sums stay in f32 (no
-// binary16 rounding of the accumulator), so results differ from it by
-// rounding, and differ across ISAs by f32 rounding (ops_test bounds both).
+// Keys are widened to f32 a tile at a time (16 keys on AVX-512, 8 on
+// AVX2), shared by the n_q heads. Both ISAs compute a block of heads'
+// scores over the whole chunk, then each head's maximum and sum, then the
+// weighted values; each head's arithmetic is the same whatever n_q and the
+// other heads are. Unlike AttentionHeadF16 this is not ggml's arithmetic:
+// sums stay in f32 (no binary16 rounding of the accumulator), so results
+// differ from it by rounding, and differ across ISAs by f32 rounding
+// (ops_test bounds both).
 //   q:       [n_q, head_dim]
 //   k, v:    the chunk's first position; position i at byte i * row_bytes
 //   work:    AttentionChunkWorkFloats(head_dim) floats
