@@ -291,7 +291,7 @@ StreamedTurn StreamTurn(redline::testing::TestConnection& c,
 // ceil(1.25 x 11 / 3) = 5 sessions, which its 5 slots hold, so what
 // affinity buys shows undiluted. A session that arrived later could find
 // its home replica's sessions between turns, a sixth land there and evict
-// a slot (with 160-token first turns, which take ~10 ms, a CI run did).
+// a slot (with 160-token first turns, a few to tens of ms, a CI run did).
 //
 // So the first turns are sent together (a latch, on connections opened
 // before it) and generate 1500 tokens (ignore_eos; 0.2-0.5 s here, against
@@ -402,12 +402,13 @@ TEST_F(GatewayReplicaTest,
   }
   std::printf(
       "prefix cache hit ratio: round_robin %.3f, prefix_affinity %.3f (%.2fx); "
-      "prompt tokens recomputed %.3f vs %.3f; affinity load max/mean %.2f\n",
-      ratio_rr, ratio_pa, ratio_pa / std::max(ratio_rr, 1e-9), 1 - ratio_pa,
-      1 - ratio_rr, max_load / mean);
+      "prompt tokens recomputed: round_robin %.3f, prefix_affinity %.3f; "
+      "affinity load max/mean %.2f\n",
+      ratio_rr, ratio_pa, ratio_pa / std::max(ratio_rr, 1e-9), 1 - ratio_rr,
+      1 - ratio_pa, max_load / mean);
   // Round robin returns a session to the replica that holds it about one
   // turn in three by chance, so its hit ratio varies from run to run
-  // (0.10-0.38 in 15 runs here); affinity's is fixed by the turns'
+  // (0.10-0.38 in 16 runs here); affinity's is fixed by the turns'
   // lengths. What affinity buys: at most half the prompt tokens
   // recomputed, and more hits.
   EXPECT_LE(1 - ratio_pa, 0.5 * (1 - ratio_rr));
