@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <random>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -44,6 +45,37 @@ TEST(PromptLookupTest, DraftsWhatFollowedTheLatestMatch) {
             (std::vector<int32_t>{3, 3, 3, 3}));
   EXPECT_EQ(DraftFromHistory(std::vector<int32_t>{1, 2, 1, 2}, 5, 2, 1),
             (std::vector<int32_t>{1, 2, 1, 2, 1}));
+}
+
+TEST(PromptLookupTest, DraftFromHistoryEqualsTheReferenceScan) {
+  std::mt19937 rng(7);
+  int drafted = 0;
+  for (int trial = 0; trial < 4000; ++trial) {
+    // Few distinct tokens, so that n-grams recur at many distances.
+    const int vocab = 2 + static_cast<int>(rng() % 5);
+    std::vector<int32_t> h(rng() % 48);
+    for (int32_t& t : h) t = static_cast<int32_t>(rng() % vocab);
+    const int max_tokens = static_cast<int>(rng() % 11);
+    const int ngram_max = 1 + static_cast<int>(rng() % 4);
+    const int ngram_min = static_cast<int>(rng() % (ngram_max + 1));
+    const std::vector<int32_t> got =
+        DraftFromHistory(h, max_tokens, ngram_max, ngram_min);
+    ASSERT_EQ(got, ref::DraftFromHistory(h, max_tokens, ngram_max, ngram_min))
+        << "trial " << trial << ", " << h.size() << " tokens, max_tokens "
+        << max_tokens << ", n " << ngram_min << ".." << ngram_max;
+    drafted += got.empty() ? 0 : 1;
+  }
+  EXPECT_GT(drafted, 1000);  // the comparison saw drafts, not just misses
+  // Matches only further back than kMaxLookback are not found.
+  std::vector<int32_t> h = {5, 6, 7, 8};
+  h.resize(kMaxLookback + 4, 1);
+  for (size_t i = 4; i < h.size(); ++i) h[i] = static_cast<int32_t>(10 + i);
+  h.insert(h.end(), {5, 6, 7});
+  EXPECT_TRUE(DraftFromHistory(h, 4, 3, 2).empty());
+  EXPECT_TRUE(ref::DraftFromHistory(h, 4, 3, 2).empty());
+  h.erase(h.begin() + 4, h.begin() + 11);  // 5 6 7 8 now within reach
+  EXPECT_EQ(DraftFromHistory(h, 1, 3, 2), (std::vector<int32_t>{8}));
+  EXPECT_EQ(ref::DraftFromHistory(h, 1, 3, 2), (std::vector<int32_t>{8}));
 }
 
 TEST(PromptLookupTest, ControllerStopsAtARejectedDraftAndResumesOnAShadowHit) {
