@@ -22,7 +22,8 @@ size_t MatMulScratchBytes(DType weight_type, int64_t cols, int64_t n_tokens);
 //   x: [n_tokens, w.cols] f32, row stride w.cols
 //   y: [n_tokens, w.rows] f32, row stride w.rows (overwritten)
 // n_tokens == 1 is the matrix-vector product of a decode step; larger
-// n_tokens is the matrix-matrix product of prefill. Splits rows over `pool`.
+// n_tokens is the matrix-matrix product of prefill. Splits rows over `pool`
+// (products of under 2^18 multiply-adds run on the calling thread).
 // For quantized weights (every block type), x is first rounded to Q8_0
 // blocks (as ggml does for the 32-element types; the K-quants, which ggml
 // pairs with 256-element Q8_K blocks, get the same finer per-32 rounding),
