@@ -299,9 +299,12 @@ void MatMulMany(std::span<const WeightView> ws, const float* x,
   int64_t work = 0;
   for (const WeightView& w : ws) work += w.rows * w.cols * n_tokens;
   if (work < kSerialProductMax) {
-    // Each output is one chain whatever the split (the kernels' contract),
-    // so the results are those of the pool's split.
-    for (size_t i = 0; i < ws.size(); ++i) fns[i](args[i], 0, ws[i].rows);
+    // One unit: the pool runs it inline, counted in its busy time. Each
+    // output is one chain whatever the split (the kernels' contract), so
+    // the results are those of a split.
+    pool.ParallelFor(1, 1, [&](int64_t, int64_t, int) {
+      for (size_t i = 0; i < ws.size(); ++i) fns[i](args[i], 0, ws[i].rows);
+    });
     return;
   }
   pool.ParallelFor(
