@@ -241,6 +241,7 @@ void MatMulMany(std::span<const WeightView> ws, const float* x,
   bool any_quantized = false;
   bool any_half = false;
   int64_t total_units = 0;
+  int64_t work = 0;  // multiply-adds
   for (size_t i = 0; i < ws.size(); ++i) {
     const WeightView& w = ws[i];
     RL_DCHECK(w.cols == cols)
@@ -264,6 +265,7 @@ void MatMulMany(std::span<const WeightView> ws, const float* x,
     any_quantized = any_quantized || IsQuantized(w.type);
     any_half = any_half || w.type == DType::kF16;
     total_units += RowUnits(w.rows);
+    work += w.rows * w.cols * n_tokens;
   }
   if (any_half) {
     const float* rounded = nullptr;
@@ -296,19 +298,12 @@ void MatMulMany(std::span<const WeightView> ws, const float* x,
   // Batches keep four: prefill is compute-bound and spreads better.
   const int64_t chunks_per_thread =
       n_tokens == 1 ? 1 : ThreadPool::kDefaultChunksPerThread;
-  int64_t work = 0;
-  for (const WeightView& w : ws) work += w.rows * w.cols * n_tokens;
-  if (work < kSerialProductMax) {
-    // One unit: the pool runs it inline, counted in its busy time. Each
-    // output is one chain whatever the split (the kernels' contract), so
-    // the results are those of a split.
-    pool.ParallelFor(1, 1, [&](int64_t, int64_t, int) {
-      for (size_t i = 0; i < ws.size(); ++i) fns[i](args[i], 0, ws[i].rows);
-    });
-    return;
-  }
+  // A tiny product is one unit, which the pool runs inline (counted in its
+  // busy time). Each output is one chain whatever the split (the kernels'
+  // contract), so the results are those of any split.
+  const int64_t grain = work < kSerialProductMax ? total_units : 1;
   pool.ParallelFor(
-      total_units, 1,
+      total_units, grain,
       [&](int64_t u0, int64_t u1, int) {
         int64_t first = 0;  // first unit of matrix i
         for (size_t i = 0; i < ws.size() && first < u1; ++i) {
