@@ -773,6 +773,11 @@ constexpr int kDotU8Max = 255;
 
 constexpr int kUnpackedPrefillRows = 4;
 
+// The .inc's row tiles are all replaced in the table by KQuantRows512
+// (FillMatMulTable), which fetches ahead on its own; their decode hook is
+// never reached here.
+inline void PrefetchRowAhead(const uint8_t*, int64_t) {}
+
 #include "kernels/x86/unpacked_matmul.inc"
 
 // Every block type but Q8_0/Q4_0 with two 32-element blocks per zmm: Q4_K,
