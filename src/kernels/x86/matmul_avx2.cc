@@ -39,15 +39,13 @@ constexpr int kPrefillTokens = 4;
 // an L2-resident matrix). 32 KiB measured no better than 16.
 constexpr int64_t kDecodeAheadBytes = 16384;
 
-// Fetches the lines of [p, p + bytes) into L1.
-inline void PrefetchSpan(const uint8_t* p, int64_t bytes) {
-  for (int64_t i = 0; i < bytes; i += 64)
-    _mm_prefetch(reinterpret_cast<const char*>(p + i), _MM_HINT_T0);
-}
-
-// A decode tile's prefetch for `bytes` of a row starting at p.
+// A decode tile reading `bytes` of a row at p fetches the lines of those
+// bytes kDecodeAheadBytes on into L1.
 inline void PrefetchRowAhead(const uint8_t* p, int64_t bytes) {
-  PrefetchSpan(p + kDecodeAheadBytes, bytes);
+  for (int64_t i = 0; i < bytes; i += 64) {
+    _mm_prefetch(reinterpret_cast<const char*>(p + kDecodeAheadBytes + i),
+                 _MM_HINT_T0);
+  }
 }
 
 inline int64_t Min(int64_t a, int64_t b) { return a < b ? a : b; }
