@@ -164,6 +164,9 @@ void ToF16(const float* x, int64_t n, uint16_t* out);
 namespace avx2 {
 void FillTable(KernelTable* table);
 void FillMatMulTable(KernelTable* table);
+// The products on packed Q8_0/Q4_0/F16/BF16 weights
+// (x86/matmul_packed_avx2.cc).
+void FillPackedMatMulTable(KernelTable* table);
 }  // namespace avx2
 namespace avx512 {
 void FillTable(KernelTable* table);

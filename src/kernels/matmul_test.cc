@@ -19,6 +19,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstring>
@@ -350,9 +351,12 @@ TEST_P(MatMulTest, MatchesReferenceAndFloatProduct) {
                                       (packed ? " packed" : " rows");
             ASSERT_NEAR(actual[i], expected[i], 1e-5 * mag + 1e-30)
                 << "vs ref, " << where;
-            if (AvxExact(type(), packed) && isa() >= Isa::kAvx512) {
+            if (AvxExact(type(), packed) &&
+                (isa() >= Isa::kAvx512 ||
+                 (isa() == Isa::kAvx2 && packed && type() != DType::kQ5_0))) {
               ASSERT_EQ(actual[i], expected[i])
-                  << "AVX-512 and AMX sum blocks in the reference's order, "
+                  << "AVX-512, AMX and the AVX2 Q8_0/Q4_0 panels sum blocks "
+                     "in the reference's order, "
                   << where;
             }
             // F16 weights multiply x rounded to binary16 (saturated).
@@ -450,6 +454,38 @@ TEST_P(MatMulTest, EveryBatchEqualsDecodeExactly) {
               << "cols=" << m.cols << " packed=" << packed
               << " n_tokens=" << n_tokens << " t=" << t;
         }
+      }
+    }
+  }
+}
+
+// The AVX2 and AVX-512 panel products of 16-bit float weights run the same
+// FMA chains (one per output, column order, from zero): the same bits, for
+// decode and batches, where the CPU has both.
+TEST(HalfPanelsTest, Avx2EqualsAvx512BitForBit) {
+  const std::vector<Isa> isas = AvailableIsas();
+  const auto has = [&](Isa isa) {
+    return std::find(isas.begin(), isas.end(), isa) != isas.end();
+  };
+  if (!has(Isa::kAvx2) || !has(Isa::kAvx512)) {
+    GTEST_SKIP() << "needs a CPU with AVX2 and AVX-512";
+  }
+  ThreadPool pool(2);
+  for (const DType type : {DType::kF16, DType::kBF16}) {
+    for (const Shape& s : std::vector<Shape>{{37, 896}, {70, 47}, {5, 300}}) {
+      const TestMatrix m = MakeMatrix(type, s.rows, s.cols, 11);
+      for (const int64_t n_tokens : {1, 2, 3, 7, 13, 40}) {
+        const std::vector<float> x = RandomFloats(n_tokens * s.cols, 12);
+        std::vector<float> y[2];
+        for (const int i : {0, 1}) {
+          ScopedIsa scoped(i == 0 ? Isa::kAvx2 : Isa::kAvx512);
+          y[i] = RunMatMul(m, x, n_tokens, pool);
+        }
+        ASSERT_EQ(
+            std::memcmp(y[0].data(), y[1].data(), y[0].size() * sizeof(float)),
+            0)
+            << DTypeName(type) << " rows=" << s.rows << " cols=" << s.cols
+            << " n_tokens=" << n_tokens;
       }
     }
   }
@@ -826,13 +862,14 @@ TEST(PackedLayoutTest, Sizes) {
   EXPECT_EQ(PackedPanelBytes(DType::kQ5_K, 256), 0);
 }
 
-// The AVX-512 and AMX tables have packed kernels.
+// The AVX-512 and AMX tables have packed kernels; the AVX2 table for Q8_0,
+// Q4_0, F16 and BF16.
 TEST(PackedLayoutTest, HelpsOnlyWhereAKernelReadsIt) {
   for (Isa isa : AvailableIsas()) {
     ScopedIsa scoped(isa);
-    EXPECT_EQ(PackedLayoutHelps(DType::kQ8_0), isa >= Isa::kAvx512)
+    EXPECT_EQ(PackedLayoutHelps(DType::kQ8_0), isa >= Isa::kAvx2)
         << IsaName(isa);
-    EXPECT_EQ(PackedLayoutHelps(DType::kQ4_0), isa >= Isa::kAvx512)
+    EXPECT_EQ(PackedLayoutHelps(DType::kQ4_0), isa >= Isa::kAvx2)
         << IsaName(isa);
     EXPECT_EQ(PackedLayoutHelps(DType::kQ5_0), isa >= Isa::kAvx512)
         << IsaName(isa);
@@ -840,9 +877,9 @@ TEST(PackedLayoutTest, HelpsOnlyWhereAKernelReadsIt) {
         << IsaName(isa);
     EXPECT_EQ(PackedLayoutHelps(DType::kQ6_K), isa >= Isa::kAvx512)
         << IsaName(isa);
-    EXPECT_EQ(PackedLayoutHelps(DType::kF16), isa >= Isa::kAvx512)
+    EXPECT_EQ(PackedLayoutHelps(DType::kF16), isa >= Isa::kAvx2)
         << IsaName(isa);
-    EXPECT_EQ(PackedLayoutHelps(DType::kBF16), isa >= Isa::kAvx512)
+    EXPECT_EQ(PackedLayoutHelps(DType::kBF16), isa >= Isa::kAvx2)
         << IsaName(isa);
     EXPECT_FALSE(PackedLayoutHelps(DType::kQ5_K)) << IsaName(isa);
     EXPECT_FALSE(PackedLayoutHelps(DType::kF32)) << IsaName(isa);

@@ -1,5 +1,7 @@
 // Q8_0, Q4_0, Q5_0, Q4_K, Q6_K, F16 and BF16 weights repacked into row panels, the
-// layout the AVX-512 products read fastest (as llama.cpp repacks for its AMX/VNNI kernels).
+// layout the AVX-512 products read fastest (as llama.cpp repacks for its AMX/VNNI kernels),
+// and the AVX2 products for Q8_0, Q4_0, F16 and BF16 (x86/matmul_packed_avx2.cc: a
+// 64-byte group is two ymm of 8 rows each).
 //
 // Why: in GGUF's row layout a decode step reads each 34- or 18-byte block of
 // one row, and its kernel needs horizontal sums to finish a block's dot

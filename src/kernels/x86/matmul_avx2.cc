@@ -1,5 +1,8 @@
-// AVX2 + FMA + F16C matrix products. Compiled with those flags only; reached
-// through the kernel table when the CPU has them.
+// AVX2 + FMA + F16C matrix products on the file's row layout. Compiled with
+// those flags only; reached through the kernel table when the CPU has them.
+// Q8_0, Q4_0, F16 and BF16 weights are repacked into panels at load by
+// default and multiplied by x86/matmul_packed_avx2.cc; these tiles serve
+// them with --no-repack, and every other type.
 //
 // Same tiling as the AVX-512 file (R weight rows x T tokens of vector
 // accumulators), with one 32-element block per ymm. Integer dot products use
@@ -372,6 +375,7 @@ void FillMatMulTable(KernelTable* table) {
   table->matmul[static_cast<int>(DType::kQ8_0)] = &MatMulRows<DType::kQ8_0>;
   table->matmul[static_cast<int>(DType::kQ4_0)] = &MatMulRows<DType::kQ4_0>;
   FillUnpackedTable(table);
+  FillPackedMatMulTable(table);
 }
 
 }  // namespace redline::kernels::avx2
