@@ -595,6 +595,63 @@ TEST_P(MatMulTest, ManyMatchesSeparateCalls) {
 INSTANTIATE_TEST_SUITE_P(AllIsasAndTypes, MatMulTest,
                          testing::ValuesIn(AllIsaDTypes()), ParamName);
 
+// Weights and activations at the ends of their ranges, where vpmaddubsw's
+// s16 pair sums come closest to saturating: Q8_0 bytes -128 and 127, Q4_0
+// nibbles 0 and 15, activations +-127 with scale 1 and signs chosen to make
+// every product of row 0 as large as it can be. Weight scales are 1, so
+// every partial sum is an integer below 2^24 and every ISA, layout and
+// order must give the exact integer dot.
+TEST(MatMulExtremesTest, EveryIsaAndLayoutGivesTheExactDot) {
+  constexpr int64_t kRows = 19, kCols = 256;
+  for (const DType type : {DType::kQ8_0, DType::kQ4_0}) {
+    const int64_t row_bytes = RowBytes(type, kCols);
+    const bool q8 = type == DType::kQ8_0;
+    TestMatrix m{type, kRows, kCols, {}, {}, {}, {}};
+    m.bytes.resize(static_cast<size_t>(kRows * row_bytes));
+    for (int64_t r = 0; r < kRows; ++r) {
+      for (int64_t b = 0; b < kCols / kQkBlock; ++b) {
+        uint8_t* block = m.bytes.data() + r * row_bytes + b * (q8 ? 34 : 18);
+        block[0] = 0x00;  // binary16 1.0
+        block[1] = 0x3c;
+        for (int j = 0; j < (q8 ? 32 : 16); ++j) {
+          const bool low = (j / 2 + r + b) % 2 == 0;
+          block[2 + j] = q8 ? static_cast<uint8_t>(low ? 0x80 : 0x7f)
+                            : static_cast<uint8_t>(low ? 0xf0 : 0x0f);
+        }
+      }
+    }
+    m.dequantized.resize(static_cast<size_t>(kRows * kCols));
+    for (int64_t r = 0; r < kRows; ++r)
+      DequantizeRow(m.RowView(), r, m.dequantized.data() + r * kCols);
+    Pack(&m);
+    for (const int64_t n_tokens : {1, 3, 6}) {
+      std::vector<float> x(static_cast<size_t>(n_tokens * kCols));
+      for (int64_t t = 0; t < n_tokens; ++t) {
+        for (int64_t c = 0; c < kCols; ++c) {
+          const bool negative = (m.dequantized[c] < 0.0f) != (t % 2 == 1);
+          x[t * kCols + c] = negative ? -127.0f : 127.0f;
+        }
+      }
+      for (const Isa isa : AvailableIsas()) {
+        ScopedIsa scoped(isa);
+        ThreadPool pool(2);
+        for (const bool packed : {false, true}) {
+          const std::vector<float> y =
+              RunMatMul(m, x, n_tokens, pool, 0, packed);
+          for (int64_t t = 0; t < n_tokens; ++t) {
+            for (int64_t r = 0; r < kRows; ++r) {
+              ASSERT_EQ(y[t * kRows + r],
+                        static_cast<float>(Dot(m.dequantized, x, kCols, r, t)))
+                  << DTypeName(type) << " " << IsaName(isa)
+                  << (packed ? " packed" : " rows") << " t=" << t << " r=" << r;
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 // ---------------------------------------------------------------------------
 // Activation quantizer: every ISA bit-identical to the reference.
 

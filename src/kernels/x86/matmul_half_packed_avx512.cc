@@ -51,6 +51,8 @@ constexpr int kDecodeStreams = 4;
 constexpr int64_t kStreamAheadBytes = 2048;
 constexpr int64_t kLoneAheadBytes = 8192;
 
+#include "kernels/x86/panel_streams.inc"
+
 inline __mmask16 FirstLanes(int64_t n) {
   return n >= 16 ? static_cast<__mmask16>(0xffff)
                  : static_cast<__mmask16>((1u << n) - 1);
@@ -123,35 +125,26 @@ void PanelsInStep(const MatMulArgs& a, const uint8_t* const (&w)[S],
     _mm512_mask_storeu_ps(a.y + r[s], mask[s], acc[s]);
 }
 
-// The range's panels as kDecodeStreams streams, its equal parts in step
-// (panels i, part + i, 2 part + i, ...), then the panels left one at a
-// time. Each output's chain is the same either way.
+// The range's whole panels as kDecodeStreams streams in step, then the
+// panels left one at a time. Each output's chain is the same either way.
 template <DType kType>
 void PanelsDecode(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
   constexpr int S = kDecodeStreams;
   const int64_t panel_bytes = a.cols * kColumnBytes;
-  const int64_t panels = (row_end - row_begin + kPackRows - 1) / kPackRows;
-  auto row_of = [&](int64_t p) { return row_begin + p * kPackRows; };
-  auto panel_of = [&](int64_t p) {
-    return a.w + row_of(p) / kPackRows * panel_bytes;
-  };
-  const int64_t part = panels / S;
-  for (int64_t i = 0; i < part; ++i) {
-    const uint8_t* w[S];
-    int64_t r[S];
-    __mmask16 mask[S];
-    for (int s = 0; s < S; ++s) {
-      const int64_t p = s * part + i;
-      w[s] = panel_of(p);
-      r[s] = row_of(p);
-      mask[s] = FirstLanes(row_end - r[s]);
-    }
-    PanelsInStep<kType, S, kStreamAheadBytes>(a, w, r, mask);
-  }
-  for (int64_t p = S * part; p < panels; ++p) {
-    const uint8_t* w[1] = {panel_of(p)};
-    const int64_t r[1] = {row_of(p)};
-    const __mmask16 mask[1] = {FirstLanes(row_end - r[0])};
+  const int64_t left =
+      PanelStreams<S>(row_begin, row_end, [&](const int64_t(&r)[S]) {
+        const uint8_t* w[S];
+        __mmask16 mask[S];
+        for (int s = 0; s < S; ++s) {
+          w[s] = a.w + r[s] / kPackRows * panel_bytes;
+          mask[s] = FirstLanes(kPackRows);
+        }
+        PanelsInStep<kType, S, kStreamAheadBytes>(a, w, r, mask);
+      });
+  for (int64_t r0 = left; r0 < row_end; r0 += kPackRows) {
+    const uint8_t* w[1] = {a.w + r0 / kPackRows * panel_bytes};
+    const int64_t r[1] = {r0};
+    const __mmask16 mask[1] = {FirstLanes(row_end - r0)};
     PanelsInStep<kType, 1, kLoneAheadBytes>(a, w, r, mask);
   }
 }

@@ -53,6 +53,8 @@ constexpr int64_t kLoneAheadBytes = 8192;
 template <DType kType>
 constexpr int64_t kBlockBytes = PackedBlock<kType>::kBytes;
 
+#include "kernels/x86/panel_streams.inc"
+
 // Fetches the lines that start within [p, p + bytes), kAhead bytes on.
 template <int64_t kAhead>
 inline void PrefetchSpan(const uint8_t* p, int64_t bytes) {
@@ -271,20 +273,16 @@ template <DType kType>
 void MatMulPackedQuant(const MatMulArgs& a, int64_t row_begin,
                        int64_t row_end) {
   const int64_t panel_bytes = a.cols / kQk * kBlockBytes<kType>;
-  // Decode reads the range's whole panels as kDecodeStreams streams, its
-  // equal parts in step; the panels left over go below.
+  // Decode reads the range's whole panels as kDecodeStreams streams in
+  // step; the panels left over go below.
   if (a.n_tokens == 1) {
-    const int64_t part = (row_end - row_begin) / kPackRows / kDecodeStreams;
-    for (int64_t i = 0; i < part; ++i) {
-      int64_t r0[kDecodeStreams];
-      const uint8_t* panels[kDecodeStreams];
-      for (int s = 0; s < kDecodeStreams; ++s) {
-        r0[s] = row_begin + (s * part + i) * kPackRows;
-        panels[s] = a.w + r0[s] / kPackRows * panel_bytes;
-      }
-      PanelsDecode<kType>(a, panels, r0);
-    }
-    row_begin += kDecodeStreams * part * kPackRows;
+    row_begin = PanelStreams<kDecodeStreams>(
+        row_begin, row_end, [&](const int64_t(&r0)[kDecodeStreams]) {
+          const uint8_t* panels[kDecodeStreams];
+          for (int s = 0; s < kDecodeStreams; ++s)
+            panels[s] = a.w + r0[s] / kPackRows * panel_bytes;
+          PanelsDecode<kType>(a, panels, r0);
+        });
   }
   // One panel at a time: the first tile pass fetches it ahead; it stays in
   // cache while the other half and token tiles pass over it.
@@ -390,35 +388,26 @@ void HalfPanelsInStep(const MatMulArgs& a, const uint8_t* const (&w)[S],
   for (int s = 0; s < S; ++s) StorePanel(a.y + r[s], n_rows[s], acc[s]);
 }
 
-// The range's panels as kHalfDecodeStreams streams, its equal parts in step,
-// then the panels left one at a time. Each output's chain is the same
-// either way.
+// The range's whole panels as kHalfDecodeStreams streams in step, then the
+// panels left one at a time. Each output's chain is the same either way.
 template <DType kType>
 void HalfPanelsDecode(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
   constexpr int S = kHalfDecodeStreams;
   const int64_t panel_bytes = a.cols * kColumnBytes;
-  const int64_t panels = (row_end - row_begin + kPackRows - 1) / kPackRows;
-  auto row_of = [&](int64_t p) { return row_begin + p * kPackRows; };
-  auto panel_of = [&](int64_t p) {
-    return a.w + row_of(p) / kPackRows * panel_bytes;
-  };
-  const int64_t part = panels / S;
-  for (int64_t i = 0; i < part; ++i) {
-    const uint8_t* w[S];
-    int64_t r[S];
-    int64_t n[S];
-    for (int s = 0; s < S; ++s) {
-      const int64_t p = s * part + i;
-      w[s] = panel_of(p);
-      r[s] = row_of(p);
-      n[s] = row_end - r[s];
-    }
-    HalfPanelsInStep<kType, S, kHalfStreamAheadBytes>(a, w, r, n);
-  }
-  for (int64_t p = S * part; p < panels; ++p) {
-    const uint8_t* w[1] = {panel_of(p)};
-    const int64_t r[1] = {row_of(p)};
-    const int64_t n[1] = {row_end - r[0]};
+  const int64_t left =
+      PanelStreams<S>(row_begin, row_end, [&](const int64_t(&r)[S]) {
+        const uint8_t* w[S];
+        int64_t n[S];
+        for (int s = 0; s < S; ++s) {
+          w[s] = a.w + r[s] / kPackRows * panel_bytes;
+          n[s] = kPackRows;
+        }
+        HalfPanelsInStep<kType, S, kHalfStreamAheadBytes>(a, w, r, n);
+      });
+  for (int64_t r0 = left; r0 < row_end; r0 += kPackRows) {
+    const uint8_t* w[1] = {a.w + r0 / kPackRows * panel_bytes};
+    const int64_t r[1] = {r0};
+    const int64_t n[1] = {row_end - r0};
     HalfPanelsInStep<kType, 1, kHalfLoneAheadBytes>(a, w, r, n);
   }
 }

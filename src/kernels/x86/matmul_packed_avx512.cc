@@ -62,6 +62,8 @@ constexpr int64_t kStreamPrefetchBytes = 2048;
 template <DType kType>
 constexpr int64_t kBlockBytes = PackedBlock<kType>::kBytes;
 
+#include "kernels/x86/panel_streams.inc"
+
 inline __m512i Broadcast4(const int8_t* p) {
   int32_t v;
   std::memcpy(&v, p, sizeof(v));
@@ -269,17 +271,13 @@ void MatMulPackedRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
   // Q4_K_M's Q5_0 gate/up read 54-62 GB/s instead of 45-50, and its whole
   // decode step ran 1.07x (median of 8 alternating runs, 0.97-1.17x).
   if (a.n_tokens == 1) {
-    const int64_t part = (row_end - row_begin) / kPackRows / kDecodeStreams;
-    for (int64_t i = 0; i < part; ++i) {
-      int64_t r0[kDecodeStreams];
-      const uint8_t* panels[kDecodeStreams];
-      for (int s = 0; s < kDecodeStreams; ++s) {
-        r0[s] = row_begin + (s * part + i) * kPackRows;
-        panels[s] = a.w + r0[s] / kPackRows * panel_bytes;
-      }
-      PanelsDecode<kType>(a, panels, r0);
-    }
-    row_begin += kDecodeStreams * part * kPackRows;
+    row_begin = PanelStreams<kDecodeStreams>(
+        row_begin, row_end, [&](const int64_t(&r0)[kDecodeStreams]) {
+          const uint8_t* panels[kDecodeStreams];
+          for (int s = 0; s < kDecodeStreams; ++s)
+            panels[s] = a.w + r0[s] / kPackRows * panel_bytes;
+          PanelsDecode<kType>(a, panels, r0);
+        });
   }
   // Panels are consecutive in memory, so a thread's rows are one sequential
   // stream, prefetched by the first tile pass over each panel; each panel
