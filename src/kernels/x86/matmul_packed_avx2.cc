@@ -40,8 +40,8 @@ constexpr int kHalfRows = 8;  // rows per ymm: a half panel
 
 constexpr int kGroups = 8;  // 4-byte activation groups per block
 // Tokens per tile: the operands of one half block + 4 accumulators fill
-// the 16 ymm registers (Q8_0's second operand set spills to L1, where the
-// token loop reads it as vpsignb's memory operand).
+// the 16 ymm registers (Q8_0's two operand sets do not fit: the compiler
+// keeps part of them in L1 and reads them back as memory operands).
 constexpr int kTileTokens = 4;
 // Software prefetch distance of a panel stream: decode reads
 // kDecodeStreams panels in step, prefetch kStreamAheadBytes ahead each;
