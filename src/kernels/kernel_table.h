@@ -167,6 +167,8 @@ void FillMatMulTable(KernelTable* table);
 // The products on packed Q8_0/Q4_0/F16/BF16 weights
 // (x86/matmul_packed_avx2.cc).
 void FillPackedMatMulTable(KernelTable* table);
+// The products on packed Q4_K/Q6_K weights (x86/matmul_kpacked_avx2.cc).
+void FillKPackedMatMulTable(KernelTable* table);
 }  // namespace avx2
 namespace avx512 {
 void FillTable(KernelTable* table);

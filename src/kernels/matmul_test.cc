@@ -352,11 +352,10 @@ TEST_P(MatMulTest, MatchesReferenceAndFloatProduct) {
             ASSERT_NEAR(actual[i], expected[i], 1e-5 * mag + 1e-30)
                 << "vs ref, " << where;
             if (AvxExact(type(), packed) &&
-                (isa() >= Isa::kAvx512 ||
-                 (isa() == Isa::kAvx2 && packed && type() != DType::kQ5_0))) {
+                (isa() >= Isa::kAvx512 || (isa() == Isa::kAvx2 && packed))) {
               ASSERT_EQ(actual[i], expected[i])
-                  << "AVX-512, AMX and the AVX2 Q8_0/Q4_0 panels sum blocks "
-                     "in the reference's order, "
+                  << "AVX-512, AMX and the AVX2 Q8_0/Q4_0/Q5_0 panels sum "
+                     "blocks in the reference's order, "
                   << where;
             }
             // F16 weights multiply x rounded to binary16 (saturated).
@@ -491,6 +490,39 @@ TEST(HalfPanelsTest, Avx2EqualsAvx512BitForBit) {
   }
 }
 
+// The AVX2 and AVX-512 products on packed Q4_K/Q6_K weights take the same
+// exact integer terms through the same float operations in the same order
+// (matmul_kpacked_avx2.cc): the same bits, for decode and batches, where
+// the CPU has both.
+TEST(KQuantPanelsTest, Avx2EqualsAvx512BitForBit) {
+  const std::vector<Isa> isas = AvailableIsas();
+  const auto has = [&](Isa isa) {
+    return std::find(isas.begin(), isas.end(), isa) != isas.end();
+  };
+  if (!has(Isa::kAvx2) || !has(Isa::kAvx512)) {
+    GTEST_SKIP() << "needs a CPU with AVX2 and AVX-512";
+  }
+  ThreadPool pool(2);
+  for (const DType type : {DType::kQ4_K, DType::kQ6_K}) {
+    for (const Shape& s : std::vector<Shape>{{37, 768}, {70, 256}, {5, 2304}}) {
+      const TestMatrix m = MakeMatrix(type, s.rows, s.cols, 13);
+      for (const int64_t n_tokens : {1, 2, 3, 7, 13, 40}) {
+        const std::vector<float> x = RandomFloats(n_tokens * s.cols, 14);
+        std::vector<float> y[2];
+        for (const int i : {0, 1}) {
+          ScopedIsa scoped(i == 0 ? Isa::kAvx2 : Isa::kAvx512);
+          y[i] = RunMatMul(m, x, n_tokens, pool);
+        }
+        ASSERT_EQ(
+            std::memcmp(y[0].data(), y[1].data(), y[0].size() * sizeof(float)),
+            0)
+            << DTypeName(type) << " rows=" << s.rows << " cols=" << s.cols
+            << " n_tokens=" << n_tokens;
+      }
+    }
+  }
+}
+
 // The caller's scratch need not be aligned.
 TEST_P(MatMulTest, UnalignedScratch) {
   ScopedIsa scoped(isa());
@@ -597,22 +629,35 @@ INSTANTIATE_TEST_SUITE_P(AllIsasAndTypes, MatMulTest,
 
 // Weights and activations at the ends of their ranges, where vpmaddubsw's
 // s16 pair sums come closest to saturating: Q8_0 bytes -128 and 127, Q4_0
-// nibbles 0 and 15, activations +-127 with scale 1 and signs chosen to make
-// every product of row 0 as large as it can be. Weight scales are 1, so
-// every partial sum is an integer below 2^24 and every ISA, layout and
-// order must give the exact integer dot.
+// nibbles 0 and 15, Q5_0 values 0 and 31 (every value 31 in half the
+// blocks), activations +-127 with scale 1 and signs chosen to make every
+// product of row 0 as large as it can be. Weight scales are 1, so every
+// partial sum is an integer below 2^24 and every ISA, layout and order
+// must give the exact integer dot.
 TEST(MatMulExtremesTest, EveryIsaAndLayoutGivesTheExactDot) {
   constexpr int64_t kRows = 19, kCols = 256;
-  for (const DType type : {DType::kQ8_0, DType::kQ4_0}) {
+  for (const DType type : {DType::kQ8_0, DType::kQ4_0, DType::kQ5_0}) {
     const int64_t row_bytes = RowBytes(type, kCols);
-    const bool q8 = type == DType::kQ8_0;
+    const int64_t block_bytes = row_bytes / (kCols / kQkBlock);
     TestMatrix m{type, kRows, kCols, {}, {}, {}, {}};
     m.bytes.resize(static_cast<size_t>(kRows * row_bytes));
     for (int64_t r = 0; r < kRows; ++r) {
       for (int64_t b = 0; b < kCols / kQkBlock; ++b) {
-        uint8_t* block = m.bytes.data() + r * row_bytes + b * (q8 ? 34 : 18);
+        uint8_t* block = m.bytes.data() + r * row_bytes + b * block_bytes;
         block[0] = 0x00;  // binary16 1.0
         block[1] = 0x3c;
+        if (type == DType::kQ5_0) {
+          // qh (4 bytes: bit e the fifth bit of element e), then qs (low
+          // nibble element j, high nibble element j + 16).
+          const bool all_high = (r + b) % 2 == 0;
+          for (int e = 0; e < 32; ++e) {
+            if (!all_high && (e / 2) % 2 == 1) continue;  // value 0
+            block[2 + e / 8] |= static_cast<uint8_t>(1u << (e % 8));
+            block[6 + e % 16] |= static_cast<uint8_t>(e < 16 ? 0x0f : 0xf0);
+          }
+          continue;
+        }
+        const bool q8 = type == DType::kQ8_0;
         for (int j = 0; j < (q8 ? 32 : 16); ++j) {
           const bool low = (j / 2 + r + b) % 2 == 0;
           block[2 + j] = q8 ? static_cast<uint8_t>(low ? 0x80 : 0x7f)
@@ -920,7 +965,7 @@ TEST(PackedLayoutTest, Sizes) {
 }
 
 // The AVX-512 and AMX tables have packed kernels; the AVX2 table for Q8_0,
-// Q4_0, F16 and BF16.
+// Q4_0, Q5_0, Q4_K, Q6_K, F16 and BF16.
 TEST(PackedLayoutTest, HelpsOnlyWhereAKernelReadsIt) {
   for (Isa isa : AvailableIsas()) {
     ScopedIsa scoped(isa);
@@ -928,11 +973,11 @@ TEST(PackedLayoutTest, HelpsOnlyWhereAKernelReadsIt) {
         << IsaName(isa);
     EXPECT_EQ(PackedLayoutHelps(DType::kQ4_0), isa >= Isa::kAvx2)
         << IsaName(isa);
-    EXPECT_EQ(PackedLayoutHelps(DType::kQ5_0), isa >= Isa::kAvx512)
+    EXPECT_EQ(PackedLayoutHelps(DType::kQ5_0), isa >= Isa::kAvx2)
         << IsaName(isa);
-    EXPECT_EQ(PackedLayoutHelps(DType::kQ4_K), isa >= Isa::kAvx512)
+    EXPECT_EQ(PackedLayoutHelps(DType::kQ4_K), isa >= Isa::kAvx2)
         << IsaName(isa);
-    EXPECT_EQ(PackedLayoutHelps(DType::kQ6_K), isa >= Isa::kAvx512)
+    EXPECT_EQ(PackedLayoutHelps(DType::kQ6_K), isa >= Isa::kAvx2)
         << IsaName(isa);
     EXPECT_EQ(PackedLayoutHelps(DType::kF16), isa >= Isa::kAvx2)
         << IsaName(isa);

@@ -1,7 +1,7 @@
 // Q8_0, Q4_0, Q5_0, Q4_K, Q6_K, F16 and BF16 weights repacked into row panels, the
 // layout the AVX-512 products read fastest (as llama.cpp repacks for its AMX/VNNI kernels),
-// and the AVX2 products for Q8_0, Q4_0, F16 and BF16 (x86/matmul_packed_avx2.cc: a
-// 64-byte group is two ymm of 8 rows each).
+// and the AVX2 products for every one of these types (x86/matmul_packed_avx2.cc,
+// x86/matmul_kpacked_avx2.cc: a 64-byte group is two ymm of 8 rows each).
 //
 // Why: in GGUF's row layout a decode step reads each 34- or 18-byte block of
 // one row, and its kernel needs horizontal sums to finish a block's dot
@@ -49,7 +49,7 @@
 //         (2 bytes each, rows in order; padding rows +0);   32 bytes.
 // The K-quant panels keep the file's bits (no precision is lost) and add
 // only Q4_K's unpacked scale bytes; the kernels read one stream per panel
-// and need no shuffles (x86/matmul_kpacked_avx512.cc).
+// and need no shuffles (x86/matmul_kpacked_avx512.cc, x86/matmul_kpacked_avx2.cc).
 // Thread-safety: pure functions; PackWeights calls on disjoint panel ranges
 // may run concurrently.
 #ifndef REDLINE_KERNELS_PACKED_H_

@@ -376,6 +376,7 @@ void FillMatMulTable(KernelTable* table) {
   table->matmul[static_cast<int>(DType::kQ4_0)] = &MatMulRows<DType::kQ4_0>;
   FillUnpackedTable(table);
   FillPackedMatMulTable(table);
+  FillKPackedMatMulTable(table);
 }
 
 }  // namespace redline::kernels::avx2

@@ -1,4 +1,4 @@
-// AVX2 products on packed Q8_0, Q4_0, F16 and BF16 weights (layout:
+// AVX2 products on packed Q8_0, Q4_0, Q5_0, F16 and BF16 weights (layout:
 // packed.h). Compiled with AVX2 + FMA + F16C flags; reached only through the
 // kernel table.
 //
@@ -11,12 +11,12 @@
 // broadcast activation bytes advances 8 rows' dot products at once, and a
 // block's 8 scales are one conversion.
 //
-// Q8_0/Q4_0: a tile is one half panel (8 rows, one ymm lane each) by up to
-// kTileTokens tokens; decode reads whole panels, several in step. The
-// integer block dot is exact (HalfDot says how each type avoids vpmaddubsw's
-// saturation). Then, per block in order, acc = fma(float(dot), d_w * d_x,
-// acc) as the reference does (ref/matmul.cc): outputs are bit-identical to
-// it, and to the AVX-512 products, for any token count.
+// Q8_0/Q4_0/Q5_0: a tile is one half panel (8 rows, one ymm lane each) by
+// up to kTileTokens tokens; decode reads whole panels, several in step. The
+// integer block dots are exact (HalfDot and AddBlock say how each type
+// avoids vpmaddubsw's saturation). Then, per block in order, the
+// reference's float operations (AddBlock, ref/matmul.cc): outputs are
+// bit-identical to it, and to the AVX-512 products, for any token count.
 //
 // F16/BF16: every output is one f32 FMA chain over the columns in column
 // order from zero, as in the AVX-512 panel products
@@ -33,10 +33,9 @@ namespace redline::kernels::avx2 {
 namespace {
 
 constexpr int64_t kQk = 32;
-constexpr int kHalfRows = 8;  // rows per ymm: a half panel
 
 // ---------------------------------------------------------------------------
-// Q8_0 and Q4_0.
+// Q8_0, Q4_0 and Q5_0.
 
 constexpr int kGroups = 8;  // 4-byte activation groups per block
 // Tokens per tile: the operands of one half block + 4 accumulators fill
@@ -53,6 +52,7 @@ constexpr int64_t kLoneAheadBytes = 8192;
 template <DType kType>
 constexpr int64_t kBlockBytes = PackedBlock<kType>::kBytes;
 
+#include "kernels/x86/avx2_lanes.inc"
 #include "kernels/x86/panel_streams.inc"
 
 // Fetches the lines that start within [p, p + bytes), kAhead bytes on.
@@ -65,16 +65,12 @@ inline void PrefetchSpan(const uint8_t* p, int64_t bytes) {
   }
 }
 
-inline __m256i Broadcast4(const int8_t* p) {
-  int32_t v;
-  std::memcpy(&v, p, sizeof(v));
-  return _mm256_set1_epi32(v);
-}
-
 // Half h of a panel block as vpmaddubsw operands; operand g pairs with
 // activation bytes 4g..4g+3.
 //   Q4_0: u[g] the nibbles q = w + 8 (low nibbles of the 4 stored groups
 //         are elements 4g.., high nibbles 16 + 4g..).
+//   Q5_0: u[g] the 5-bit q = w + 16: Q4_0's nibbles, 16 added where the
+//         fifth bit is set.
 //   Q8_0: w[g] the signed weights (stored w + 128, flipped back), u[g] = |w|
 //         (<= 128 as u8), for the sign trick: |w| x (x * sign(w)).
 template <DType kType>
@@ -107,6 +103,27 @@ inline void LoadHalf(const uint8_t* block, int h, HalfBlock<kType>* op) {
           reinterpret_cast<const __m256i*>(block + 64 * g + 32 * h));
       op->u[g] = _mm256_and_si256(q, mask);
       op->u[g + 4] = _mm256_and_si256(_mm256_srli_epi16(q, 4), mask);
+    }
+    if constexpr (kType == DType::kQ5_0) {
+      // Bits 32h.. of mask g are one per byte of the half operand
+      // (packed.h): each byte takes its mask byte (a shuffle within the
+      // 128-bit lanes), tests its own bit, and becomes 16 where it is set.
+      const uint8_t* masks = block + PackedBlock<DType::kQ5_0>::kQh;
+      const __m256i spread =
+          _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2,
+                           2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
+      const __m256i bit =
+          _mm256_set1_epi64x(static_cast<int64_t>(0x8040201008040201));
+      const __m256i sixteen = _mm256_set1_epi8(16);
+#pragma GCC unroll 8
+      for (int g = 0; g < kGroups; ++g) {
+        int32_t m;
+        std::memcpy(&m, masks + 8 * g + 4 * h, sizeof(m));
+        const __m256i sel = _mm256_and_si256(
+            _mm256_shuffle_epi8(_mm256_set1_epi32(m), spread), bit);
+        op->u[g] = _mm256_or_si256(
+            op->u[g], _mm256_and_si256(_mm256_cmpeq_epi8(sel, bit), sixteen));
+      }
     }
   }
 }
@@ -161,18 +178,38 @@ inline __m256 HalfScales(const uint8_t* block, int h) {
       block + PackedBlock<kType>::kQuantBytes + 16 * h)));
 }
 
-// Lane i of the store mask: set for i < n.
-inline __m256i FirstLanes(int n) {
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(n),
-                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-
-// Stores the first n_rows (1-8) lanes of v at y.
-inline void StoreRows(float* y, int n_rows, __m256 v) {
-  if (n_rows >= kHalfRows) {
-    _mm256_storeu_ps(y, v);
+// One block of a half panel added to acc, as the reference does
+// (ref/matmul.cc): Q8_0/Q4_0 fma(float(dot), d_w * d_x, acc); Q5_0 scales
+// each 16-element half's exact dot by d_w apart, adds them and takes
+// fma(that, d_x, acc) (MatMulUnpackedRows). x: the activation block, xs
+// its sum, s16 its two 16-element sums; wd the half panel's 8 scales.
+template <DType kType>
+inline __m256 AddBlock(const HalfBlock<kType>& op, const int8_t* x, int32_t xs,
+                       const int32_t* s16, __m256 wd, float xd, __m256 acc) {
+  if constexpr (kType == DType::kQ5_0) {
+    // Pair sums <= 2 x 31 x 127: a half's four groups add in s16 (<= 31496).
+    const __m256i ones = _mm256_set1_epi16(1);
+    __m256i lo = _mm256_maddubs_epi16(op.u[0], Broadcast4(x));
+    __m256i hi = _mm256_maddubs_epi16(op.u[4], Broadcast4(x + 16));
+#pragma GCC unroll 3
+    for (int g = 1; g < 4; ++g) {
+      lo = _mm256_add_epi16(
+          lo, _mm256_maddubs_epi16(op.u[g], Broadcast4(x + 4 * g)));
+      hi = _mm256_add_epi16(
+          hi, _mm256_maddubs_epi16(op.u[g + 4], Broadcast4(x + 16 + 4 * g)));
+    }
+    const __m256i dot_lo = _mm256_add_epi32(_mm256_madd_epi16(lo, ones),
+                                            _mm256_set1_epi32(-16 * s16[0]));
+    const __m256i dot_hi = _mm256_add_epi32(_mm256_madd_epi16(hi, ones),
+                                            _mm256_set1_epi32(-16 * s16[1]));
+    return _mm256_fmadd_ps(
+        _mm256_add_ps(_mm256_mul_ps(wd, _mm256_cvtepi32_ps(dot_lo)),
+                      _mm256_mul_ps(wd, _mm256_cvtepi32_ps(dot_hi))),
+        _mm256_set1_ps(xd), acc);
   } else {
-    _mm256_maskstore_ps(y, FirstLanes(n_rows), v);
+    const __m256i dot = HalfDot<kType>(op, x, xs);
+    return _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot),
+                           _mm256_mul_ps(wd, _mm256_set1_ps(xd)), acc);
   }
 }
 
@@ -186,11 +223,13 @@ void HalfTile(const MatMulArgs& a, const uint8_t* panel, int h, int64_t r0,
   const int8_t* xq[T];
   const float* xd[T];
   const int32_t* xs[T];
+  const int32_t* xs16[T];
 #pragma GCC unroll 4
   for (int t = 0; t < T; ++t) {
     xq[t] = a.xq.qs + (t0 + t) * a.xq.qs_stride;
     xd[t] = a.xq.d + (t0 + t) * a.xq.d_stride;
     xs[t] = a.xq.s + (t0 + t) * a.xq.d_stride;
+    xs16[t] = a.xq.s16 + 2 * (t0 + t) * a.xq.d_stride;
   }
   __m256 acc[T];
 #pragma GCC unroll 4
@@ -203,10 +242,8 @@ void HalfTile(const MatMulArgs& a, const uint8_t* panel, int h, int64_t r0,
     const __m256 wd = HalfScales<kType>(block, h);
 #pragma GCC unroll 4
     for (int t = 0; t < T; ++t) {
-      const __m256i dot = HalfDot<kType>(op, xq[t] + b * kQk, xs[t][b]);
-      acc[t] =
-          _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot),
-                          _mm256_mul_ps(wd, _mm256_set1_ps(xd[t][b])), acc[t]);
+      acc[t] = AddBlock<kType>(op, xq[t] + b * kQk, xs[t][b], xs16[t] + 2 * b,
+                               wd, xd[t][b], acc[t]);
     }
   }
 #pragma GCC unroll 4
@@ -246,7 +283,6 @@ void PanelsDecode(const MatMulArgs& a,
   }
   for (int64_t b = 0; b < n_blocks; ++b) {
     const int8_t* x = a.xq.qs + b * kQk;
-    const __m256 xd = _mm256_set1_ps(a.xq.d[b]);
 #pragma GCC unroll 4
     for (int s = 0; s < kDecodeStreams; ++s) {
       const uint8_t* block = panels[s] + b * kBlockBytes<kType>;
@@ -255,10 +291,9 @@ void PanelsDecode(const MatMulArgs& a,
       for (int h = 0; h < 2; ++h) {
         HalfBlock<kType> op;
         LoadHalf<kType>(block, h, &op);
-        const __m256i dot = HalfDot<kType>(op, x, a.xq.s[b]);
-        acc[s][h] = _mm256_fmadd_ps(
-            _mm256_cvtepi32_ps(dot),
-            _mm256_mul_ps(HalfScales<kType>(block, h), xd), acc[s][h]);
+        acc[s][h] =
+            AddBlock<kType>(op, x, a.xq.s[b], a.xq.s16 + 2 * b,
+                            HalfScales<kType>(block, h), a.xq.d[b], acc[s][h]);
       }
     }
   }
@@ -537,6 +572,8 @@ void FillPackedMatMulTable(KernelTable* table) {
       &MatMulPackedQuant<DType::kQ8_0>;
   table->matmul_packed[static_cast<int>(DType::kQ4_0)] =
       &MatMulPackedQuant<DType::kQ4_0>;
+  table->matmul_packed[static_cast<int>(DType::kQ5_0)] =
+      &MatMulPackedQuant<DType::kQ5_0>;
   table->matmul_packed[static_cast<int>(DType::kF16)] =
       &MatMulPackedHalf<DType::kF16>;
   table->matmul_packed[static_cast<int>(DType::kBF16)] =

@@ -1,0 +1,456 @@
+// AVX2 products on packed Q4_K/Q6_K weights (layout: packed.h). Compiled
+// with AVX2 + FMA + F16C flags; reached only through the kernel table.
+//
+// Why panels on AVX2 too: the row layout's AVX2 products unpack every
+// super-block of every row into a buffer before its dot products, so
+// their decode read 29-66 % of the measured bandwidth and fell to
+// 0.69-0.97x llama.cpp's AVX2 build in some rounds (docs/PERFORMANCE.md).
+// In a panel one 32-byte half of a 64-byte operand is 8 rows' 4 weights, so
+// a vpmaddubsw against 4 broadcast activation bytes advances 8 rows at
+// once, and a sub-block's 8 scales are one load.
+//
+// Arithmetic per row (lane), activation block b of super-block i,
+// sub-block k (b = 8i + k); every integer term is exact:
+//   Q4_K: q in [0, 15], x in [-127, 127]: a vpmaddubsw pair sum is at most
+//         3810 in size, so a sub-block's 8 groups add in s16 (<= 30480);
+//         vpmaddwd against the scale in both 16-bit halves of the lane
+//         gives sc_k * dot in s32.
+//         sb += float(sc_k * dot) * d_x,b;  mn += m_k * (d_x,b * xsum_b);
+//         per super-block acc += d * sb - dmin * mn.
+//   Q6_K: q + 32 = (ql | qh << 4) in [0, 63]: a pair sum is at most 16002,
+//         so two groups add in s16 (<= 32004); vpmaddwd against the scale of
+//         their 16-element half; minus 32 * (sc_2k * xsum16_0 + sc_2k+1 *
+//         xsum16_1); sb += float(isum) * d_x,b;  per super-block
+//         acc += d * sb.
+// These are the AVX-512 products' float operations (matmul_kpacked_avx512.cc)
+// on the same exact integers in the same order, sub-blocks included
+// (Q6_K: 0, 2, 1, 3, 4, 6, 5, 7), so the two ISAs give the same bits; and
+// decode (KDecode) takes the batch tiles' (KTile) operations per lane in
+// their order, so a token's outputs are the same whatever the batch.
+#include <cstdint>
+#include <cstring>
+
+#include "kernels/kernel_table.h"
+#include "kernels/packed.h"
+#include "kernels/x86/intrinsics.h"
+
+namespace redline::kernels::avx2 {
+namespace {
+
+constexpr int64_t kQk = 32;
+constexpr int kGroups = 8;  // 4-byte groups per 32-element sub-block
+// Batches: one half panel by up to kTileTokens tokens per tile.
+constexpr int kTileTokens = 4;
+// Each panel stream is fetched this many super-blocks ahead, a share of
+// the super-block per sub-block.
+constexpr int64_t kAheadSupers = 2;
+
+#include "kernels/x86/avx2_lanes.inc"
+
+template <DType kType>
+constexpr int64_t kSuperBytes = PackedBlock<kType>::kBytes;
+
+// The kk-th sub-block every tile sums (the AVX-512 products' order).
+template <DType kType>
+constexpr int SubBlock(int kk) {
+  return kType == DType::kQ4_K ? kk : kk / 4 * 4 + kk % 4 / 2 + kk % 2 * 2;
+}
+
+inline __m128i Load8(const uint8_t* p) {
+  return _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
+}
+
+// s32 lanes v (-32768 <= v < 32768) as v in both 16-bit halves.
+inline __m256i Doubled16(__m256i v) {
+  return _mm256_or_si256(_mm256_and_si256(v, _mm256_set1_epi32(0xffff)),
+                         _mm256_slli_epi32(v, 16));
+}
+
+// Sub-block k's scales for half h of a super-block of the panel (lane r:
+// row 8h + r), as the dot products consume them.
+//   Q4_K: sc the 6-bit scale doubled (Doubled16), m the 6-bit min as f32.
+//   Q6_K: sc[0], sc[1] the scales of the two 16-element halves doubled,
+//         pair = sc_2k in the low and sc_2k+1 in the high 16 bits.
+template <DType kType>
+struct SubScales;
+template <>
+struct SubScales<DType::kQ4_K> {
+  __m256i sc;
+  __m256 m;
+};
+template <>
+struct SubScales<DType::kQ6_K> {
+  __m256i sc[2];
+  __m256i pair;
+};
+
+template <DType kType>
+inline SubScales<kType> LoadSubScales(const uint8_t* block, int k, int h) {
+  using Block = PackedBlock<kType>;
+  if constexpr (kType == DType::kQ4_K) {
+    const __m256i sc = _mm256_cvtepu8_epi32(
+        Load8(block + Block::kScales + k * kPackRows + kHalfRows * h));
+    const __m256i m = _mm256_cvtepu8_epi32(
+        Load8(block + Block::kMins + k * kPackRows + kHalfRows * h));
+    return {Doubled16(sc), _mm256_cvtepi32_ps(m)};
+  } else {
+    static_assert(kType == DType::kQ6_K);
+    const __m256i s0 = _mm256_cvtepi8_epi32(
+        Load8(block + Block::kScales + 2 * k * kPackRows + kHalfRows * h));
+    const __m256i s1 = _mm256_cvtepi8_epi32(Load8(
+        block + Block::kScales + (2 * k + 1) * kPackRows + kHalfRows * h));
+    return {{Doubled16(s0), Doubled16(s1)},
+            _mm256_or_si256(_mm256_and_si256(s0, _mm256_set1_epi32(0xffff)),
+                            _mm256_slli_epi32(s1, 16))};
+  }
+}
+
+// Q6_K's offset for one token and sub-block: -32 * (sc_2k * xsum16_0 +
+// sc_2k+1 * xsum16_1) per lane, from the block's two 16-element sums at
+// xs16 (|xsum16| <= 2032, so each fits 16 bits).
+inline __m256i Q6Offset(const SubScales<DType::kQ6_K>& sc,
+                        const int32_t* xs16) {
+  const int32_t xs_pair =
+      static_cast<int32_t>((static_cast<uint32_t>(xs16[1]) << 16) |
+                           (static_cast<uint32_t>(xs16[0]) & 0xffffu));
+  return _mm256_sub_epi32(
+      _mm256_setzero_si256(),
+      _mm256_slli_epi32(_mm256_madd_epi16(sc.pair, _mm256_set1_epi32(xs_pair)),
+                        5));
+}
+
+// The u8 operand of group g of sub-block k, half h: lane r holds row
+// 8h + r's values for elements 32k + 4g .. 32k + 4g + 3 (Q6_K: + 32).
+template <DType kType>
+inline __m256i WeightGroup(const uint8_t* block, int k, int g, int h) {
+  const __m256i low4 = _mm256_set1_epi8(0x0f);
+  auto load = [h](const uint8_t* p) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32 * h));
+  };
+  if constexpr (kType == DType::kQ4_K) {
+    const __m256i raw = load(block + ((k / 2) * kGroups + g) * 64);
+    return k % 2 == 0 ? _mm256_and_si256(raw, low4)
+                      : _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
+  } else {
+    static_assert(kType == DType::kQ6_K);
+    const int n = k / 4, kk = k % 4;
+    const __m256i ql = load(block + ((n * 2 + kk % 2) * kGroups + g) * 64);
+    const __m256i qh =
+        load(block + PackedBlock<DType::kQ6_K>::kQh + (n * kGroups + g) * 64);
+    const __m256i low = kk < 2
+                            ? _mm256_and_si256(ql, low4)
+                            : _mm256_and_si256(_mm256_srli_epi16(ql, 4), low4);
+    // Bits 2kk, 2kk + 1 of qh to bits 4, 5.
+    const __m256i top = kk == 0   ? _mm256_slli_epi16(qh, 4)
+                        : kk == 1 ? _mm256_slli_epi16(qh, 2)
+                        : kk == 2 ? qh
+                                  : _mm256_srli_epi16(qh, 2);
+    return _mm256_or_si256(low, _mm256_and_si256(top, _mm256_set1_epi8(0x30)));
+  }
+}
+
+// One tile: half h of the panel (rows r0 .. r0 + n_rows - 1 of y) by T
+// tokens from t0. fetch: fetch the panel kAheadSupers super-blocks ahead
+// (once per panel: for its first half and first token tile).
+template <DType kType, int T>
+void KTile(const MatMulArgs& a, const uint8_t* panel, int h, int64_t r0,
+           int n_rows, bool fetch, int64_t t0) {
+  using Block = PackedBlock<kType>;
+  constexpr bool kQ4 = kType == DType::kQ4_K;
+  constexpr int64_t kLines = (kSuperBytes<kType> + 63) / 64;
+  constexpr int64_t kShare = (kLines + 7) / 8;  // lines per sub-block
+  const int64_t n_super = a.cols / kQkSuper;
+  const int8_t* xq[T];
+  const float* xd[T];
+  const int32_t* xs[T];
+  const int32_t* xs16[T];
+#pragma GCC unroll 4
+  for (int t = 0; t < T; ++t) {
+    xq[t] = a.xq.qs + (t0 + t) * a.xq.qs_stride;
+    xd[t] = a.xq.d + (t0 + t) * a.xq.d_stride;
+    xs[t] = a.xq.s + (t0 + t) * a.xq.d_stride;
+    xs16[t] = a.xq.s16 + 2 * (t0 + t) * a.xq.d_stride;
+  }
+  __m256 acc[T];
+#pragma GCC unroll 4
+  for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
+  for (int64_t i = 0; i < n_super; ++i) {
+    const uint8_t* block = panel + i * kSuperBytes<kType>;
+    __m256 sb[T], mn[T];
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) {
+      sb[t] = _mm256_setzero_ps();
+      mn[t] = _mm256_setzero_ps();
+    }
+#pragma GCC unroll 8
+    for (int kk = 0; kk < 8; ++kk) {
+      const int k = SubBlock<kType>(kk);
+      const int64_t b = i * 8 + k;
+      if (fetch) {
+#pragma GCC unroll 8
+        for (int64_t l = 0; l < kShare; ++l) {
+          _mm_prefetch(reinterpret_cast<const char*>(
+                           block + kAheadSupers * kSuperBytes<kType> +
+                           (kk * kShare + l) * 64),
+                       _MM_HINT_T0);
+        }
+      }
+      const SubScales<kType> sc = LoadSubScales<kType>(block, k, h);
+      // term[t]: the exact integer the sub-block adds (Q4_K sc_k * dot,
+      // Q6_K isum).
+      __m256i term[T];
+      if constexpr (kQ4) {
+        __m256i sum16[T];
+#pragma GCC unroll 4
+        for (int t = 0; t < T; ++t) sum16[t] = _mm256_setzero_si256();
+#pragma GCC unroll 8
+        for (int g = 0; g < kGroups; ++g) {
+          const __m256i w = WeightGroup<kType>(block, k, g, h);
+#pragma GCC unroll 4
+          for (int t = 0; t < T; ++t) {
+            sum16[t] = _mm256_add_epi16(
+                sum16[t],
+                _mm256_maddubs_epi16(w, Broadcast4(xq[t] + b * kQk + 4 * g)));
+          }
+        }
+#pragma GCC unroll 4
+        for (int t = 0; t < T; ++t)
+          term[t] = _mm256_madd_epi16(sum16[t], sc.sc);
+      } else {
+#pragma GCC unroll 4
+        for (int t = 0; t < T; ++t) term[t] = Q6Offset(sc, xs16[t] + 2 * b);
+#pragma GCC unroll 4
+        for (int g = 0; g < kGroups; g += 2) {
+          const __m256i w0 = WeightGroup<kType>(block, k, g, h);
+          const __m256i w1 = WeightGroup<kType>(block, k, g + 1, h);
+#pragma GCC unroll 4
+          for (int t = 0; t < T; ++t) {
+            const int8_t* x = xq[t] + b * kQk + 4 * g;
+            const __m256i pair =
+                _mm256_add_epi16(_mm256_maddubs_epi16(w0, Broadcast4(x)),
+                                 _mm256_maddubs_epi16(w1, Broadcast4(x + 4)));
+            term[t] = _mm256_add_epi32(term[t],
+                                       _mm256_madd_epi16(pair, sc.sc[g / 4]));
+          }
+        }
+      }
+#pragma GCC unroll 4
+      for (int t = 0; t < T; ++t) {
+        sb[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(term[t]),
+                                _mm256_set1_ps(xd[t][b]), sb[t]);
+        if constexpr (kQ4) {
+          mn[t] = _mm256_fmadd_ps(
+              sc.m, _mm256_set1_ps(xd[t][b] * static_cast<float>(xs[t][b])),
+              mn[t]);
+        }
+      }
+    }
+    const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(
+        reinterpret_cast<const __m128i*>(block + Block::kD + 16 * h)));
+#pragma GCC unroll 4
+    for (int t = 0; t < T; ++t) acc[t] = _mm256_fmadd_ps(d, sb[t], acc[t]);
+    if constexpr (kQ4) {
+      const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128(
+          reinterpret_cast<const __m128i*>(block + Block::kDmin + 16 * h)));
+#pragma GCC unroll 4
+      for (int t = 0; t < T; ++t)
+        acc[t] = _mm256_fnmadd_ps(dmin, mn[t], acc[t]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int t = 0; t < T; ++t)
+    StoreRows(a.y + (t0 + t) * a.y_stride + r0, n_rows, acc[t]);
+}
+
+template <DType kType>
+void KHalfTokens(const MatMulArgs& a, const uint8_t* panel, int h, int64_t r0,
+                 int n_rows, int64_t t0, int64_t n_tokens, bool fetch) {
+  static_assert(kTileTokens == 4);
+  switch (n_tokens) {
+    case 1:
+      return KTile<kType, 1>(a, panel, h, r0, n_rows, fetch, t0);
+    case 2:
+      return KTile<kType, 2>(a, panel, h, r0, n_rows, fetch, t0);
+    case 3:
+      return KTile<kType, 3>(a, panel, h, r0, n_rows, fetch, t0);
+    default:
+      return KTile<kType, 4>(a, panel, h, r0, n_rows, fetch, t0);
+  }
+}
+
+// Decode of one panel (rows r0 .. r0 + n_rows - 1 of y), super-block by
+// super-block, each half panel in turn: the same operations per lane in the
+// same order as KTile<kType, 1>, but each 32-byte weight load serves the
+// two sub-blocks it holds (Q4_K: its two nibbles; Q6_K: ql's two nibbles,
+// and qh for both), where KTile loads it again for each. One panel at a
+// time: with two panels in step (a stream each) whole decode steps
+// measured 0.66-0.75x on llama3.2-1b Q4_K_M and 0.83-1.11x on Q6_K (two
+// alternating rounds), and four in step halved Q6_K's kernels_bench
+// MatVec 2048 x 8192.
+template <DType kType>
+void KDecode(const MatMulArgs& a, const uint8_t* panel, int64_t r0,
+             int64_t n_rows) {
+  using Block = PackedBlock<kType>;
+  constexpr bool kQ4 = kType == DType::kQ4_K;
+  constexpr int64_t kLines = (kSuperBytes<kType> + 63) / 64;
+  constexpr int64_t kShare = (kLines + 3) / 4;  // lines per span
+  // Span j's two sub-blocks: Q4_K's operands j hold sub-blocks 2j, 2j + 1;
+  // Q6_K's ql chunk c of half n holds 4n + c and 4n + c + 2 (j = 2n + c).
+  // Taken span by span, sub(j, 0) then sub(j, 1), they come in SubBlock's
+  // order.
+  constexpr auto sub = [](int j, int s2) {
+    return kQ4 ? 2 * j + s2 : 4 * (j / 2) + j % 2 + 2 * s2;
+  };
+  const int64_t n_super = a.cols / kQkSuper;
+  const int8_t* xq = a.xq.qs;
+  const __m256i low4 = _mm256_set1_epi8(0x0f);
+  __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
+  for (int64_t i = 0; i < n_super; ++i) {
+    const uint8_t* block = panel + i * kSuperBytes<kType>;
+#pragma GCC unroll 2
+    for (int h = 0; h < 2; ++h) {
+      __m256 sb = _mm256_setzero_ps();
+      __m256 mn = _mm256_setzero_ps();
+#pragma GCC unroll 4
+      for (int j = 0; j < 4; ++j) {
+        if (h == 0) {
+#pragma GCC unroll 8
+          for (int64_t l = 0; l < kShare; ++l) {
+            _mm_prefetch(reinterpret_cast<const char*>(
+                             block + kAheadSupers * kSuperBytes<kType> +
+                             (j * kShare + l) * 64),
+                         _MM_HINT_T0);
+          }
+        }
+        const int k0 = sub(j, 0), k1 = sub(j, 1);
+        const int8_t* x0 = xq + (i * 8 + k0) * kQk;
+        const int8_t* x1 = xq + (i * 8 + k1) * kQk;
+        const SubScales<kType> sc0 = LoadSubScales<kType>(block, k0, h);
+        const SubScales<kType> sc1 = LoadSubScales<kType>(block, k1, h);
+        __m256i term0, term1;
+        if constexpr (kQ4) {
+          __m256i sum0 = _mm256_setzero_si256();
+          __m256i sum1 = _mm256_setzero_si256();
+#pragma GCC unroll 8
+          for (int g = 0; g < kGroups; ++g) {
+            const __m256i raw =
+                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(
+                    block + (j * kGroups + g) * 64 + 32 * h));
+            sum0 = _mm256_add_epi16(
+                sum0, _mm256_maddubs_epi16(_mm256_and_si256(raw, low4),
+                                           Broadcast4(x0 + 4 * g)));
+            sum1 = _mm256_add_epi16(
+                sum1, _mm256_maddubs_epi16(
+                          _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4),
+                          Broadcast4(x1 + 4 * g)));
+          }
+          term0 = _mm256_madd_epi16(sum0, sc0.sc);
+          term1 = _mm256_madd_epi16(sum1, sc1.sc);
+        } else {
+          const int n = j / 2, c = j % 2;
+          term0 = Q6Offset(sc0, a.xq.s16 + 2 * (i * 8 + k0));
+          term1 = Q6Offset(sc1, a.xq.s16 + 2 * (i * 8 + k1));
+          const __m256i m30 = _mm256_set1_epi8(0x30);
+#pragma GCC unroll 4
+          for (int g = 0; g < kGroups; g += 2) {
+            __m256i p0 = _mm256_setzero_si256();
+            __m256i p1 = _mm256_setzero_si256();
+#pragma GCC unroll 2
+            for (int e = 0; e < 2; ++e) {
+              const __m256i ql =
+                  _mm256_loadu_si256(reinterpret_cast<const __m256i*>(
+                      block + ((n * 2 + c) * kGroups + g + e) * 64 + 32 * h));
+              const __m256i qh =
+                  _mm256_loadu_si256(reinterpret_cast<const __m256i*>(
+                      block + Block::kQh + (n * kGroups + g + e) * 64 +
+                      32 * h));
+              const __m256i w0 = _mm256_or_si256(
+                  _mm256_and_si256(ql, low4),
+                  _mm256_and_si256(c == 0 ? _mm256_slli_epi16(qh, 4)
+                                          : _mm256_slli_epi16(qh, 2),
+                                   m30));
+              const __m256i w1 = _mm256_or_si256(
+                  _mm256_and_si256(_mm256_srli_epi16(ql, 4), low4),
+                  _mm256_and_si256(c == 0 ? qh : _mm256_srli_epi16(qh, 2),
+                                   m30));
+              p0 = _mm256_add_epi16(
+                  p0, _mm256_maddubs_epi16(w0, Broadcast4(x0 + 4 * (g + e))));
+              p1 = _mm256_add_epi16(
+                  p1, _mm256_maddubs_epi16(w1, Broadcast4(x1 + 4 * (g + e))));
+            }
+            term0 =
+                _mm256_add_epi32(term0, _mm256_madd_epi16(p0, sc0.sc[g / 4]));
+            term1 =
+                _mm256_add_epi32(term1, _mm256_madd_epi16(p1, sc1.sc[g / 4]));
+          }
+        }
+#pragma GCC unroll 2
+        for (int s2 = 0; s2 < 2; ++s2) {
+          const int64_t b = i * 8 + sub(j, s2);
+          sb = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s2 == 0 ? term0 : term1),
+                               _mm256_set1_ps(a.xq.d[b]), sb);
+          if constexpr (kQ4) {
+            mn = _mm256_fmadd_ps(
+                s2 == 0 ? sc0.m : sc1.m,
+                _mm256_set1_ps(a.xq.d[b] * static_cast<float>(a.xq.s[b])), mn);
+          }
+        }
+      }
+      const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(
+          reinterpret_cast<const __m128i*>(block + Block::kD + 16 * h)));
+      acc[h] = _mm256_fmadd_ps(d, sb, acc[h]);
+      if constexpr (kQ4) {
+        const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128(
+            reinterpret_cast<const __m128i*>(block + Block::kDmin + 16 * h)));
+        acc[h] = _mm256_fnmadd_ps(dmin, mn, acc[h]);
+      }
+    }
+  }
+#pragma GCC unroll 2
+  for (int h = 0; h < 2; ++h) {
+    const int64_t left = n_rows - h * kHalfRows;
+    if (left > 0) {
+      StoreRows(a.y + r0 + h * kHalfRows,
+                static_cast<int>(left < kHalfRows ? left : kHalfRows), acc[h]);
+    }
+  }
+}
+
+// Decode reads the range panel by panel. Batches take one half panel at a
+// time by token tiles: the first tile pass over a panel fetches it ahead,
+// and it stays in cache while the others pass over it.
+template <DType kType>
+void KPackedRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
+  const int64_t panel_bytes = a.cols / kQkSuper * kSuperBytes<kType>;
+  auto panel_of = [&](int64_t r) { return a.w + r / kPackRows * panel_bytes; };
+  if (a.n_tokens == 1) {
+    for (int64_t r0 = row_begin; r0 < row_end; r0 += kPackRows)
+      KDecode<kType>(a, panel_of(r0), r0, row_end - r0);
+    return;
+  }
+  for (int64_t r0 = row_begin; r0 < row_end; r0 += kPackRows) {
+    const uint8_t* panel = panel_of(r0);
+    const int64_t left = row_end - r0;
+    for (int h = 0; h < 2 && h * kHalfRows < left; ++h) {
+      const int n_rows = static_cast<int>(
+          left - h * kHalfRows < kHalfRows ? left - h * kHalfRows : kHalfRows);
+      for (int64_t t0 = 0; t0 < a.n_tokens; t0 += kTileTokens) {
+        const int64_t n = a.n_tokens - t0;
+        KHalfTokens<kType>(a, panel, h, r0 + h * kHalfRows, n_rows, t0,
+                           n < kTileTokens ? n : kTileTokens,
+                           h == 0 && t0 == 0);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void FillKPackedMatMulTable(KernelTable* table) {
+  table->matmul_packed[static_cast<int>(DType::kQ4_K)] =
+      &KPackedRows<DType::kQ4_K>;
+  table->matmul_packed[static_cast<int>(DType::kQ6_K)] =
+      &KPackedRows<DType::kQ6_K>;
+}
+
+}  // namespace redline::kernels::avx2
