@@ -459,9 +459,11 @@ TEST_P(MatMulTest, EveryBatchEqualsDecodeExactly) {
 }
 
 // The AVX2 and AVX-512 panel products of 16-bit float weights run the same
-// FMA chains (one per output, column order, from zero): the same bits, for
-// decode and batches, where the CPU has both.
-TEST(HalfPanelsTest, Avx2EqualsAvx512BitForBit) {
+// FMA chains (one per output, column order, from zero); those of Q4_K/Q6_K
+// weights take the same exact integer terms through the same float
+// operations in the same order (matmul_kpacked_avx2.cc). So they give the
+// same bits, for decode and batches, where the CPU has both.
+TEST(PanelsTest, Avx2EqualsAvx512BitForBit) {
   const std::vector<Isa> isas = AvailableIsas();
   const auto has = [&](Isa isa) {
     return std::find(isas.begin(), isas.end(), isa) != isas.end();
@@ -470,44 +472,16 @@ TEST(HalfPanelsTest, Avx2EqualsAvx512BitForBit) {
     GTEST_SKIP() << "needs a CPU with AVX2 and AVX-512";
   }
   ThreadPool pool(2);
-  for (const DType type : {DType::kF16, DType::kBF16}) {
-    for (const Shape& s : std::vector<Shape>{{37, 896}, {70, 47}, {5, 300}}) {
+  for (const DType type :
+       {DType::kF16, DType::kBF16, DType::kQ4_K, DType::kQ6_K}) {
+    const std::vector<Shape> shapes =
+        BlockElements(type) == kQkSuper
+            ? std::vector<Shape>{{37, 768}, {70, 256}, {5, 2304}}
+            : std::vector<Shape>{{37, 896}, {70, 47}, {5, 300}};
+    for (const Shape& s : shapes) {
       const TestMatrix m = MakeMatrix(type, s.rows, s.cols, 11);
       for (const int64_t n_tokens : {1, 2, 3, 7, 13, 40}) {
         const std::vector<float> x = RandomFloats(n_tokens * s.cols, 12);
-        std::vector<float> y[2];
-        for (const int i : {0, 1}) {
-          ScopedIsa scoped(i == 0 ? Isa::kAvx2 : Isa::kAvx512);
-          y[i] = RunMatMul(m, x, n_tokens, pool);
-        }
-        ASSERT_EQ(
-            std::memcmp(y[0].data(), y[1].data(), y[0].size() * sizeof(float)),
-            0)
-            << DTypeName(type) << " rows=" << s.rows << " cols=" << s.cols
-            << " n_tokens=" << n_tokens;
-      }
-    }
-  }
-}
-
-// The AVX2 and AVX-512 products on packed Q4_K/Q6_K weights take the same
-// exact integer terms through the same float operations in the same order
-// (matmul_kpacked_avx2.cc): the same bits, for decode and batches, where
-// the CPU has both.
-TEST(KQuantPanelsTest, Avx2EqualsAvx512BitForBit) {
-  const std::vector<Isa> isas = AvailableIsas();
-  const auto has = [&](Isa isa) {
-    return std::find(isas.begin(), isas.end(), isa) != isas.end();
-  };
-  if (!has(Isa::kAvx2) || !has(Isa::kAvx512)) {
-    GTEST_SKIP() << "needs a CPU with AVX2 and AVX-512";
-  }
-  ThreadPool pool(2);
-  for (const DType type : {DType::kQ4_K, DType::kQ6_K}) {
-    for (const Shape& s : std::vector<Shape>{{37, 768}, {70, 256}, {5, 2304}}) {
-      const TestMatrix m = MakeMatrix(type, s.rows, s.cols, 13);
-      for (const int64_t n_tokens : {1, 2, 3, 7, 13, 40}) {
-        const std::vector<float> x = RandomFloats(n_tokens * s.cols, 14);
         std::vector<float> y[2];
         for (const int i : {0, 1}) {
           ScopedIsa scoped(i == 0 ? Isa::kAvx2 : Isa::kAvx512);

@@ -45,7 +45,7 @@ constexpr int kTileTokens = 4;
 // the super-block per sub-block.
 constexpr int64_t kAheadSupers = 2;
 
-#include "kernels/x86/avx2_lanes.inc"
+#include "kernels/x86/avx2_half_panels.inc"
 
 template <DType kType>
 constexpr int64_t kSuperBytes = PackedBlock<kType>::kBytes;
@@ -154,23 +154,13 @@ inline __m256i WeightGroup(const uint8_t* block, int k, int g, int h) {
 // (once per panel: for its first half and first token tile).
 template <DType kType, int T>
 void KTile(const MatMulArgs& a, const uint8_t* panel, int h, int64_t r0,
-           int n_rows, bool fetch, int64_t t0) {
+           int n_rows, int64_t t0, bool fetch) {
   using Block = PackedBlock<kType>;
   constexpr bool kQ4 = kType == DType::kQ4_K;
   constexpr int64_t kLines = (kSuperBytes<kType> + 63) / 64;
   constexpr int64_t kShare = (kLines + 7) / 8;  // lines per sub-block
   const int64_t n_super = a.cols / kQkSuper;
-  const int8_t* xq[T];
-  const float* xd[T];
-  const int32_t* xs[T];
-  const int32_t* xs16[T];
-#pragma GCC unroll 4
-  for (int t = 0; t < T; ++t) {
-    xq[t] = a.xq.qs + (t0 + t) * a.xq.qs_stride;
-    xd[t] = a.xq.d + (t0 + t) * a.xq.d_stride;
-    xs[t] = a.xq.s + (t0 + t) * a.xq.d_stride;
-    xs16[t] = a.xq.s16 + 2 * (t0 + t) * a.xq.d_stride;
-  }
+  const TileTokens<T> x(a.xq, t0);
   __m256 acc[T];
 #pragma GCC unroll 4
   for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
@@ -210,7 +200,7 @@ void KTile(const MatMulArgs& a, const uint8_t* panel, int h, int64_t r0,
           for (int t = 0; t < T; ++t) {
             sum16[t] = _mm256_add_epi16(
                 sum16[t],
-                _mm256_maddubs_epi16(w, Broadcast4(xq[t] + b * kQk + 4 * g)));
+                _mm256_maddubs_epi16(w, Broadcast4(x.qs[t] + b * kQk + 4 * g)));
           }
         }
 #pragma GCC unroll 4
@@ -218,17 +208,17 @@ void KTile(const MatMulArgs& a, const uint8_t* panel, int h, int64_t r0,
           term[t] = _mm256_madd_epi16(sum16[t], sc.sc);
       } else {
 #pragma GCC unroll 4
-        for (int t = 0; t < T; ++t) term[t] = Q6Offset(sc, xs16[t] + 2 * b);
+        for (int t = 0; t < T; ++t) term[t] = Q6Offset(sc, x.s16[t] + 2 * b);
 #pragma GCC unroll 4
         for (int g = 0; g < kGroups; g += 2) {
           const __m256i w0 = WeightGroup<kType>(block, k, g, h);
           const __m256i w1 = WeightGroup<kType>(block, k, g + 1, h);
 #pragma GCC unroll 4
           for (int t = 0; t < T; ++t) {
-            const int8_t* x = xq[t] + b * kQk + 4 * g;
+            const int8_t* xg = x.qs[t] + b * kQk + 4 * g;
             const __m256i pair =
-                _mm256_add_epi16(_mm256_maddubs_epi16(w0, Broadcast4(x)),
-                                 _mm256_maddubs_epi16(w1, Broadcast4(x + 4)));
+                _mm256_add_epi16(_mm256_maddubs_epi16(w0, Broadcast4(xg)),
+                                 _mm256_maddubs_epi16(w1, Broadcast4(xg + 4)));
             term[t] = _mm256_add_epi32(term[t],
                                        _mm256_madd_epi16(pair, sc.sc[g / 4]));
           }
@@ -237,10 +227,10 @@ void KTile(const MatMulArgs& a, const uint8_t* panel, int h, int64_t r0,
 #pragma GCC unroll 4
       for (int t = 0; t < T; ++t) {
         sb[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(term[t]),
-                                _mm256_set1_ps(xd[t][b]), sb[t]);
+                                _mm256_set1_ps(x.d[t][b]), sb[t]);
         if constexpr (kQ4) {
           mn[t] = _mm256_fmadd_ps(
-              sc.m, _mm256_set1_ps(xd[t][b] * static_cast<float>(xs[t][b])),
+              sc.m, _mm256_set1_ps(x.d[t][b] * static_cast<float>(x.s[t][b])),
               mn[t]);
         }
       }
@@ -260,22 +250,6 @@ void KTile(const MatMulArgs& a, const uint8_t* panel, int h, int64_t r0,
 #pragma GCC unroll 4
   for (int t = 0; t < T; ++t)
     StoreRows(a.y + (t0 + t) * a.y_stride + r0, n_rows, acc[t]);
-}
-
-template <DType kType>
-void KHalfTokens(const MatMulArgs& a, const uint8_t* panel, int h, int64_t r0,
-                 int n_rows, int64_t t0, int64_t n_tokens, bool fetch) {
-  static_assert(kTileTokens == 4);
-  switch (n_tokens) {
-    case 1:
-      return KTile<kType, 1>(a, panel, h, r0, n_rows, fetch, t0);
-    case 2:
-      return KTile<kType, 2>(a, panel, h, r0, n_rows, fetch, t0);
-    case 3:
-      return KTile<kType, 3>(a, panel, h, r0, n_rows, fetch, t0);
-    default:
-      return KTile<kType, 4>(a, panel, h, r0, n_rows, fetch, t0);
-  }
 }
 
 // Decode of one panel (rows r0 .. r0 + n_rows - 1 of y), super-block by
@@ -428,20 +402,12 @@ void KPackedRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
       KDecode<kType>(a, panel_of(r0), r0, row_end - r0);
     return;
   }
-  for (int64_t r0 = row_begin; r0 < row_end; r0 += kPackRows) {
-    const uint8_t* panel = panel_of(r0);
-    const int64_t left = row_end - r0;
-    for (int h = 0; h < 2 && h * kHalfRows < left; ++h) {
-      const int n_rows = static_cast<int>(
-          left - h * kHalfRows < kHalfRows ? left - h * kHalfRows : kHalfRows);
-      for (int64_t t0 = 0; t0 < a.n_tokens; t0 += kTileTokens) {
-        const int64_t n = a.n_tokens - t0;
-        KHalfTokens<kType>(a, panel, h, r0 + h * kHalfRows, n_rows, t0,
-                           n < kTileTokens ? n : kTileTokens,
-                           h == 0 && t0 == 0);
-      }
-    }
-  }
+  HalfPanelTiles<kTileTokens>(
+      a, row_begin, row_end, panel_bytes,
+      [&a]<int T>(const uint8_t* panel, int h, int64_t r0, int n_rows,
+                  int64_t t0, bool fetch) {
+        KTile<kType, T>(a, panel, h, r0, n_rows, t0, fetch);
+      });
 }
 
 }  // namespace

@@ -52,7 +52,7 @@ constexpr int64_t kLoneAheadBytes = 8192;
 template <DType kType>
 constexpr int64_t kBlockBytes = PackedBlock<kType>::kBytes;
 
-#include "kernels/x86/avx2_lanes.inc"
+#include "kernels/x86/avx2_half_panels.inc"
 #include "kernels/x86/panel_streams.inc"
 
 // Fetches the lines that start within [p, p + bytes), kAhead bytes on.
@@ -220,17 +220,7 @@ template <DType kType, int T>
 void HalfTile(const MatMulArgs& a, const uint8_t* panel, int h, int64_t r0,
               int n_rows, int64_t t0, bool prefetch) {
   const int64_t n_blocks = a.cols / kQk;
-  const int8_t* xq[T];
-  const float* xd[T];
-  const int32_t* xs[T];
-  const int32_t* xs16[T];
-#pragma GCC unroll 4
-  for (int t = 0; t < T; ++t) {
-    xq[t] = a.xq.qs + (t0 + t) * a.xq.qs_stride;
-    xd[t] = a.xq.d + (t0 + t) * a.xq.d_stride;
-    xs[t] = a.xq.s + (t0 + t) * a.xq.d_stride;
-    xs16[t] = a.xq.s16 + 2 * (t0 + t) * a.xq.d_stride;
-  }
+  const TileTokens<T> x(a.xq, t0);
   __m256 acc[T];
 #pragma GCC unroll 4
   for (int t = 0; t < T; ++t) acc[t] = _mm256_setzero_ps();
@@ -242,29 +232,13 @@ void HalfTile(const MatMulArgs& a, const uint8_t* panel, int h, int64_t r0,
     const __m256 wd = HalfScales<kType>(block, h);
 #pragma GCC unroll 4
     for (int t = 0; t < T; ++t) {
-      acc[t] = AddBlock<kType>(op, xq[t] + b * kQk, xs[t][b], xs16[t] + 2 * b,
-                               wd, xd[t][b], acc[t]);
+      acc[t] = AddBlock<kType>(op, x.qs[t] + b * kQk, x.s[t][b],
+                               x.s16[t] + 2 * b, wd, x.d[t][b], acc[t]);
     }
   }
 #pragma GCC unroll 4
   for (int t = 0; t < T; ++t)
     StoreRows(a.y + (t0 + t) * a.y_stride + r0, n_rows, acc[t]);
-}
-
-template <DType kType>
-void HalfTokens(const MatMulArgs& a, const uint8_t* panel, int h, int64_t r0,
-                int n_rows, int64_t t0, int64_t n_tokens, bool prefetch) {
-  static_assert(kTileTokens == 4);
-  switch (n_tokens) {
-    case 1:
-      return HalfTile<kType, 1>(a, panel, h, r0, n_rows, t0, prefetch);
-    case 2:
-      return HalfTile<kType, 2>(a, panel, h, r0, n_rows, t0, prefetch);
-    case 3:
-      return HalfTile<kType, 3>(a, panel, h, r0, n_rows, t0, prefetch);
-    default:
-      return HalfTile<kType, 4>(a, panel, h, r0, n_rows, t0, prefetch);
-  }
 }
 
 // Decode of kDecodeStreams whole panels apart in memory (rows r0[s] of
@@ -319,21 +293,12 @@ void MatMulPackedQuant(const MatMulArgs& a, int64_t row_begin,
           PanelsDecode<kType>(a, panels, r0);
         });
   }
-  // One panel at a time: the first tile pass fetches it ahead; it stays in
-  // cache while the other half and token tiles pass over it.
-  for (int64_t r0 = row_begin; r0 < row_end; r0 += kPackRows) {
-    const uint8_t* panel = a.w + r0 / kPackRows * panel_bytes;
-    const int64_t left = row_end - r0;
-    for (int h = 0; h < 2 && h * kHalfRows < left; ++h) {
-      const int n_rows = static_cast<int>(
-          left - h * kHalfRows < kHalfRows ? left - h * kHalfRows : kHalfRows);
-      for (int64_t t0 = 0; t0 < a.n_tokens; t0 += kTileTokens) {
-        const int64_t n = a.n_tokens - t0;
-        HalfTokens<kType>(a, panel, h, r0 + h * kHalfRows, n_rows, t0,
-                          n < kTileTokens ? n : kTileTokens, h == 0 && t0 == 0);
-      }
-    }
-  }
+  HalfPanelTiles<kTileTokens>(
+      a, row_begin, row_end, panel_bytes,
+      [&a]<int T>(const uint8_t* panel, int h, int64_t r0, int n_rows,
+                  int64_t t0, bool fetch) {
+        HalfTile<kType, T>(a, panel, h, r0, n_rows, t0, fetch);
+      });
 }
 
 // ---------------------------------------------------------------------------
