@@ -42,7 +42,9 @@ constexpr int kGroups = 8;  // 4-byte groups per 32-element sub-block
 // Batches: one half panel by up to kTileTokens tokens per tile.
 constexpr int kTileTokens = 4;
 // Each panel stream is fetched this many super-blocks ahead, a share of
-// the super-block per sub-block.
+// the super-block per sub-block. One ahead measured 0.72-0.94x in whole
+// decode steps (llama3.2-1b Q4_K_M and Q6_K, alternating), three within
+// the noise of two.
 constexpr int64_t kAheadSupers = 2;
 
 #include "kernels/x86/avx2_half_panels.inc"
