@@ -164,7 +164,7 @@ void ToF16(const float* x, int64_t n, uint16_t* out);
 namespace avx2 {
 void FillTable(KernelTable* table);
 void FillMatMulTable(KernelTable* table);
-// The products on packed Q8_0/Q4_0/F16/BF16 weights
+// The products on packed Q8_0/Q4_0/Q5_0/F16/BF16 weights
 // (x86/matmul_packed_avx2.cc).
 void FillPackedMatMulTable(KernelTable* table);
 // The products on packed Q4_K/Q6_K weights (x86/matmul_kpacked_avx2.cc).
