@@ -58,6 +58,21 @@ constexpr int SubBlock(int kk) {
   return kType == DType::kQ4_K ? kk : kk / 4 * 4 + kk % 4 / 2 + kk % 2 * 2;
 }
 
+// Fetches share `part` of kParts of the super-block kAheadSupers on from
+// `block`: spread over a super-block's kParts steps, each line once.
+template <DType kType, int kParts>
+inline void FetchAhead(const uint8_t* block, int part) {
+  constexpr int64_t kLines = (kSuperBytes<kType> + 63) / 64;
+  constexpr int64_t kShare = (kLines + kParts - 1) / kParts;
+#pragma GCC unroll 8
+  for (int64_t l = 0; l < kShare; ++l) {
+    _mm_prefetch(reinterpret_cast<const char*>(
+                     block + kAheadSupers * kSuperBytes<kType> +
+                     (part * kShare + l) * 64),
+                 _MM_HINT_T0);
+  }
+}
+
 inline __m128i Load8(const uint8_t* p) {
   return _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
 }
@@ -159,8 +174,6 @@ void KTile(const MatMulArgs& a, const uint8_t* panel, int h, int64_t r0,
            int n_rows, int64_t t0, bool fetch) {
   using Block = PackedBlock<kType>;
   constexpr bool kQ4 = kType == DType::kQ4_K;
-  constexpr int64_t kLines = (kSuperBytes<kType> + 63) / 64;
-  constexpr int64_t kShare = (kLines + 7) / 8;  // lines per sub-block
   const int64_t n_super = a.cols / kQkSuper;
   const TileTokens<T> x(a.xq, t0);
   __m256 acc[T];
@@ -178,15 +191,7 @@ void KTile(const MatMulArgs& a, const uint8_t* panel, int h, int64_t r0,
     for (int kk = 0; kk < 8; ++kk) {
       const int k = SubBlock<kType>(kk);
       const int64_t b = i * 8 + k;
-      if (fetch) {
-#pragma GCC unroll 8
-        for (int64_t l = 0; l < kShare; ++l) {
-          _mm_prefetch(reinterpret_cast<const char*>(
-                           block + kAheadSupers * kSuperBytes<kType> +
-                           (kk * kShare + l) * 64),
-                       _MM_HINT_T0);
-        }
-      }
+      if (fetch) FetchAhead<kType, 8>(block, kk);
       const SubScales<kType> sc = LoadSubScales<kType>(block, k, h);
       // term[t]: the exact integer the sub-block adds (Q4_K sc_k * dot,
       // Q6_K isum).
@@ -268,8 +273,6 @@ void KDecode(const MatMulArgs& a, const uint8_t* panel, int64_t r0,
              int64_t n_rows) {
   using Block = PackedBlock<kType>;
   constexpr bool kQ4 = kType == DType::kQ4_K;
-  constexpr int64_t kLines = (kSuperBytes<kType> + 63) / 64;
-  constexpr int64_t kShare = (kLines + 3) / 4;  // lines per span
   // Span j's two sub-blocks: Q4_K's operands j hold sub-blocks 2j, 2j + 1;
   // Q6_K's ql chunk c of half n holds 4n + c and 4n + c + 2 (j = 2n + c).
   // Taken span by span, sub(j, 0) then sub(j, 1), they come in SubBlock's
@@ -289,15 +292,7 @@ void KDecode(const MatMulArgs& a, const uint8_t* panel, int64_t r0,
       __m256 mn = _mm256_setzero_ps();
 #pragma GCC unroll 4
       for (int j = 0; j < 4; ++j) {
-        if (h == 0) {
-#pragma GCC unroll 8
-          for (int64_t l = 0; l < kShare; ++l) {
-            _mm_prefetch(reinterpret_cast<const char*>(
-                             block + kAheadSupers * kSuperBytes<kType> +
-                             (j * kShare + l) * 64),
-                         _MM_HINT_T0);
-          }
-        }
+        if (h == 0) FetchAhead<kType, 4>(block, j);
         const int k0 = sub(j, 0), k1 = sub(j, 1);
         const int8_t* x0 = xq + (i * 8 + k0) * kQk;
         const int8_t* x1 = xq + (i * 8 + k1) * kQk;
