@@ -47,9 +47,9 @@ struct ModelBenchResult {
   int threads = 0;
   std::string isa;
   std::string kv_type;  // "f16" or "f32"
-  // Where products read weights (model/arch/repack.h): "packed" (Q8_0/Q4_0/Q5_0/Q4_K/Q6_K
-  // panels in huge pages), "copy" (the file's layout in huge pages) or
-  // "mmap" (the file's pages, --no-repack).
+  // Where products read weights (model/arch/repack.h): "packed" (the panels of
+  // kernels/packed.h in huge pages), "copy" (the file's layout in huge pages)
+  // or "mmap" (the file's pages, --no-repack).
   std::string weight_layout;
   std::vector<ModelBenchTest> tests;
   BandwidthResult bandwidth;

@@ -164,10 +164,11 @@ void ToF16(const float* x, int64_t n, uint16_t* out);
 namespace avx2 {
 void FillTable(KernelTable* table);
 void FillMatMulTable(KernelTable* table);
-// The products on packed Q8_0/Q4_0/Q5_0/F16/BF16 weights
+// The products on packed Q8_0/Q4_0/Q5_0/Q5_1/F16/BF16 weights
 // (x86/matmul_packed_avx2.cc).
 void FillPackedMatMulTable(KernelTable* table);
-// The products on packed Q4_K/Q6_K weights (x86/matmul_kpacked_avx2.cc).
+// The products on packed Q4_K/Q5_K/Q6_K weights
+// (x86/matmul_kpacked_avx2.cc).
 void FillKPackedMatMulTable(KernelTable* table);
 }  // namespace avx2
 namespace avx512 {
@@ -183,13 +184,17 @@ void MatMulPackedRowsQ4_0(const MatMulArgs& args, int64_t row_begin,
                           int64_t row_end);
 void MatMulPackedRowsQ5_0(const MatMulArgs& args, int64_t row_begin,
                           int64_t row_end);
+void MatMulPackedRowsQ5_1(const MatMulArgs& args, int64_t row_begin,
+                          int64_t row_end);
 // Products on packed F16/BF16 weights (x86/matmul_half_packed_avx512.cc).
 void MatMulPackedRowsF16(const MatMulArgs& args, int64_t row_begin,
                          int64_t row_end);
 void MatMulPackedRowsBF16(const MatMulArgs& args, int64_t row_begin,
                           int64_t row_end);
-// Products on packed Q4_K/Q6_K weights (x86/matmul_kpacked_avx512.cc).
+// Products on packed Q4_K/Q5_K/Q6_K weights (x86/matmul_kpacked_avx512.cc).
 void MatMulPackedRowsQ4_K(const MatMulArgs& args, int64_t row_begin,
+                          int64_t row_end);
+void MatMulPackedRowsQ5_K(const MatMulArgs& args, int64_t row_begin,
                           int64_t row_end);
 void MatMulPackedRowsQ6_K(const MatMulArgs& args, int64_t row_begin,
                           int64_t row_end);

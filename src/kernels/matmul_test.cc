@@ -59,15 +59,15 @@ bool HasQuantizer(DType type) {
 // Types with packed kernels (packed.h).
 bool Packable(DType type) {
   return type == DType::kQ8_0 || type == DType::kQ4_0 || type == DType::kQ5_0 ||
-         type == DType::kQ4_K || type == DType::kQ6_K || type == DType::kF16 ||
-         type == DType::kBF16;
+         type == DType::kQ5_1 || type == DType::kQ4_K || type == DType::kQ5_K ||
+         type == DType::kQ6_K || type == DType::kF16 || type == DType::kBF16;
 }
 
 // Where the AVX-512 kernels take the reference's operations in its order
-// exactly: Q8_0/Q4_0 in both layouts, Q5_0 in panels.
+// exactly: Q8_0/Q4_0 in both layouts, Q5_0/Q5_1 in panels.
 bool AvxExact(DType type, bool packed) {
   return type == DType::kQ8_0 || type == DType::kQ4_0 ||
-         (packed && type == DType::kQ5_0);
+         (packed && (type == DType::kQ5_0 || type == DType::kQ5_1));
 }
 
 // n rounded up to a whole number of the type's blocks.
@@ -354,7 +354,7 @@ TEST_P(MatMulTest, MatchesReferenceAndFloatProduct) {
             if (AvxExact(type(), packed) &&
                 (isa() >= Isa::kAvx512 || (isa() == Isa::kAvx2 && packed))) {
               ASSERT_EQ(actual[i], expected[i])
-                  << "AVX-512, AMX and the AVX2 Q8_0/Q4_0/Q5_0 panels sum "
+                  << "AVX-512, AMX and the AVX2 Q8_0/Q4_0/Q5_0/Q5_1 panels sum "
                      "blocks in the reference's order, "
                   << where;
             }
@@ -458,11 +458,12 @@ TEST_P(MatMulTest, EveryBatchEqualsDecodeExactly) {
   }
 }
 
-// The AVX2 and AVX-512 panel products of 16-bit float weights run the same
-// FMA chains (one per output, column order, from zero); those of Q4_K/Q6_K
-// weights take the same exact integer terms through the same float
-// operations in the same order (matmul_kpacked_avx2.cc). So they give the
-// same bits, for decode and batches, where the CPU has both.
+// The AVX2 and AVX-512 panel products of 16-bit float weights run the same FMA
+// chains (one per output, column order, from zero); those of Q4_K/Q5_K/Q6_K
+// weights take the same exact integer terms through the same float operations
+// in the same order (matmul_kpacked_avx2.cc); Q5_1's both take the
+// reference's. So they give the same bits, for decode and batches, where the
+// CPU has both.
 TEST(PanelsTest, Avx2EqualsAvx512BitForBit) {
   const std::vector<Isa> isas = AvailableIsas();
   const auto has = [&](Isa isa) {
@@ -472,12 +473,13 @@ TEST(PanelsTest, Avx2EqualsAvx512BitForBit) {
     GTEST_SKIP() << "needs a CPU with AVX2 and AVX-512";
   }
   ThreadPool pool(2);
-  for (const DType type :
-       {DType::kF16, DType::kBF16, DType::kQ4_K, DType::kQ6_K}) {
+  for (const DType type : {DType::kF16, DType::kBF16, DType::kQ4_K,
+                           DType::kQ5_K, DType::kQ6_K, DType::kQ5_1}) {
     const std::vector<Shape> shapes =
         BlockElements(type) == kQkSuper
             ? std::vector<Shape>{{37, 768}, {70, 256}, {5, 2304}}
-            : std::vector<Shape>{{37, 896}, {70, 47}, {5, 300}};
+        : IsQuantized(type) ? std::vector<Shape>{{37, 896}, {70, 64}, {5, 320}}
+                            : std::vector<Shape>{{37, 896}, {70, 47}, {5, 300}};
     for (const Shape& s : shapes) {
       const TestMatrix m = MakeMatrix(type, s.rows, s.cols, 11);
       for (const int64_t n_tokens : {1, 2, 3, 7, 13, 40}) {
@@ -603,33 +605,58 @@ INSTANTIATE_TEST_SUITE_P(AllIsasAndTypes, MatMulTest,
 
 // Weights and activations at the ends of their ranges, where vpmaddubsw's
 // s16 pair sums come closest to saturating: Q8_0 bytes -128 and 127, Q4_0
-// nibbles 0 and 15, Q5_0 values 0 and 31 (every value 31 in half the
-// blocks), activations +-127 with scale 1 and signs chosen to make every
-// product of row 0 as large as it can be. Weight scales are 1, so every
-// partial sum is an integer below 2^24 and every ISA, layout and order
-// must give the exact integer dot.
+// nibbles 0 and 15, Q5_0/Q5_1/Q5_K values 0 and 31 (every value 31 in half
+// the blocks), activations +-127 with scale 1 and signs chosen to make
+// every product of row 0 as large as it can be. Weight scales are 1 (mins
+// 0), so every partial sum is an integer below 2^24 and every ISA, layout
+// and order must give the exact integer dot.
 TEST(MatMulExtremesTest, EveryIsaAndLayoutGivesTheExactDot) {
   // 35 rows: two whole panels, which decode reads as streams in step, and a
   // partial one.
   constexpr int64_t kRows = 35, kCols = 256;
-  for (const DType type : {DType::kQ8_0, DType::kQ4_0, DType::kQ5_0}) {
+  for (const DType type :
+       {DType::kQ8_0, DType::kQ4_0, DType::kQ5_0, DType::kQ5_1, DType::kQ5_K}) {
     const int64_t row_bytes = RowBytes(type, kCols);
-    const int64_t block_bytes = row_bytes / (kCols / kQkBlock);
+    const int64_t n_blocks = kCols / BlockElements(type);
+    const int64_t block_bytes = row_bytes / n_blocks;
     TestMatrix m{type, kRows, kCols, {}, {}, {}, {}};
     m.bytes.resize(static_cast<size_t>(kRows * row_bytes));
     for (int64_t r = 0; r < kRows; ++r) {
-      for (int64_t b = 0; b < kCols / kQkBlock; ++b) {
+      for (int64_t b = 0; b < n_blocks; ++b) {
         uint8_t* block = m.bytes.data() + r * row_bytes + b * block_bytes;
         block[0] = 0x00;  // binary16 1.0
         block[1] = 0x3c;
-        if (type == DType::kQ5_0) {
-          // qh (4 bytes: bit e the fifth bit of element e), then qs (low
-          // nibble element j, high nibble element j + 16).
-          const bool all_high = (r + b) % 2 == 0;
+        // The 5-bit types: value 31 everywhere in half the blocks, else 0
+        // and 31 alternating in pairs.
+        const bool all_high = (r + b) % 2 == 0;
+        auto high = [&](int e) { return all_high || (e / 2) % 2 == 0; };
+        if (type == DType::kQ5_0 || type == DType::kQ5_1) {
+          // (Q5_1: the min m at bytes 2-3 stays 0.) qh (4 bytes: bit e the
+          // fifth bit of element e), then qs (low nibble element j, high
+          // nibble element j + 16).
+          const size_t qh = type == DType::kQ5_0 ? offsetof(BlockQ5_0, qh)
+                                                 : offsetof(BlockQ5_1, qh);
+          const size_t qs = qh + 4;
           for (int e = 0; e < 32; ++e) {
-            if (!all_high && (e / 2) % 2 == 1) continue;  // value 0
-            block[2 + e / 8] |= static_cast<uint8_t>(1u << (e % 8));
-            block[6 + e % 16] |= static_cast<uint8_t>(e < 16 ? 0x0f : 0xf0);
+            if (!high(e)) continue;
+            block[qh + e / 8] |= static_cast<uint8_t>(1u << (e % 8));
+            block[qs + e % 16] |= static_cast<uint8_t>(e < 16 ? 0x0f : 0xf0);
+          }
+          continue;
+        }
+        if (type == DType::kQ5_K) {
+          // dmin 0; every sub-block scale 1, min 0 (ScaleMinK4's bytes);
+          // qh[l] bit k the fifth bit of element 32k + l; qs[32j + l] low
+          // nibble element 64j + l, high nibble element 64j + 32 + l.
+          uint8_t* scales = block + offsetof(BlockQ5_K, scales);
+          for (int k = 0; k < 4; ++k) scales[k] = 1;
+          for (int k = 8; k < 12; ++k) scales[k] = 1;
+          for (int e = 0; e < kQkSuper; ++e) {
+            if (!high(e)) continue;
+            block[offsetof(BlockQ5_K, qh) + e % 32] |=
+                static_cast<uint8_t>(1u << (e / 32));
+            block[offsetof(BlockQ5_K, qs) + 32 * (e / 64) + e % 32] |=
+                static_cast<uint8_t>(e % 64 < 32 ? 0x0f : 0xf0);
           }
           continue;
         }
@@ -937,30 +964,21 @@ TEST(PackedLayoutTest, Sizes) {
   EXPECT_EQ(PackedPanelBytes(DType::kQ4_K, 512), 2 * 2368);
   EXPECT_EQ(PackedPanelBytes(DType::kQ6_K, 512), 2 * 3360);
   EXPECT_EQ(PackedBytes(DType::kQ6_K, 17, 256), 2 * 3360);
-  EXPECT_EQ(PackedPanelBytes(DType::kQ5_K, 256), 0);
+  EXPECT_EQ(PackedPanelBytes(DType::kQ5_1, 64), 2 * 384);
+  EXPECT_EQ(PackedPanelBytes(DType::kQ5_K, 512), 2 * 2880);
+  EXPECT_EQ(PackedPanelBytes(DType::kQ3_K, 256), 0);
+  EXPECT_EQ(PackedPanelBytes(DType::kQ4_1, 64), 0);
 }
 
-// The AVX-512 and AMX tables have packed kernels; the AVX2 table for Q8_0,
-// Q4_0, Q5_0, Q4_K, Q6_K, F16 and BF16.
+// The AVX2, AVX-512 and AMX tables have products on every packed type
+// (packed.h); the scalar table on none, and no table on the other types.
 TEST(PackedLayoutTest, HelpsOnlyWhereAKernelReadsIt) {
   for (Isa isa : AvailableIsas()) {
     ScopedIsa scoped(isa);
-    EXPECT_EQ(PackedLayoutHelps(DType::kQ8_0), isa >= Isa::kAvx2)
-        << IsaName(isa);
-    EXPECT_EQ(PackedLayoutHelps(DType::kQ4_0), isa >= Isa::kAvx2)
-        << IsaName(isa);
-    EXPECT_EQ(PackedLayoutHelps(DType::kQ5_0), isa >= Isa::kAvx2)
-        << IsaName(isa);
-    EXPECT_EQ(PackedLayoutHelps(DType::kQ4_K), isa >= Isa::kAvx2)
-        << IsaName(isa);
-    EXPECT_EQ(PackedLayoutHelps(DType::kQ6_K), isa >= Isa::kAvx2)
-        << IsaName(isa);
-    EXPECT_EQ(PackedLayoutHelps(DType::kF16), isa >= Isa::kAvx2)
-        << IsaName(isa);
-    EXPECT_EQ(PackedLayoutHelps(DType::kBF16), isa >= Isa::kAvx2)
-        << IsaName(isa);
-    EXPECT_FALSE(PackedLayoutHelps(DType::kQ5_K)) << IsaName(isa);
-    EXPECT_FALSE(PackedLayoutHelps(DType::kF32)) << IsaName(isa);
+    for (const DType type : kAllDTypes) {
+      EXPECT_EQ(PackedLayoutHelps(type), Packable(type) && isa >= Isa::kAvx2)
+          << IsaName(isa) << " " << DTypeName(type);
+    }
   }
 }
 
@@ -1025,37 +1043,49 @@ TEST(PackedLayoutTest, BytesAreWhereTheHeaderSays) {
   }
 }
 
-// Q5_0 panels: Q4_0's nibble lanes, then the fifth bits as one mask per
-// operand, then the scales.
-TEST(PackedLayoutTest, Q5_0BytesAreWhereTheHeaderSays) {
-  const TestMatrix m = MakeMatrix(DType::kQ5_0, 17, 64, 41);
-  for (int64_t row = 0; row < 32; ++row) {
-    const int64_t p = row / 16, r = row % 16;
-    for (int64_t b = 0; b < 2; ++b) {
-      const uint8_t* block =
-          m.packed.data() + p * PackedPanelBytes(DType::kQ5_0, 64) + b * 352;
-      const uint8_t* file =
-          row < m.rows ? m.RowView().Row(row) + b * sizeof(BlockQ5_0) : nullptr;
-      for (int64_t g = 0; g < 4; ++g) {
-        for (int64_t i = 0; i < 4; ++i) {
-          const uint8_t want =
-              file ? file[offsetof(BlockQ5_0, qs) + 4 * g + i] : 0;
-          ASSERT_EQ(block[(g * 16 + r) * 4 + i], want) << "row " << row;
+// Q5_0 and Q5_1 panels: Q4_0's nibble lanes, then the fifth bits as one
+// mask per operand, then the scales (and Q5_1's mins).
+TEST(PackedLayoutTest, Q5BytesAreWhereTheHeaderSays) {
+  for (const DType type : {DType::kQ5_0, DType::kQ5_1}) {
+    const bool q5_1 = type == DType::kQ5_1;
+    const int64_t block_bytes = q5_1 ? 384 : 352;
+    const size_t qh = q5_1 ? offsetof(BlockQ5_1, qh) : offsetof(BlockQ5_0, qh);
+    const size_t qs = q5_1 ? offsetof(BlockQ5_1, qs) : offsetof(BlockQ5_0, qs);
+    const TestMatrix m = MakeMatrix(type, 17, 64, 41);
+    for (int64_t row = 0; row < 32; ++row) {
+      const int64_t p = row / 16, r = row % 16;
+      for (int64_t b = 0; b < 2; ++b) {
+        const uint8_t* block =
+            m.packed.data() + p * PackedPanelBytes(type, 64) + b * block_bytes;
+        const uint8_t* file = row < m.rows
+                                  ? m.RowView().Row(row) + b * BlockBytes(type)
+                                  : nullptr;
+        const std::string where =
+            std::string(DTypeName(type)) + " row " + std::to_string(row);
+        for (int64_t g = 0; g < 4; ++g) {
+          for (int64_t i = 0; i < 4; ++i) {
+            const uint8_t want = file ? file[qs + 4 * g + i] : 0;
+            ASSERT_EQ(block[(g * 16 + r) * 4 + i], want) << where;
+          }
         }
+        // Element e's fifth bit (qh bit e) at bit 4r + e % 4 of the
+        // little-endian mask e / 4.
+        for (int64_t e = 0; e < 32; ++e) {
+          const int want = file ? file[qh + e / 8] >> (e % 8) & 1 : 0;
+          const int64_t bit = 4 * r + e % 4;
+          const int got = block[256 + 8 * (e / 4) + bit / 8] >> (bit % 8) & 1;
+          ASSERT_EQ(got, want) << where << " element " << e;
+        }
+        uint16_t got, want = 0;
+        std::memcpy(&got, block + 320 + 2 * r, 2);
+        if (file) std::memcpy(&want, file, 2);
+        ASSERT_EQ(got, want) << where << " d";
+        if (!q5_1) continue;
+        want = 0;
+        std::memcpy(&got, block + 352 + 2 * r, 2);
+        if (file) std::memcpy(&want, file + offsetof(BlockQ5_1, m), 2);
+        ASSERT_EQ(got, want) << where << " m";
       }
-      // Element e's fifth bit (qh bit e) at bit 4r + e % 4 of the
-      // little-endian mask e / 4.
-      for (int64_t e = 0; e < 32; ++e) {
-        const int want =
-            file ? file[offsetof(BlockQ5_0, qh) + e / 8] >> (e % 8) & 1 : 0;
-        const int64_t bit = 4 * r + e % 4;
-        const int got = block[256 + 8 * (e / 4) + bit / 8] >> (bit % 8) & 1;
-        ASSERT_EQ(got, want) << "row " << row << " element " << e;
-      }
-      uint16_t got, want = 0;
-      std::memcpy(&got, block + 320 + 2 * r, 2);
-      if (file) std::memcpy(&want, file, 2);
-      ASSERT_EQ(got, want) << "row " << row << " d";
     }
   }
 }
@@ -1065,10 +1095,13 @@ TEST(PackedLayoutTest, Q5_0BytesAreWhereTheHeaderSays) {
 // padding rows all zero.
 TEST(PackedLayoutTest, KQuantBytesAreWhereTheHeaderSays) {
   constexpr int64_t kCols = 512;
-  for (DType type : {DType::kQ4_K, DType::kQ6_K}) {
+  for (DType type : {DType::kQ4_K, DType::kQ5_K, DType::kQ6_K}) {
     const TestMatrix m = MakeMatrix(type, 19, kCols, 37);
-    const bool q4 = type == DType::kQ4_K;
-    const int64_t block_bytes = q4 ? 2368 : 3360;
+    // Q5_K: Q4_K's bytes with qh (512 bytes) after qs.
+    const bool q4 = type != DType::kQ6_K;
+    const bool q5 = type == DType::kQ5_K;
+    const int64_t block_bytes = type == DType::kQ4_K ? 2368 : q5 ? 2880 : 3360;
+    const int64_t after_qh = q5 ? 512 : 0;
     for (int64_t row = 0; row < 32; ++row) {
       const int64_t p = row / 16, r = row % 16;
       for (int64_t i = 0; i < kCols / 256; ++i) {
@@ -1085,14 +1118,21 @@ TEST(PackedLayoutTest, KQuantBytesAreWhereTheHeaderSays) {
                                   std::to_string(row) + " block " +
                                   std::to_string(i);
         if (q4) {
+          const size_t qs =
+              q5 ? offsetof(BlockQ5_K, qs) : offsetof(BlockQ4_K, qs);
           for (int64_t j = 0; j < 4; ++j) {
             for (int64_t g = 0; g < 8; ++g) {
               for (int64_t k = 0; k < 4; ++k) {
-                const uint8_t want =
-                    file ? file[offsetof(BlockQ4_K, qs) + 32 * j + 4 * g + k]
-                         : 0;
+                const uint8_t want = file ? file[qs + 32 * j + 4 * g + k] : 0;
                 ASSERT_EQ(lane(0, j * 8 + g, k), want) << where;
               }
+            }
+          }
+          for (int64_t g = 0; q5 && g < 8; ++g) {
+            for (int64_t k = 0; k < 4; ++k) {
+              const uint8_t want =
+                  file ? file[offsetof(BlockQ5_K, qh) + 4 * g + k] : 0;
+              ASSERT_EQ(lane(2048, g, k), want) << where << " qh";
             }
           }
           const uint8_t* s =
@@ -1104,12 +1144,14 @@ TEST(PackedLayoutTest, KQuantBytesAreWhereTheHeaderSays) {
                   k < 4 ? s[k] & 63 : (s[k + 4] & 0xf) | ((s[k - 4] >> 6) << 4);
               mn = k < 4 ? s[k + 4] & 63 : (s[k + 4] >> 4) | ((s[k] >> 6) << 4);
             }
-            ASSERT_EQ(block[2048 + k * 16 + r], sc) << where << " scale " << k;
-            ASSERT_EQ(block[2176 + k * 16 + r], mn) << where << " min " << k;
+            ASSERT_EQ(block[after_qh + 2048 + k * 16 + r], sc)
+                << where << " scale " << k;
+            ASSERT_EQ(block[after_qh + 2176 + k * 16 + r], mn)
+                << where << " min " << k;
           }
           for (int f = 0; f < 2; ++f) {
             uint16_t got, want = 0;
-            std::memcpy(&got, block + 2304 + 32 * f + 2 * r, 2);
+            std::memcpy(&got, block + after_qh + 2304 + 32 * f + 2 * r, 2);
             if (file) std::memcpy(&want, file + 2 * f, 2);
             ASSERT_EQ(got, want) << where << (f ? " dmin" : " d");
           }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <type_traits>
 
 #include "base/check.h"
 #include "kernels/kernel_table.h"
@@ -19,8 +20,12 @@ int64_t PackedBlockBytes(DType type) {
       return PackedBlock<DType::kQ4_0>::kBytes;
     case DType::kQ5_0:
       return PackedBlock<DType::kQ5_0>::kBytes;
+    case DType::kQ5_1:
+      return PackedBlock<DType::kQ5_1>::kBytes;
     case DType::kQ4_K:
       return PackedBlock<DType::kQ4_K>::kBytes;
+    case DType::kQ5_K:
+      return PackedBlock<DType::kQ5_K>::kBytes;
     case DType::kQ6_K:
       return PackedBlock<DType::kQ6_K>::kBytes;
     case DType::kF16:
@@ -36,17 +41,23 @@ void PutLane(const uint8_t* src, int64_t g, int64_t r, uint8_t* run) {
   std::memcpy(run + (g * kPackRows + r) * kGroupBytes, src, kGroupBytes);
 }
 
-// Super-block `i` of panel rows [row0, row0 + 16) as Q4_K panel bytes (see
-// packed.h). Padding rows are all zero bytes: weight 0 with scales 0.
-void PackQ4K(const WeightView& w, int64_t row0, int64_t i, uint8_t* dst) {
-  using P = PackedBlock<DType::kQ4_K>;
+// Super-block `i` of panel rows [row0, row0 + 16) as Q4_K or Q5_K panel
+// bytes (see packed.h). Padding rows are all zero bytes: weight 0 with
+// scales 0.
+template <DType kType>
+void PackQ4KQ5K(const WeightView& w, int64_t row0, int64_t i, uint8_t* dst) {
+  using P = PackedBlock<kType>;
+  using Block = std::conditional_t<kType == DType::kQ4_K, BlockQ4_K, BlockQ5_K>;
   std::memset(dst, 0, P::kBytes);
   for (int64_t r = 0; r < kPackRows && row0 + r < w.rows; ++r) {
-    BlockQ4_K b;
-    std::memcpy(&b, w.Row(row0 + r) + i * sizeof(BlockQ4_K), sizeof(b));
+    Block b;
+    std::memcpy(&b, w.Row(row0 + r) + i * sizeof(Block), sizeof(b));
     for (int64_t j = 0; j < 4; ++j) {
       for (int64_t g = 0; g < 8; ++g)
         PutLane(b.qs + 32 * j + 4 * g, j * 8 + g, r, dst);
+    }
+    if constexpr (kType == DType::kQ5_K) {
+      for (int64_t g = 0; g < 8; ++g) PutLane(b.qh + 4 * g, g, r, dst + P::kQh);
     }
     // The 12 scale bytes as ref/kquants.cc's ScaleMinK4 reads them.
     const uint8_t* s = b.scales;
@@ -82,10 +93,13 @@ void PackQ6K(const WeightView& w, int64_t row0, int64_t i, uint8_t* dst) {
   }
 }
 
-// Padding rows: all zero bytes (nibbles and high bits 0, scale 0).
-void PackQ5_0(const WeightView& w, int64_t panel_begin, int64_t panel_end,
-              uint8_t* out) {
-  using P = PackedBlock<DType::kQ5_0>;
+// Q5_0 or Q5_1 panels [panel_begin, panel_end). Padding rows: all zero
+// bytes (nibbles and high bits 0, scale and min 0).
+template <DType kType>
+void PackQ5(const WeightView& w, int64_t panel_begin, int64_t panel_end,
+            uint8_t* out) {
+  using P = PackedBlock<kType>;
+  using Block = std::conditional_t<kType == DType::kQ5_0, BlockQ5_0, BlockQ5_1>;
   const int64_t n_blocks = w.cols / kQkBlock;
   for (int64_t p = panel_begin; p < panel_end; ++p) {
     uint8_t* panel = out + p * n_blocks * P::kBytes;
@@ -93,8 +107,8 @@ void PackQ5_0(const WeightView& w, int64_t panel_begin, int64_t panel_end,
       uint8_t* dst = panel + b * P::kBytes;
       std::memset(dst, 0, P::kBytes);
       for (int64_t r = 0; r < kPackRows && p * kPackRows + r < w.rows; ++r) {
-        BlockQ5_0 block;
-        std::memcpy(&block, w.Row(p * kPackRows + r) + b * sizeof(BlockQ5_0),
+        Block block;
+        std::memcpy(&block, w.Row(p * kPackRows + r) + b * sizeof(Block),
                     sizeof(block));
         for (int64_t g = 0; g < 4; ++g) PutLane(block.qs + 4 * g, g, r, dst);
         // qh bit e is element e's fifth bit; operand g's byte i of lane r
@@ -110,6 +124,8 @@ void PackQ5_0(const WeightView& w, int64_t panel_begin, int64_t panel_end,
               static_cast<uint8_t>(1u << (bit % 8));
         }
         std::memcpy(dst + P::kQuantBytes + 2 * r, &block.d, 2);
+        if constexpr (kType == DType::kQ5_1)
+          std::memcpy(dst + P::kMin + 2 * r, &block.m, 2);
       }
     }
   }
@@ -168,24 +184,33 @@ void PackWeights(const WeightView& w, int64_t panel_begin, int64_t panel_end,
       << "no packed layout for " << DTypeName(w.type);
   RL_DCHECK(panel_begin >= 0 && panel_end <= PackedPanels(w.rows));
   if (w.type == DType::kQ5_0) {
-    PackQ5_0(w, panel_begin, panel_end, static_cast<uint8_t*>(packed));
+    PackQ5<DType::kQ5_0>(w, panel_begin, panel_end,
+                         static_cast<uint8_t*>(packed));
+    return;
+  }
+  if (w.type == DType::kQ5_1) {
+    PackQ5<DType::kQ5_1>(w, panel_begin, panel_end,
+                         static_cast<uint8_t*>(packed));
     return;
   }
   if (w.type == DType::kF16 || w.type == DType::kBF16) {
     PackHalf(w, panel_begin, panel_end, static_cast<uint8_t*>(packed));
     return;
   }
-  if (w.type == DType::kQ4_K || w.type == DType::kQ6_K) {
+  if (BlockElements(w.type) == kQkSuper) {
     const int64_t n_super = w.cols / kQkSuper;
     const int64_t block_bytes = PackedBlockBytes(w.type);
     auto* out = static_cast<uint8_t*>(packed);
     for (int64_t p = panel_begin; p < panel_end; ++p) {
       uint8_t* panel = out + p * PackedPanelBytes(w.type, w.cols);
       for (int64_t i = 0; i < n_super; ++i) {
+        uint8_t* dst = panel + i * block_bytes;
         if (w.type == DType::kQ4_K) {
-          PackQ4K(w, p * kPackRows, i, panel + i * block_bytes);
+          PackQ4KQ5K<DType::kQ4_K>(w, p * kPackRows, i, dst);
+        } else if (w.type == DType::kQ5_K) {
+          PackQ4KQ5K<DType::kQ5_K>(w, p * kPackRows, i, dst);
         } else {
-          PackQ6K(w, p * kPackRows, i, panel + i * block_bytes);
+          PackQ6K(w, p * kPackRows, i, dst);
         }
       }
     }

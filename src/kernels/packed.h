@@ -1,6 +1,7 @@
-// Q8_0, Q4_0, Q5_0, Q4_K, Q6_K, F16 and BF16 weights repacked into row panels, the
-// layout the AVX-512 products read fastest (as llama.cpp repacks for its AMX/VNNI kernels),
-// and the AVX2 products for every one of these types (x86/matmul_packed_avx2.cc,
+// Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, F16 and BF16 weights repacked
+// into row panels, the layout the AVX-512 products read fastest (as
+// llama.cpp repacks for its AMX/VNNI kernels), and the AVX2 products for
+// every one of these types (x86/matmul_packed_avx2.cc,
 // x86/matmul_kpacked_avx2.cc: a 64-byte group is two ymm of 8 rows each).
 //
 // Why: in GGUF's row layout a decode step reads each 34- or 18-byte block of
@@ -26,6 +27,8 @@
 //         little-endian: bit 4r + i of mask g is the fifth bit of row r's
 //         element 4g + i, the element of byte i of lane r of operand g),
 //         then the 16 scales;                  256 + 64 + 32 = 352 bytes.
+//   Q5_1: Q5_0's bytes (q = w's 5-bit value, no offset), then the 16
+//         mins m (binary16, as stored);       352 + 32 = 384 bytes.
 //   Q4_K (per 256-element super-block of the 16 rows):
 //         qs [4 chunks][8 groups][16 rows][4 bytes]: byte i of chunk j,
 //            group g, row r is the file's qs[32j + 4g + i] of that row's
@@ -35,6 +38,10 @@
 //         m  [8 sub-blocks][16 rows] u8: the 6-bit mins;    128 bytes;
 //         d, dmin [16 rows] binary16 each, as stored;        64 bytes;
 //                                                  2368 bytes (16 x 148).
+//   Q5_K: Q4_K's qs, then
+//         qh [8 groups][16 rows][4 bytes]: the file's qh[4g + i], whose
+//            bit k is the fifth bit of element 32k + 4g + i;  512 bytes;
+//         then Q4_K's sc, m, d and dmin;      2880 bytes (16 x 180).
 //   Q6_K: ql [2 halves][2 chunks][8 groups][16 rows][4 bytes]: byte i of
 //            half n, chunk c, group g, row r is the file's
 //            ql[64n + 32c + 4g + i]: low nibble element 128n + 32c + 4g + i,
@@ -48,8 +55,9 @@
 //   F16, BF16 (per column c): the 16 rows' values w[r][c] as stored
 //         (2 bytes each, rows in order; padding rows +0);   32 bytes.
 // The K-quant panels keep the file's bits (no precision is lost) and add
-// only Q4_K's unpacked scale bytes; the kernels read one stream per panel
-// and need no shuffles (x86/matmul_kpacked_avx512.cc, x86/matmul_kpacked_avx2.cc).
+// only Q4_K's and Q5_K's unpacked scale bytes; the kernels read one stream
+// per panel and need no shuffles (x86/matmul_kpacked_avx512.cc,
+// x86/matmul_kpacked_avx2.cc).
 // Thread-safety: pure functions; PackWeights calls on disjoint panel ranges
 // may run concurrently.
 #ifndef REDLINE_KERNELS_PACKED_H_
@@ -91,6 +99,14 @@ struct PackedBlock<DType::kQ5_0> {
   static constexpr int32_t kOffset = 16;
 };
 template <>
+struct PackedBlock<DType::kQ5_1> {
+  static constexpr int64_t kQh = kQkBlock / 2 * kPackRows;      // 256
+  static constexpr int64_t kQuantBytes = kQh + 4 * kPackRows;   // 320
+  static constexpr int64_t kMin = kQuantBytes + 2 * kPackRows;  // 352
+  static constexpr int64_t kBytes = kMin + 2 * kPackRows;       // 384
+  static constexpr int32_t kOffset = 0;
+};
+template <>
 struct PackedBlock<DType::kQ4_K> {
   static constexpr int64_t kQuantBytes = kQkSuper / 2 * kPackRows;  // 2048
   static constexpr int64_t kScales = kQuantBytes;                   // u8 sc
@@ -98,6 +114,15 @@ struct PackedBlock<DType::kQ4_K> {
   static constexpr int64_t kD = kMins + 8 * kPackRows;              // fp16 d
   static constexpr int64_t kDmin = kD + 2 * kPackRows;              // fp16
   static constexpr int64_t kBytes = kDmin + 2 * kPackRows;          // 2368
+};
+template <>
+struct PackedBlock<DType::kQ5_K> {
+  static constexpr int64_t kQh = kQkSuper / 2 * kPackRows;            // 2048
+  static constexpr int64_t kScales = kQh + kQkSuper / 8 * kPackRows;  // 2560
+  static constexpr int64_t kMins = kScales + 8 * kPackRows;           // 2688
+  static constexpr int64_t kD = kMins + 8 * kPackRows;                // 2816
+  static constexpr int64_t kDmin = kD + 2 * kPackRows;                // 2848
+  static constexpr int64_t kBytes = kDmin + 2 * kPackRows;            // 2880
 };
 template <>
 struct PackedBlock<DType::kQ6_K> {
@@ -121,8 +146,9 @@ int64_t PackedBytes(DType type, int64_t rows, int64_t cols);
 // packed layout, i.e. when repacking at load pays off. Never for F32.
 bool PackedLayoutHelps(DType type);
 
-// Writes panels [panel_begin, panel_end) of w (a Q8_0, Q4_0, Q5_0, Q4_K, Q6_K,
-// F16 or BF16 matrix read from w.data) into `packed`, which holds the whole matrix (PackedBytes bytes).
+// Writes panels [panel_begin, panel_end) of w (a matrix of one of the types
+// above, read from w.data) into `packed`, which holds the whole matrix
+// (PackedBytes bytes).
 // Cost: one pass over those rows. Any alignment works; 64 bytes is fastest.
 void PackWeights(const WeightView& w, int64_t panel_begin, int64_t panel_end,
                  void* packed);

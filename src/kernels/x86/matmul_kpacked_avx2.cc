@@ -1,4 +1,4 @@
-// AVX2 products on packed Q4_K/Q6_K weights (layout: packed.h). Compiled
+// AVX2 products on packed Q4_K/Q5_K/Q6_K weights (layout: packed.h). Compiled
 // with AVX2 + FMA + F16C flags; reached only through the kernel table.
 //
 // Why panels on AVX2 too: the row layout's AVX2 products unpack every
@@ -17,6 +17,9 @@
 //         gives sc_k * dot in s32.
 //         sb += float(sc_k * dot) * d_x,b;  mn += m_k * (d_x,b * xsum_b);
 //         per super-block acc += d * sb - dmin * mn.
+//   Q5_K: as Q4_K with q in [0, 31]: a pair sum is at most 7874, so each
+//         half of a sub-block's groups (0-3, 4-7) adds in s16 (<= 31496)
+//         and takes its own vpmaddwd; the two s32 halves add to sc_k * dot.
 //   Q6_K: q + 32 = (ql | qh << 4) in [0, 63]: a pair sum is at most 16002,
 //         so two groups add in s16 (<= 32004); vpmaddwd against the scale of
 //         their 16-element half; minus 32 * (sc_2k * xsum16_0 + sc_2k+1 *
@@ -51,11 +54,15 @@ constexpr int64_t kAheadSupers = 2;
 
 template <DType kType>
 constexpr int64_t kSuperBytes = PackedBlock<kType>::kBytes;
+// Q4_K and Q5_K: one 6-bit scale and min per 32-element sub-block, the
+// sub-block's nibbles in one operand's low or high half.
+template <DType kType>
+constexpr bool kScaleMin = kType == DType::kQ4_K || kType == DType::kQ5_K;
 
 // The kk-th sub-block every tile sums (the AVX-512 products' order).
 template <DType kType>
 constexpr int SubBlock(int kk) {
-  return kType == DType::kQ4_K ? kk : kk / 4 * 4 + kk % 4 / 2 + kk % 2 * 2;
+  return kScaleMin<kType> ? kk : kk / 4 * 4 + kk % 4 / 2 + kk % 2 * 2;
 }
 
 // Fetches share `part` of kParts of the super-block kAheadSupers on from
@@ -85,13 +92,12 @@ inline __m256i Doubled16(__m256i v) {
 
 // Sub-block k's scales for half h of a super-block of the panel (lane r:
 // row 8h + r), as the dot products consume them.
-//   Q4_K: sc the 6-bit scale doubled (Doubled16), m the 6-bit min as f32.
+//   Q4_K, Q5_K: sc the 6-bit scale doubled (Doubled16), m the 6-bit min
+//         as f32.
 //   Q6_K: sc[0], sc[1] the scales of the two 16-element halves doubled,
 //         pair = sc_2k in the low and sc_2k+1 in the high 16 bits.
 template <DType kType>
-struct SubScales;
-template <>
-struct SubScales<DType::kQ4_K> {
+struct SubScales {
   __m256i sc;
   __m256 m;
 };
@@ -104,7 +110,7 @@ struct SubScales<DType::kQ6_K> {
 template <DType kType>
 inline SubScales<kType> LoadSubScales(const uint8_t* block, int k, int h) {
   using Block = PackedBlock<kType>;
-  if constexpr (kType == DType::kQ4_K) {
+  if constexpr (kScaleMin<kType>) {
     const __m256i sc = _mm256_cvtepu8_epi32(
         Load8(block + Block::kScales + k * kPackRows + kHalfRows * h));
     const __m256i m = _mm256_cvtepu8_epi32(
@@ -136,6 +142,16 @@ inline __m256i Q6Offset(const SubScales<DType::kQ6_K>& sc,
                         5));
 }
 
+// nibble | (bit k of each byte of qh) << 4: Q5_K's value of sub-block k
+// (k a constant after unrolling). The 16-bit shifts move no bit that the
+// 0x10 mask keeps across a byte boundary, since |4 - k| <= 4.
+inline __m256i WithFifthBit(__m256i nibble, __m256i qh, int k) {
+  const __m256i at4 = k < 4    ? _mm256_slli_epi16(qh, 4 - k)
+                      : k == 4 ? qh
+                               : _mm256_srli_epi16(qh, k - 4);
+  return _mm256_or_si256(nibble, _mm256_and_si256(at4, _mm256_set1_epi8(0x10)));
+}
+
 // The u8 operand of group g of sub-block k, half h: lane r holds row
 // 8h + r's values for elements 32k + 4g .. 32k + 4g + 3 (Q6_K: + 32).
 template <DType kType>
@@ -144,10 +160,14 @@ inline __m256i WeightGroup(const uint8_t* block, int k, int g, int h) {
   auto load = [h](const uint8_t* p) {
     return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32 * h));
   };
-  if constexpr (kType == DType::kQ4_K) {
+  if constexpr (kScaleMin<kType>) {
     const __m256i raw = load(block + ((k / 2) * kGroups + g) * 64);
-    return k % 2 == 0 ? _mm256_and_si256(raw, low4)
-                      : _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
+    const __m256i nibble =
+        k % 2 == 0 ? _mm256_and_si256(raw, low4)
+                   : _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
+    if constexpr (kType == DType::kQ4_K) return nibble;
+    return WithFifthBit(
+        nibble, load(block + PackedBlock<DType::kQ5_K>::kQh + g * 64), k);
   } else {
     static_assert(kType == DType::kQ6_K);
     const int n = k / 4, kk = k % 4;
@@ -173,7 +193,7 @@ template <DType kType, int T>
 void KTile(const MatMulArgs& a, const uint8_t* panel, int h, int64_t r0,
            int n_rows, int64_t t0, bool fetch) {
   using Block = PackedBlock<kType>;
-  constexpr bool kQ4 = kType == DType::kQ4_K;
+  constexpr bool kQ4or5 = kScaleMin<kType>;  // Q4_K or Q5_K
   const int64_t n_super = a.cols / kQkSuper;
   const TileTokens<T> x(a.xq, t0);
   __m256 acc[T];
@@ -196,23 +216,32 @@ void KTile(const MatMulArgs& a, const uint8_t* panel, int h, int64_t r0,
       // term[t]: the exact integer the sub-block adds (Q4_K sc_k * dot,
       // Q6_K isum).
       __m256i term[T];
-      if constexpr (kQ4) {
-        __m256i sum16[T];
+      if constexpr (kQ4or5) {
+        // Q4_K: all 8 groups in one s16 sum; Q5_K: 4 groups per sum.
+        constexpr int kSumGroups = kType == DType::kQ4_K ? kGroups : 4;
 #pragma GCC unroll 4
-        for (int t = 0; t < T; ++t) sum16[t] = _mm256_setzero_si256();
+        for (int t = 0; t < T; ++t) term[t] = _mm256_setzero_si256();
+#pragma GCC unroll 2
+        for (int g0 = 0; g0 < kGroups; g0 += kSumGroups) {
+          __m256i sum16[T];
+#pragma GCC unroll 4
+          for (int t = 0; t < T; ++t) sum16[t] = _mm256_setzero_si256();
 #pragma GCC unroll 8
-        for (int g = 0; g < kGroups; ++g) {
-          const __m256i w = WeightGroup<kType>(block, k, g, h);
+          for (int g = g0; g < g0 + kSumGroups; ++g) {
+            const __m256i w = WeightGroup<kType>(block, k, g, h);
+#pragma GCC unroll 4
+            for (int t = 0; t < T; ++t) {
+              sum16[t] = _mm256_add_epi16(
+                  sum16[t], _mm256_maddubs_epi16(
+                                w, Broadcast4(x.qs[t] + b * kQk + 4 * g)));
+            }
+          }
 #pragma GCC unroll 4
           for (int t = 0; t < T; ++t) {
-            sum16[t] = _mm256_add_epi16(
-                sum16[t],
-                _mm256_maddubs_epi16(w, Broadcast4(x.qs[t] + b * kQk + 4 * g)));
+            term[t] =
+                _mm256_add_epi32(term[t], _mm256_madd_epi16(sum16[t], sc.sc));
           }
         }
-#pragma GCC unroll 4
-        for (int t = 0; t < T; ++t)
-          term[t] = _mm256_madd_epi16(sum16[t], sc.sc);
       } else {
 #pragma GCC unroll 4
         for (int t = 0; t < T; ++t) term[t] = Q6Offset(sc, x.s16[t] + 2 * b);
@@ -235,7 +264,7 @@ void KTile(const MatMulArgs& a, const uint8_t* panel, int h, int64_t r0,
       for (int t = 0; t < T; ++t) {
         sb[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(term[t]),
                                 _mm256_set1_ps(x.d[t][b]), sb[t]);
-        if constexpr (kQ4) {
+        if constexpr (kQ4or5) {
           mn[t] = _mm256_fmadd_ps(
               sc.m, _mm256_set1_ps(x.d[t][b] * static_cast<float>(x.s[t][b])),
               mn[t]);
@@ -246,7 +275,7 @@ void KTile(const MatMulArgs& a, const uint8_t* panel, int h, int64_t r0,
         reinterpret_cast<const __m128i*>(block + Block::kD + 16 * h)));
 #pragma GCC unroll 4
     for (int t = 0; t < T; ++t) acc[t] = _mm256_fmadd_ps(d, sb[t], acc[t]);
-    if constexpr (kQ4) {
+    if constexpr (kQ4or5) {
       const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128(
           reinterpret_cast<const __m128i*>(block + Block::kDmin + 16 * h)));
 #pragma GCC unroll 4
@@ -261,24 +290,25 @@ void KTile(const MatMulArgs& a, const uint8_t* panel, int h, int64_t r0,
 
 // Decode of one panel (rows r0 .. r0 + n_rows - 1 of y), super-block by
 // super-block, each half panel in turn: the same operations per lane in the
-// same order as KTile<kType, 1>, but each 32-byte weight load serves the
-// two sub-blocks it holds (Q4_K: its two nibbles; Q6_K: ql's two nibbles,
-// and qh for both), where KTile loads it again for each. One panel at a
-// time: with two panels in step (a stream each) whole decode steps
-// measured 0.66-0.75x on llama3.2-1b Q4_K_M and 0.83-1.11x on Q6_K (two
-// alternating rounds), and four in step halved Q6_K's kernels_bench
-// MatVec 2048 x 8192.
+// same order as KTile<kType, 1>, but each 32-byte weight load serves the two
+// sub-blocks it holds (Q4_K: its two nibbles; Q5_K: those and qh for both;
+// Q6_K: ql's two nibbles, and qh for both), where KTile loads it again for
+// each. One panel at a time: with two panels in step (a stream each) whole
+// decode steps measured 0.66-0.75x on llama3.2-1b Q4_K_M and 0.83-1.11x on Q6_K
+// (two alternating rounds), and four in step halved Q6_K's kernels_bench MatVec
+// 2048 x 8192.
 template <DType kType>
 void KDecode(const MatMulArgs& a, const uint8_t* panel, int64_t r0,
              int64_t n_rows) {
   using Block = PackedBlock<kType>;
-  constexpr bool kQ4 = kType == DType::kQ4_K;
-  // Span j's two sub-blocks: Q4_K's operands j hold sub-blocks 2j, 2j + 1;
-  // Q6_K's ql chunk c of half n holds 4n + c and 4n + c + 2 (j = 2n + c).
+  constexpr bool kQ4or5 = kScaleMin<kType>;  // Q4_K or Q5_K
+  // Span j's two sub-blocks: Q4_K's and Q5_K's operands j hold sub-blocks
+  // 2j, 2j + 1; Q6_K's ql chunk c of half n holds 4n + c and 4n + c + 2
+  // (j = 2n + c).
   // Taken span by span, sub(j, 0) then sub(j, 1), they come in SubBlock's
   // order.
   constexpr auto sub = [](int j, int s2) {
-    return kQ4 ? 2 * j + s2 : 4 * (j / 2) + j % 2 + 2 * s2;
+    return kQ4or5 ? 2 * j + s2 : 4 * (j / 2) + j % 2 + 2 * s2;
   };
   const int64_t n_super = a.cols / kQkSuper;
   const int8_t* xq = a.xq.qs;
@@ -299,24 +329,38 @@ void KDecode(const MatMulArgs& a, const uint8_t* panel, int64_t r0,
         const SubScales<kType> sc0 = LoadSubScales<kType>(block, k0, h);
         const SubScales<kType> sc1 = LoadSubScales<kType>(block, k1, h);
         __m256i term0, term1;
-        if constexpr (kQ4) {
-          __m256i sum0 = _mm256_setzero_si256();
-          __m256i sum1 = _mm256_setzero_si256();
+        if constexpr (kQ4or5) {
+          // As KTile: Q4_K all 8 groups per s16 sum, Q5_K 4.
+          constexpr int kSumGroups = kType == DType::kQ4_K ? kGroups : 4;
+          term0 = _mm256_setzero_si256();
+          term1 = _mm256_setzero_si256();
+#pragma GCC unroll 2
+          for (int g0 = 0; g0 < kGroups; g0 += kSumGroups) {
+            __m256i sum0 = _mm256_setzero_si256();
+            __m256i sum1 = _mm256_setzero_si256();
 #pragma GCC unroll 8
-          for (int g = 0; g < kGroups; ++g) {
-            const __m256i raw =
-                _mm256_loadu_si256(reinterpret_cast<const __m256i*>(
-                    block + (j * kGroups + g) * 64 + 32 * h));
-            sum0 = _mm256_add_epi16(
-                sum0, _mm256_maddubs_epi16(_mm256_and_si256(raw, low4),
-                                           Broadcast4(x0 + 4 * g)));
-            sum1 = _mm256_add_epi16(
-                sum1, _mm256_maddubs_epi16(
-                          _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4),
-                          Broadcast4(x1 + 4 * g)));
+            for (int g = g0; g < g0 + kSumGroups; ++g) {
+              const __m256i raw =
+                  _mm256_loadu_si256(reinterpret_cast<const __m256i*>(
+                      block + (j * kGroups + g) * 64 + 32 * h));
+              __m256i w0 = _mm256_and_si256(raw, low4);
+              __m256i w1 = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
+              if constexpr (kType == DType::kQ5_K) {
+                // One qh load serves both sub-blocks (bits 2j, 2j + 1).
+                const __m256i qh =
+                    _mm256_loadu_si256(reinterpret_cast<const __m256i*>(
+                        block + Block::kQh + g * 64 + 32 * h));
+                w0 = WithFifthBit(w0, qh, 2 * j);
+                w1 = WithFifthBit(w1, qh, 2 * j + 1);
+              }
+              sum0 = _mm256_add_epi16(
+                  sum0, _mm256_maddubs_epi16(w0, Broadcast4(x0 + 4 * g)));
+              sum1 = _mm256_add_epi16(
+                  sum1, _mm256_maddubs_epi16(w1, Broadcast4(x1 + 4 * g)));
+            }
+            term0 = _mm256_add_epi32(term0, _mm256_madd_epi16(sum0, sc0.sc));
+            term1 = _mm256_add_epi32(term1, _mm256_madd_epi16(sum1, sc1.sc));
           }
-          term0 = _mm256_madd_epi16(sum0, sc0.sc);
-          term1 = _mm256_madd_epi16(sum1, sc1.sc);
         } else {
           const int n = j / 2, c = j % 2;
           term0 = Q6Offset(sc0, a.xq.s16 + 2 * (i * 8 + k0));
@@ -360,7 +404,7 @@ void KDecode(const MatMulArgs& a, const uint8_t* panel, int64_t r0,
           const int64_t b = i * 8 + sub(j, s2);
           sb = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s2 == 0 ? term0 : term1),
                                _mm256_set1_ps(a.xq.d[b]), sb);
-          if constexpr (kQ4) {
+          if constexpr (kQ4or5) {
             mn = _mm256_fmadd_ps(
                 s2 == 0 ? sc0.m : sc1.m,
                 _mm256_set1_ps(a.xq.d[b] * static_cast<float>(a.xq.s[b])), mn);
@@ -370,7 +414,7 @@ void KDecode(const MatMulArgs& a, const uint8_t* panel, int64_t r0,
       const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(
           reinterpret_cast<const __m128i*>(block + Block::kD + 16 * h)));
       acc[h] = _mm256_fmadd_ps(d, sb, acc[h]);
-      if constexpr (kQ4) {
+      if constexpr (kQ4or5) {
         const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128(
             reinterpret_cast<const __m128i*>(block + Block::kDmin + 16 * h)));
         acc[h] = _mm256_fnmadd_ps(dmin, mn, acc[h]);
@@ -412,6 +456,8 @@ void KPackedRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
 void FillKPackedMatMulTable(KernelTable* table) {
   table->matmul_packed[static_cast<int>(DType::kQ4_K)] =
       &KPackedRows<DType::kQ4_K>;
+  table->matmul_packed[static_cast<int>(DType::kQ5_K)] =
+      &KPackedRows<DType::kQ5_K>;
   table->matmul_packed[static_cast<int>(DType::kQ6_K)] =
       &KPackedRows<DType::kQ6_K>;
 }

@@ -1,4 +1,4 @@
-// AVX-512 VNNI products on packed Q4_K/Q6_K weights (layout: packed.h).
+// AVX-512 VNNI products on packed Q4_K/Q5_K/Q6_K weights (layout: packed.h).
 // Compiled with AVX-512 flags; reached only through the kernel table.
 //
 // Why a packed layout: in the file's row layout every super-block of one
@@ -15,6 +15,8 @@
 //   Q4_K: dot = sum(q * x) (q the 4-bit value, u8 against s8 x);
 //         sb += float(sc_k * dot) * d_x,b;  mn += m_k * (d_x,b * xsum_b);
 //         per super-block acc += d * sb - dmin * mn.
+//   Q5_K: as Q4_K with q the 5-bit value (nibble | fifth bit << 4);
+//         |sc_k * dot| <= 63 x 32 x 31 x 127 < 2^23, exact as a float.
 //   Q6_K: q + 32 = (ql | qh << 4) in [0, 63] (u8); per half h of 16
 //         elements dot_h starts at -32 * xsum16 (Q8Activations::s16) so
 //         it is sum((q - 32) * x) exactly; isum = sc_2k * dot_0 +
@@ -44,6 +46,10 @@ constexpr int64_t kAheadSupers = 2;
 
 template <DType kType>
 constexpr int64_t kSuperBytes = PackedBlock<kType>::kBytes;
+// Q4_K and Q5_K: one 6-bit scale and min per 32-element sub-block, the
+// sub-block's nibbles in one operand's low or high half.
+template <DType kType>
+constexpr bool kScaleMin = kType == DType::kQ4_K || kType == DType::kQ5_K;
 
 inline __m512i Broadcast4(const int8_t* p) {
   int32_t v;
@@ -53,16 +59,31 @@ inline __m512i Broadcast4(const int8_t* p) {
 
 inline __m512i Load64(const uint8_t* p) { return _mm512_loadu_si512(p); }
 
+// nibble | (bit k of each byte of qh) << 4: Q5_K's value of sub-block k
+// (k a constant after unrolling). The 16-bit shifts move no bit that the
+// 0x10 mask keeps across a byte boundary, since |4 - k| <= 4.
+inline __m512i WithFifthBit(__m512i nibble, __m512i qh, int k) {
+  const __m512i at4 = k < 4    ? _mm512_slli_epi16(qh, 4 - k)
+                      : k == 4 ? qh
+                               : _mm512_srli_epi16(qh, k - 4);
+  // nibble | (at4 & 0x10)
+  return _mm512_ternarylogic_epi32(nibble, at4, _mm512_set1_epi8(0x10), 0xf8);
+}
+
 // The u8 operand of group g of sub-block k of a packed super-block: lane r
 // holds row r's 4 values for elements 32k + 4g .. 32k + 4g + 3 (Q6_K: the
 // value + 32). k and g are constants after unrolling.
 template <DType kType>
 inline __m512i WeightGroup(const uint8_t* block, int k, int g) {
   const __m512i low4 = _mm512_set1_epi8(0x0f);
-  if constexpr (kType == DType::kQ4_K) {
+  if constexpr (kScaleMin<kType>) {
     const __m512i raw = Load64(block + ((k / 2) * kGroups + g) * 64);
-    return k % 2 == 0 ? _mm512_and_si512(raw, low4)
-                      : _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4);
+    const __m512i nibble =
+        k % 2 == 0 ? _mm512_and_si512(raw, low4)
+                   : _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4);
+    if constexpr (kType == DType::kQ4_K) return nibble;
+    return WithFifthBit(
+        nibble, Load64(block + PackedBlock<DType::kQ5_K>::kQh + g * 64), k);
   } else {
     static_assert(kType == DType::kQ6_K);
     const int n = k / 4, kk = k % 4;
@@ -92,7 +113,7 @@ void KPanelTile(const MatMulArgs& a, const uint8_t* first_panel,
                 int64_t panel_bytes, int64_t r0, int64_t row_end, int64_t t0,
                 bool prefetch) {
   using Block = PackedBlock<kType>;
-  constexpr bool kQ4 = kType == DType::kQ4_K;
+  constexpr bool kQ4or5 = kScaleMin<kType>;  // Q4_K or Q5_K
   const int64_t n_super = a.cols / kQkSuper;
   const int8_t* xq[T];
   const float* xd[T];
@@ -129,7 +150,7 @@ void KPanelTile(const MatMulArgs& a, const uint8_t* first_panel,
     for (int kk = 0; kk < 8; ++kk) {
       // Sub-blocks in KPanelDecode's order (Q6_K: 0, 2, 1, 3, 4, 6, 5, 7),
       // so a token's sums are its decode's bit for bit whatever the batch.
-      const int k = kQ4 ? kk : kk / 4 * 4 + kk % 4 / 2 + kk % 2 * 2;
+      const int k = kQ4or5 ? kk : kk / 4 * 4 + kk % 4 / 2 + kk % 2 * 2;
       const int64_t b = i * 8 + k;
       if (prefetch) {
         // A share of the super-block kAheadSupers on per sub-block.
@@ -149,10 +170,10 @@ void KPanelTile(const MatMulArgs& a, const uint8_t* first_panel,
       __m512i dot[P][T][2];
 #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) {
-        const __m512i lo = kQ4 ? _mm512_setzero_si512()
-                               : _mm512_set1_epi32(-32 * xs16[t][2 * b]);
-        const __m512i hi = kQ4 ? _mm512_setzero_si512()
-                               : _mm512_set1_epi32(-32 * xs16[t][2 * b + 1]);
+        const __m512i lo = kQ4or5 ? _mm512_setzero_si512()
+                                  : _mm512_set1_epi32(-32 * xs16[t][2 * b]);
+        const __m512i hi = kQ4or5 ? _mm512_setzero_si512()
+                                  : _mm512_set1_epi32(-32 * xs16[t][2 * b + 1]);
 #pragma GCC unroll 4
         for (int p = 0; p < P; ++p) {
           dot[p][t][0] = lo;
@@ -164,7 +185,7 @@ void KPanelTile(const MatMulArgs& a, const uint8_t* first_panel,
         // Q4_K: two chains (even and odd groups) halve the dependent
         // vpdpbusd latency; Q6_K: the two halves' scales differ.
         const int h = g / 4;
-        const int chain = kQ4 ? g % 2 : h;
+        const int chain = kQ4or5 ? g % 2 : h;
         __m512i xb[T];
 #pragma GCC unroll 8
         for (int t = 0; t < T; ++t) xb[t] = Broadcast4(xq[t] + b * kQk + 4 * g);
@@ -179,7 +200,7 @@ void KPanelTile(const MatMulArgs& a, const uint8_t* first_panel,
       }
 #pragma GCC unroll 4
       for (int p = 0; p < P; ++p) {
-        if constexpr (kQ4) {
+        if constexpr (kQ4or5) {
           const __m512i sc = _mm512_cvtepu8_epi32(
               _mm_loadu_si128(reinterpret_cast<const __m128i*>(
                   block[p] + Block::kScales + k * kPackRows)));
@@ -219,14 +240,14 @@ void KPanelTile(const MatMulArgs& a, const uint8_t* first_panel,
       const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(
           reinterpret_cast<const __m256i*>(block[p] + Block::kD)));
       __m512 dmin = _mm512_setzero_ps();
-      if constexpr (kQ4) {
+      if constexpr (kQ4or5) {
         dmin = _mm512_cvtph_ps(_mm256_loadu_si256(
             reinterpret_cast<const __m256i*>(block[p] + Block::kDmin)));
       }
 #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) {
         acc[p][t] = _mm512_fmadd_ps(d, sb[p][t], acc[p][t]);
-        if constexpr (kQ4)
+        if constexpr (kQ4or5)
           acc[p][t] = _mm512_fnmadd_ps(dmin, mn[p][t], acc[p][t]);
       }
     }
@@ -244,30 +265,31 @@ void KPanelTile(const MatMulArgs& a, const uint8_t* first_panel,
   }
 }
 
-// Decode (one token), P panels `step` panels apart (panel p at first_panel
-// + p * step * panel_bytes, rows r0 + 16 p step ..), each panel stream
-// fetched one super-block ahead: the same sums as KPanelTile<kType, P, 1>,
-// but every 64-byte weight operand is loaded once for the two sub-blocks
-// it holds (Q4_K: its two nibbles; Q6_K: ql's two nibbles, and qh for
-// both), where KPanelTile's per-sub-block loop loads it again for each. In
-// decode the loads, not the dot products, limit the kernel: this measured
-// +25-34 % on cold matrices (kernels_bench MatVec .../packed, Q4_K and
-// Q6_K, 2 threads).
+// Decode (one token), P panels `step` panels apart (panel p at
+// first_panel + p * step * panel_bytes, rows r0 + 16 p step ..), each
+// panel stream fetched one super-block ahead: the same sums as
+// KPanelTile<kType, P, 1>, but every 64-byte weight operand is loaded once
+// for the two sub-blocks it holds (Q4_K: its two nibbles; Q5_K: those and
+// qh for both; Q6_K: ql's two nibbles, and qh for both), where
+// KPanelTile's per-sub-block loop loads it again for each. In decode the
+// loads, not the dot products, limit the kernel: this measured +25-34 % on
+// cold matrices (kernels_bench MatVec .../packed, Q4_K and Q6_K, 2
+// threads).
 template <DType kType, int P>
 void KPanelDecode(const MatMulArgs& a, const uint8_t* first_panel,
                   int64_t panel_bytes, int64_t r0, int64_t row_end,
                   int64_t step) {
   using Block = PackedBlock<kType>;
-  constexpr bool kQ4 = kType == DType::kQ4_K;
+  constexpr bool kQ4or5 = kScaleMin<kType>;  // Q4_K or Q5_K
   // Sub-blocks sharing one set of loads.
   constexpr int kSpan = 2;
-  // Sub-block of super-block i that span j's operand s2 covers: Q4_K's
-  // operand holds sub-blocks 2j, 2j + 1 (its nibbles); Q6_K's ql chunk c of
-  // half n holds 4n + c and 4n + c + 2 (qh, shared by all four of the half,
+  // Sub-block of super-block i that span j's operand s2 covers: Q4_K's and
+  // Q5_K's operand holds sub-blocks 2j, 2j + 1 (its nibbles); Q6_K's ql chunk c
+  // of half n holds 4n + c and 4n + c + 2 (qh, shared by all four of the half,
   // is loaded once per pair: a span of four needs 16 accumulators for two
   // panels and measured slower).
   constexpr auto sub = [](int j, int s2) {
-    return kQ4 ? 2 * j + s2 : 4 * (j / 2) + j % 2 + 2 * s2;
+    return kQ4or5 ? 2 * j + s2 : 4 * (j / 2) + j % 2 + 2 * s2;
   };
   constexpr int64_t kLines = (kSuperBytes<kType> + 63) / 64;
   const int64_t n_super = a.cols / kQkSuper;
@@ -310,10 +332,10 @@ void KPanelDecode(const MatMulArgs& a, const uint8_t* first_panel,
 #pragma GCC unroll 4
       for (int s2 = 0; s2 < kSpan; ++s2) {
         const int64_t b = i * 8 + sub(j, s2);
-        const __m512i lo =
-            kQ4 ? _mm512_setzero_si512() : _mm512_set1_epi32(-32 * xs16[2 * b]);
-        const __m512i hi = kQ4 ? _mm512_setzero_si512()
-                               : _mm512_set1_epi32(-32 * xs16[2 * b + 1]);
+        const __m512i lo = kQ4or5 ? _mm512_setzero_si512()
+                                  : _mm512_set1_epi32(-32 * xs16[2 * b]);
+        const __m512i hi = kQ4or5 ? _mm512_setzero_si512()
+                                  : _mm512_set1_epi32(-32 * xs16[2 * b + 1]);
 #pragma GCC unroll 4
         for (int p = 0; p < P; ++p) {
           dot[p][s2][0] = lo;
@@ -322,18 +344,23 @@ void KPanelDecode(const MatMulArgs& a, const uint8_t* first_panel,
       }
 #pragma GCC unroll 8
       for (int g = 0; g < kGroups; ++g) {
-        const int h = kQ4 ? g % 2 : g / 4;
+        const int h = kQ4or5 ? g % 2 : g / 4;
         __m512i xb[kSpan];
 #pragma GCC unroll 4
         for (int s2 = 0; s2 < kSpan; ++s2)
           xb[s2] = Broadcast4(xq + (i * 8 + sub(j, s2)) * kQk + 4 * g);
 #pragma GCC unroll 4
         for (int p = 0; p < P; ++p) {
-          if constexpr (kQ4) {
+          if constexpr (kQ4or5) {
             const __m512i raw = Load64(block[p] + (j * kGroups + g) * 64);
-            const __m512i w0 = _mm512_and_si512(raw, low4);
-            const __m512i w1 =
-                _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4);
+            __m512i w0 = _mm512_and_si512(raw, low4);
+            __m512i w1 = _mm512_and_si512(_mm512_srli_epi16(raw, 4), low4);
+            if constexpr (kType == DType::kQ5_K) {
+              // One qh load serves both sub-blocks (bits 2j and 2j + 1).
+              const __m512i qh = Load64(block[p] + Block::kQh + g * 64);
+              w0 = WithFifthBit(w0, qh, 2 * j);
+              w1 = WithFifthBit(w1, qh, 2 * j + 1);
+            }
             dot[p][0][h] = _mm512_dpbusd_epi32(dot[p][0][h], w0, xb[0]);
             dot[p][1][h] = _mm512_dpbusd_epi32(dot[p][1][h], w1, xb[1]);
           } else {
@@ -364,7 +391,7 @@ void KPanelDecode(const MatMulArgs& a, const uint8_t* first_panel,
         const __m512 dx = _mm512_set1_ps(xd[b]);
 #pragma GCC unroll 4
         for (int p = 0; p < P; ++p) {
-          if constexpr (kQ4) {
+          if constexpr (kQ4or5) {
             const __m512i sc = _mm512_cvtepu8_epi32(
                 _mm_loadu_si128(reinterpret_cast<const __m128i*>(
                     block[p] + Block::kScales + k * kPackRows)));
@@ -396,7 +423,7 @@ void KPanelDecode(const MatMulArgs& a, const uint8_t* first_panel,
       const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(
           reinterpret_cast<const __m256i*>(block[p] + Block::kD)));
       acc[p] = _mm512_fmadd_ps(d, sb[p], acc[p]);
-      if constexpr (kQ4) {
+      if constexpr (kQ4or5) {
         const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(
             reinterpret_cast<const __m256i*>(block[p] + Block::kDmin)));
         acc[p] = _mm512_fnmadd_ps(dmin, mn[p], acc[p]);
@@ -465,6 +492,11 @@ void KPackedRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
 void MatMulPackedRowsQ4_K(const MatMulArgs& args, int64_t row_begin,
                           int64_t row_end) {
   KPackedRows<DType::kQ4_K>(args, row_begin, row_end);
+}
+
+void MatMulPackedRowsQ5_K(const MatMulArgs& args, int64_t row_begin,
+                          int64_t row_end) {
+  KPackedRows<DType::kQ5_K>(args, row_begin, row_end);
 }
 
 void MatMulPackedRowsQ6_K(const MatMulArgs& args, int64_t row_begin,

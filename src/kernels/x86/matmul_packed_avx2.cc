@@ -1,4 +1,4 @@
-// AVX2 products on packed Q8_0, Q4_0, Q5_0, F16 and BF16 weights (layout:
+// AVX2 products on packed Q8_0, Q4_0, Q5_0, Q5_1, F16 and BF16 weights (layout:
 // packed.h). Compiled with AVX2 + FMA + F16C flags; reached only through the
 // kernel table.
 //
@@ -11,7 +11,7 @@
 // broadcast activation bytes advances 8 rows' dot products at once, and a
 // block's 8 scales are one conversion.
 //
-// Q8_0/Q4_0/Q5_0: a tile is one half panel (8 rows, one ymm lane each) by
+// Q8_0/Q4_0/Q5_0/Q5_1: a tile is one half panel (8 rows, one ymm lane each) by
 // up to kTileTokens tokens; decode reads whole panels, several in step. The
 // integer block dots are exact (HalfDot and AddBlock say how each type
 // avoids vpmaddubsw's saturation). Then, per block in order, the
@@ -35,7 +35,7 @@ namespace {
 constexpr int64_t kQk = 32;
 
 // ---------------------------------------------------------------------------
-// Q8_0, Q4_0 and Q5_0.
+// Q8_0, Q4_0, Q5_0 and Q5_1.
 
 constexpr int kGroups = 8;  // 4-byte activation groups per block
 // Tokens per tile: the operands of one half block + 4 accumulators fill
@@ -51,6 +51,9 @@ constexpr int64_t kLoneAheadBytes = 8192;
 
 template <DType kType>
 constexpr int64_t kBlockBytes = PackedBlock<kType>::kBytes;
+// Types whose fifth bits are panel masks (packed.h).
+template <DType kType>
+constexpr bool kFiveBits = kType == DType::kQ5_0 || kType == DType::kQ5_1;
 
 #include "kernels/x86/avx2_half_panels.inc"
 #include "kernels/x86/panel_streams.inc"
@@ -71,6 +74,7 @@ inline void PrefetchSpan(const uint8_t* p, int64_t bytes) {
 //         are elements 4g.., high nibbles 16 + 4g..).
 //   Q5_0: u[g] the 5-bit q = w + 16: Q4_0's nibbles, 16 added where the
 //         fifth bit is set.
+//   Q5_1: u[g] the 5-bit q as Q5_0's (w = d q + m), m the 8 mins as f32.
 //   Q8_0: w[g] the signed weights (stored w + 128, flipped back), u[g] = |w|
 //         (<= 128 as u8), for the sign trick: |w| x (x * sign(w)).
 template <DType kType>
@@ -81,6 +85,11 @@ template <>
 struct HalfBlock<DType::kQ8_0> {
   __m256i u[kGroups];
   __m256i w[kGroups];
+};
+template <>
+struct HalfBlock<DType::kQ5_1> {
+  __m256i u[kGroups];
+  __m256 m;
 };
 
 template <DType kType>
@@ -104,11 +113,11 @@ inline void LoadHalf(const uint8_t* block, int h, HalfBlock<kType>* op) {
       op->u[g] = _mm256_and_si256(q, mask);
       op->u[g + 4] = _mm256_and_si256(_mm256_srli_epi16(q, 4), mask);
     }
-    if constexpr (kType == DType::kQ5_0) {
+    if constexpr (kFiveBits<kType>) {
       // Bits 32h.. of mask g are one per byte of the half operand
       // (packed.h): each byte takes its mask byte (a shuffle within the
       // 128-bit lanes), tests its own bit, and becomes 16 where it is set.
-      const uint8_t* masks = block + PackedBlock<DType::kQ5_0>::kQh;
+      const uint8_t* masks = block + PackedBlock<kType>::kQh;
       const __m256i spread =
           _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2,
                            2, 2, 2, 2, 2, 2, 3, 3, 3, 3, 3, 3, 3, 3);
@@ -124,6 +133,10 @@ inline void LoadHalf(const uint8_t* block, int h, HalfBlock<kType>* op) {
         op->u[g] = _mm256_or_si256(
             op->u[g], _mm256_and_si256(_mm256_cmpeq_epi8(sel, bit), sixteen));
       }
+    }
+    if constexpr (kType == DType::kQ5_1) {
+      op->m = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(
+          block + PackedBlock<DType::kQ5_1>::kMin + 16 * h)));
     }
   }
 }
@@ -179,15 +192,18 @@ inline __m256 HalfScales(const uint8_t* block, int h) {
 }
 
 // One block of a half panel added to acc, as the reference does
-// (ref/matmul.cc): Q8_0/Q4_0 fma(float(dot), d_w * d_x, acc); Q5_0 scales
-// each 16-element half's exact dot by d_w apart, adds them and takes
-// fma(that, d_x, acc) (MatMulUnpackedRows). x: the activation block, xs
-// its sum, s16 its two 16-element sums; wd the half panel's 8 scales.
+// (ref/matmul.cc): Q8_0/Q4_0 fma(float(dot), d_w * d_x, acc); Q5_0 and
+// Q5_1 scale each 16-element half's exact dot by d_w apart and add them,
+// Q5_1 then adds m_w x each half's activation sum (those two products
+// added first), and take fma(that, d_x, acc) (MatMulUnpackedRows). x: the
+// activation block, xs its sum, s16 its two 16-element sums; wd the half
+// panel's 8 scales.
 template <DType kType>
 inline __m256 AddBlock(const HalfBlock<kType>& op, const int8_t* x, int32_t xs,
                        const int32_t* s16, __m256 wd, float xd, __m256 acc) {
-  if constexpr (kType == DType::kQ5_0) {
+  if constexpr (kFiveBits<kType>) {
     // Pair sums <= 2 x 31 x 127: a half's four groups add in s16 (<= 31496).
+    constexpr int32_t kOffset = PackedBlock<kType>::kOffset;
     const __m256i ones = _mm256_set1_epi16(1);
     __m256i lo = _mm256_maddubs_epi16(op.u[0], Broadcast4(x));
     __m256i hi = _mm256_maddubs_epi16(op.u[4], Broadcast4(x + 16));
@@ -198,14 +214,20 @@ inline __m256 AddBlock(const HalfBlock<kType>& op, const int8_t* x, int32_t xs,
       hi = _mm256_add_epi16(
           hi, _mm256_maddubs_epi16(op.u[g + 4], Broadcast4(x + 16 + 4 * g)));
     }
-    const __m256i dot_lo = _mm256_add_epi32(_mm256_madd_epi16(lo, ones),
-                                            _mm256_set1_epi32(-16 * s16[0]));
-    const __m256i dot_hi = _mm256_add_epi32(_mm256_madd_epi16(hi, ones),
-                                            _mm256_set1_epi32(-16 * s16[1]));
-    return _mm256_fmadd_ps(
-        _mm256_add_ps(_mm256_mul_ps(wd, _mm256_cvtepi32_ps(dot_lo)),
-                      _mm256_mul_ps(wd, _mm256_cvtepi32_ps(dot_hi))),
-        _mm256_set1_ps(xd), acc);
+    const __m256i dot_lo = _mm256_add_epi32(
+        _mm256_madd_epi16(lo, ones), _mm256_set1_epi32(-kOffset * s16[0]));
+    const __m256i dot_hi = _mm256_add_epi32(
+        _mm256_madd_epi16(hi, ones), _mm256_set1_epi32(-kOffset * s16[1]));
+    __m256 block = _mm256_add_ps(_mm256_mul_ps(wd, _mm256_cvtepi32_ps(dot_lo)),
+                                 _mm256_mul_ps(wd, _mm256_cvtepi32_ps(dot_hi)));
+    if constexpr (kType == DType::kQ5_1) {
+      block = _mm256_add_ps(
+          block,
+          _mm256_add_ps(
+              _mm256_mul_ps(op.m, _mm256_set1_ps(static_cast<float>(s16[0]))),
+              _mm256_mul_ps(op.m, _mm256_set1_ps(static_cast<float>(s16[1])))));
+    }
+    return _mm256_fmadd_ps(block, _mm256_set1_ps(xd), acc);
   } else {
     const __m256i dot = HalfDot<kType>(op, x, xs);
     return _mm256_fmadd_ps(_mm256_cvtepi32_ps(dot),
@@ -539,6 +561,8 @@ void FillPackedMatMulTable(KernelTable* table) {
       &MatMulPackedQuant<DType::kQ4_0>;
   table->matmul_packed[static_cast<int>(DType::kQ5_0)] =
       &MatMulPackedQuant<DType::kQ5_0>;
+  table->matmul_packed[static_cast<int>(DType::kQ5_1)] =
+      &MatMulPackedQuant<DType::kQ5_1>;
   table->matmul_packed[static_cast<int>(DType::kF16)] =
       &MatMulPackedHalf<DType::kF16>;
   table->matmul_packed[static_cast<int>(DType::kBF16)] =

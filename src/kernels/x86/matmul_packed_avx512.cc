@@ -1,4 +1,4 @@
-// AVX-512 VNNI products on packed Q8_0/Q4_0/Q5_0 weights (layout:
+// AVX-512 VNNI products on packed Q8_0/Q4_0/Q5_0/Q5_1 weights (layout:
 // packed.h). Compiled with AVX-512 flags; reached only through the kernel
 // table.
 //
@@ -8,14 +8,14 @@
 // four products to every row's lane, so 8 of them give the 16 rows' integer
 // block dot products in one register with no horizontal sums. The u8
 // operand is w + 128 (Q8_0), the nibble w + 8 (Q4_0) or the 5-bit value
-// w + 16 (Q5_0); the offset adds 128 (8, 16) x the block's activation sum,
-// which each lane starts from with the opposite sign, so the integer result
-// is exact.
+// (Q5_0: w + 16; Q5_1: q, where w = d q + m); the offset adds 128 (8, 16)
+// x the block's activation sum, which each lane starts from with the
+// opposite sign, so the integer result is exact.
 //
 // Then, as the reference does (ref/matmul.cc), per block in order:
 // acc = fma(float(dot), d_w * d_x, acc), one fma for 16 rows: outputs are
-// bit-identical to the reference. (Q5_0's reference scales each half block
-// apart, MatMulUnpackedRows; HalfBlocksQ5_0 does the same.)
+// bit-identical to the reference. (Q5_0's and Q5_1's reference scales each
+// half block apart, MatMulUnpackedRows; HalfBlocksQ5 does the same.)
 #include <cstdint>
 #include <cstring>
 
@@ -61,6 +61,9 @@ constexpr int64_t kStreamPrefetchBytes = 2048;
 
 template <DType kType>
 constexpr int64_t kBlockBytes = PackedBlock<kType>::kBytes;
+// Types whose fifth bits are panel masks (packed.h).
+template <DType kType>
+constexpr bool kFiveBits = kType == DType::kQ5_0 || kType == DType::kQ5_1;
 
 #include "kernels/x86/panel_streams.inc"
 
@@ -86,13 +89,13 @@ inline void LoadBlock(const uint8_t* block, __m512i (&w)[kGroups]) {
       w[g] = _mm512_and_si512(q, mask);
       w[g + 4] = _mm512_and_si512(_mm512_srli_epi16(q, 4), mask);
     }
-    if constexpr (kType == DType::kQ5_0) {
+    if constexpr (kFiveBits<kType>) {
       // Fifth bits: mask g has a bit per byte of operand g (packed.h), so
       // one masked add puts 16 where it is set. (The file's qh words had
       // cost a shuffle and a test per operand more; with them Q5_0 decode
       // was the slowest packed product, qwen2.5-0.5b Q4_K_M's gate/up
       // 45-50 GB/s where Q8_0's read 59-60.)
-      const uint8_t* masks = block + PackedBlock<DType::kQ5_0>::kQh;
+      const uint8_t* masks = block + PackedBlock<kType>::kQh;
       const __m512i sixteen = _mm512_set1_epi8(16);
 #pragma GCC unroll 8
       for (int g = 0; g < kGroups; ++g) {
@@ -118,22 +121,40 @@ inline __m512i BlockDot(const __m512i (&w)[kGroups], const int8_t* x,
   return _mm512_add_epi32(a, b);
 }
 
-// Q5_0 as the reference sums it (ref/matmul.cc, MatMulUnpackedRows): the
-// exact dot of (q - 16) and x over each half block (each chain starts at
-// -16 x that half's activation sum, Q8Activations::s16), each scaled by d
-// apart and added; the caller then takes fma(block, d_x, acc). Lane-wise
-// the same IEEE operations in the same order: bit-identical.
-inline __m512 HalfBlocksQ5_0(const __m512i (&w)[kGroups], const int8_t* x,
-                             const int32_t* s16, __m512 wd) {
-  __m512i lo = _mm512_set1_epi32(-16 * s16[0]);
-  __m512i hi = _mm512_set1_epi32(-16 * s16[1]);
+// Q5_0 and Q5_1 as the reference sums them (ref/matmul.cc,
+// MatMulUnpackedRows): the exact dot of the values and x over each half
+// block (Q5_0's values are q - 16: each chain starts at -16 x that half's
+// activation sum, Q8Activations::s16), each scaled by d apart and added;
+// Q5_1 then adds m x each half's activation sum, those two products added
+// first. The caller takes fma(result, d_x, acc). Lane-wise the same IEEE
+// operations in the same order: bit-identical.
+template <DType kType>
+inline __m512 HalfBlocksQ5(const __m512i (&w)[kGroups], const int8_t* x,
+                           const int32_t* s16, const uint8_t* block,
+                           __m512 wd) {
+  constexpr int32_t kOffset = PackedBlock<kType>::kOffset;
+  __m512i lo = _mm512_set1_epi32(-kOffset * s16[0]);
+  __m512i hi = _mm512_set1_epi32(-kOffset * s16[1]);
 #pragma GCC unroll 4
   for (int g = 0; g < 4; ++g) {
     lo = _mm512_dpbusd_epi32(lo, w[g], Broadcast4(x + 4 * g));
     hi = _mm512_dpbusd_epi32(hi, w[g + 4], Broadcast4(x + 16 + 4 * g));
   }
-  return _mm512_add_ps(_mm512_mul_ps(wd, _mm512_cvtepi32_ps(lo)),
-                       _mm512_mul_ps(wd, _mm512_cvtepi32_ps(hi)));
+  const __m512 dots = _mm512_add_ps(_mm512_mul_ps(wd, _mm512_cvtepi32_ps(lo)),
+                                    _mm512_mul_ps(wd, _mm512_cvtepi32_ps(hi)));
+  if constexpr (kType == DType::kQ5_0) {
+    return dots;
+  } else {
+    static_assert(kType == DType::kQ5_1);
+    const __m512 wm =
+        _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(
+            block + PackedBlock<DType::kQ5_1>::kMin)));
+    return _mm512_add_ps(
+        dots,
+        _mm512_add_ps(
+            _mm512_mul_ps(wm, _mm512_set1_ps(static_cast<float>(s16[0]))),
+            _mm512_mul_ps(wm, _mm512_set1_ps(static_cast<float>(s16[1])))));
+  }
 }
 
 // Fetches the lines that start within this block's bytes, kDistance bytes
@@ -178,10 +199,11 @@ void PanelTile(const MatMulArgs& a, const uint8_t* panel, int64_t r0,
             block + PackedBlock<kType>::kQuantBytes)));
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) {
-      if constexpr (kType == DType::kQ5_0) {
+      if constexpr (kFiveBits<kType>) {
         const int32_t* s16 = a.xq.s16 + 2 * (t0 + t) * a.xq.d_stride + 2 * b;
-        acc[t] = _mm512_fmadd_ps(HalfBlocksQ5_0(w, xq[t] + b * kQk, s16, wd),
-                                 _mm512_set1_ps(xd[t][b]), acc[t]);
+        acc[t] = _mm512_fmadd_ps(
+            HalfBlocksQ5<kType>(w, xq[t] + b * kQk, s16, block, wd),
+            _mm512_set1_ps(xd[t][b]), acc[t]);
         continue;
       }
       const __m512i dot = BlockDot(w, xq[t] + b * kQk, -kOffset * xs[t][b]);
@@ -243,10 +265,11 @@ void PanelsDecode(const MatMulArgs& a,
       const __m512 wd =
           _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(
               block + PackedBlock<kType>::kQuantBytes)));
-      if constexpr (kType == DType::kQ5_0) {
-        acc[s] = _mm512_fmadd_ps(
-            HalfBlocksQ5_0(w, a.xq.qs + b * kQk, a.xq.s16 + 2 * b, wd), xd,
-            acc[s]);
+      if constexpr (kFiveBits<kType>) {
+        acc[s] =
+            _mm512_fmadd_ps(HalfBlocksQ5<kType>(w, a.xq.qs + b * kQk,
+                                                a.xq.s16 + 2 * b, block, wd),
+                            xd, acc[s]);
         continue;
       }
       const __m512i dot = BlockDot(w, a.xq.qs + b * kQk, correction);
@@ -299,6 +322,11 @@ void MatMulPackedRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
 void MatMulPackedRowsQ5_0(const MatMulArgs& args, int64_t row_begin,
                           int64_t row_end) {
   MatMulPackedRows<DType::kQ5_0>(args, row_begin, row_end);
+}
+
+void MatMulPackedRowsQ5_1(const MatMulArgs& args, int64_t row_begin,
+                          int64_t row_end) {
+  MatMulPackedRows<DType::kQ5_1>(args, row_begin, row_end);
 }
 
 void MatMulPackedRowsQ8_0(const MatMulArgs& args, int64_t row_begin,

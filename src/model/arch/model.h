@@ -36,10 +36,9 @@ struct LoadOptions {
   bool mlock = false;
   bool prefetch = true;  // ask the kernel to read the file ahead
   bool load_tokenizer = true;
-  // Copy the matrices into huge pages, Q8_0/Q4_0/Q5_0/Q4_K/Q6_K into the
-  // packed layout where the active kernels read it (model/arch/repack.h),
-  // then release their file pages (kept, and so resident twice, with
-  // mlock).
+  // Copy the matrices into huge pages, those of the types packed.h lists into
+  // the packed layout where the active kernels read it (model/arch/repack.h),
+  // then release their file pages (kept, and so resident twice, with mlock).
   bool repack = true;
   int threads = 0;  // for repacking; <= 0: ThreadPool's default
   // Called with progress in [0, 1] while loading (from the loading thread).
