@@ -55,9 +55,16 @@ if ((${#depths[@]})) && [[ ! -x "$llama/llama-batched-bench" ]]; then
 fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+# Flash attention on: newer llama-batched-bench builds take a value
+# (`-fa on`), older ones a bare `-fa`.
+batched_fa=(-fa)
+if ((${#depths[@]})) &&
+  "$llama/llama-batched-bench" --help 2>&1 | grep -q -- '--flash-attn \[on'; then
+  batched_fa=(-fa on)
+fi
 
 echo "llama.cpp: $llama (llama-bench -t $threads -p $prompt -n $tokens -fa 1;" \
-     "llama-batched-bench -fa -t $threads -npl 1 for depths), f16 KV"
+     "llama-batched-bench ${batched_fa[*]} -t $threads -npl 1 for depths), f16 KV"
 echo "redline: $redline bench-model -t $threads --prefill $prompt -n $tokens"
 
 # One comparison; prints "name depth tg_redline tg_llama pp_redline pp_llama
@@ -72,7 +79,7 @@ run_pair() {
         -r 3 -fa 1 -o json > "$l" 2> /dev/null
     else
       "$llama/llama-batched-bench" -m "$model" -c $((depth + tokens + 64)) \
-        -b 2048 -ub 512 -npp "$depth" -ntg "$tokens" -npl 1 -fa \
+        -b 2048 -ub 512 -npp "$depth" -ntg "$tokens" -npl 1 "${batched_fa[@]}" \
         -t "$threads" > "$lt" 2>&1
     fi
   }
