@@ -164,7 +164,7 @@ void ToF16(const float* x, int64_t n, uint16_t* out);
 namespace avx2 {
 void FillTable(KernelTable* table);
 void FillMatMulTable(KernelTable* table);
-// The products on packed Q8_0/Q4_0/Q5_0/Q5_1/F16/BF16 weights
+// The products on packed Q8_0/Q4_0/Q4_1/IQ4_NL/Q5_0/Q5_1/F16/BF16 weights
 // (x86/matmul_packed_avx2.cc).
 void FillPackedMatMulTable(KernelTable* table);
 // The products on packed Q4_K/Q5_K/Q6_K weights
@@ -186,6 +186,10 @@ void MatMulPackedRowsQ5_0(const MatMulArgs& args, int64_t row_begin,
                           int64_t row_end);
 void MatMulPackedRowsQ5_1(const MatMulArgs& args, int64_t row_begin,
                           int64_t row_end);
+void MatMulPackedRowsQ4_1(const MatMulArgs& args, int64_t row_begin,
+                          int64_t row_end);
+void MatMulPackedRowsIQ4_NL(const MatMulArgs& args, int64_t row_begin,
+                            int64_t row_end);
 // Products on packed F16/BF16 weights (x86/matmul_half_packed_avx512.cc).
 void MatMulPackedRowsF16(const MatMulArgs& args, int64_t row_begin,
                          int64_t row_end);

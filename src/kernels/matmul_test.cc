@@ -58,16 +58,18 @@ bool HasQuantizer(DType type) {
 
 // Types with packed kernels (packed.h).
 bool Packable(DType type) {
-  return type == DType::kQ8_0 || type == DType::kQ4_0 || type == DType::kQ5_0 ||
+  return type == DType::kQ8_0 || type == DType::kQ4_0 || type == DType::kQ4_1 ||
+         type == DType::kIQ4_NL || type == DType::kQ5_0 ||
          type == DType::kQ5_1 || type == DType::kQ4_K || type == DType::kQ5_K ||
          type == DType::kQ6_K || type == DType::kF16 || type == DType::kBF16;
 }
 
 // Where the AVX-512 kernels take the reference's operations in its order
-// exactly: Q8_0/Q4_0 in both layouts, Q5_0/Q5_1 in panels.
+// exactly: Q8_0/Q4_0 in both layouts, Q4_1/IQ4_NL/Q5_0/Q5_1 in panels.
 bool AvxExact(DType type, bool packed) {
   return type == DType::kQ8_0 || type == DType::kQ4_0 ||
-         (packed && (type == DType::kQ5_0 || type == DType::kQ5_1));
+         (packed && (type == DType::kQ4_1 || type == DType::kIQ4_NL ||
+                     type == DType::kQ5_0 || type == DType::kQ5_1));
 }
 
 // n rounded up to a whole number of the type's blocks.
@@ -354,7 +356,7 @@ TEST_P(MatMulTest, MatchesReferenceAndFloatProduct) {
             if (AvxExact(type(), packed) &&
                 (isa() >= Isa::kAvx512 || (isa() == Isa::kAvx2 && packed))) {
               ASSERT_EQ(actual[i], expected[i])
-                  << "AVX-512, AMX and the AVX2 Q8_0/Q4_0/Q5_0/Q5_1 panels sum "
+                  << "AVX-512, AMX and the AVX2 32-element panels sum "
                      "blocks in the reference's order, "
                   << where;
             }
@@ -461,9 +463,9 @@ TEST_P(MatMulTest, EveryBatchEqualsDecodeExactly) {
 // The AVX2 and AVX-512 panel products of 16-bit float weights run the same FMA
 // chains (one per output, column order, from zero); those of Q4_K/Q5_K/Q6_K
 // weights take the same exact integer terms through the same float operations
-// in the same order (matmul_kpacked_avx2.cc); Q5_1's both take the
-// reference's. So they give the same bits, for decode and batches, where the
-// CPU has both.
+// in the same order (matmul_kpacked_avx2.cc); Q4_1's, IQ4_NL's and Q5_1's
+// both take the reference's. So they give the same bits, for decode and
+// batches, where the CPU has both.
 TEST(PanelsTest, Avx2EqualsAvx512BitForBit) {
   const std::vector<Isa> isas = AvailableIsas();
   const auto has = [&](Isa isa) {
@@ -473,8 +475,9 @@ TEST(PanelsTest, Avx2EqualsAvx512BitForBit) {
     GTEST_SKIP() << "needs a CPU with AVX2 and AVX-512";
   }
   ThreadPool pool(2);
-  for (const DType type : {DType::kF16, DType::kBF16, DType::kQ4_K,
-                           DType::kQ5_K, DType::kQ6_K, DType::kQ5_1}) {
+  for (const DType type :
+       {DType::kF16, DType::kBF16, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K,
+        DType::kQ5_1, DType::kQ4_1, DType::kIQ4_NL}) {
     const std::vector<Shape> shapes =
         BlockElements(type) == kQkSuper
             ? std::vector<Shape>{{37, 768}, {70, 256}, {5, 2304}}
@@ -604,8 +607,9 @@ INSTANTIATE_TEST_SUITE_P(AllIsasAndTypes, MatMulTest,
                          testing::ValuesIn(AllIsaDTypes()), ParamName);
 
 // Weights and activations at the ends of their ranges, where vpmaddubsw's
-// s16 pair sums come closest to saturating: Q8_0 bytes -128 and 127, Q4_0
-// nibbles 0 and 15, Q5_0/Q5_1/Q5_K values 0 and 31 (every value 31 in half
+// s16 pair sums come closest to saturating: Q8_0 bytes -128 and 127,
+// Q4_0/Q4_1 nibbles 0 and 15 (IQ4_NL's: values -127 and 113), Q5_0/Q5_1/Q5_K
+// values 0 and 31 (every value 31 in half
 // the blocks), activations +-127 with scale 1 and signs chosen to make
 // every product of row 0 as large as it can be. Weight scales are 1 (mins
 // 0), so every partial sum is an integer below 2^24 and every ISA, layout
@@ -615,7 +619,8 @@ TEST(MatMulExtremesTest, EveryIsaAndLayoutGivesTheExactDot) {
   // partial one.
   constexpr int64_t kRows = 35, kCols = 256;
   for (const DType type :
-       {DType::kQ8_0, DType::kQ4_0, DType::kQ5_0, DType::kQ5_1, DType::kQ5_K}) {
+       {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kIQ4_NL, DType::kQ5_0,
+        DType::kQ5_1, DType::kQ5_K}) {
     const int64_t row_bytes = RowBytes(type, kCols);
     const int64_t n_blocks = kCols / BlockElements(type);
     const int64_t block_bytes = row_bytes / n_blocks;
@@ -661,10 +666,13 @@ TEST(MatMulExtremesTest, EveryIsaAndLayoutGivesTheExactDot) {
           continue;
         }
         const bool q8 = type == DType::kQ8_0;
+        // (Q4_1: the min m at bytes 2-3 stays 0.)
+        const size_t qs =
+            type == DType::kQ4_1 ? offsetof(BlockQ4_1, qs) : size_t{2};
         for (int j = 0; j < (q8 ? 32 : 16); ++j) {
           const bool low = (j / 2 + r + b) % 2 == 0;
-          block[2 + j] = q8 ? static_cast<uint8_t>(low ? 0x80 : 0x7f)
-                            : static_cast<uint8_t>(low ? 0xf0 : 0x0f);
+          block[qs + j] = q8 ? static_cast<uint8_t>(low ? 0x80 : 0x7f)
+                             : static_cast<uint8_t>(low ? 0xf0 : 0x0f);
         }
       }
     }
@@ -966,8 +974,10 @@ TEST(PackedLayoutTest, Sizes) {
   EXPECT_EQ(PackedBytes(DType::kQ6_K, 17, 256), 2 * 3360);
   EXPECT_EQ(PackedPanelBytes(DType::kQ5_1, 64), 2 * 384);
   EXPECT_EQ(PackedPanelBytes(DType::kQ5_K, 512), 2 * 2880);
+  EXPECT_EQ(PackedPanelBytes(DType::kQ4_1, 64), 2 * 320);
+  EXPECT_EQ(PackedPanelBytes(DType::kIQ4_NL, 64), 2 * 288);
   EXPECT_EQ(PackedPanelBytes(DType::kQ3_K, 256), 0);
-  EXPECT_EQ(PackedPanelBytes(DType::kQ4_1, 64), 0);
+  EXPECT_EQ(PackedPanelBytes(DType::kQ2_K, 256), 0);
 }
 
 // The AVX2, AVX-512 and AMX tables have products on every packed type
@@ -1005,23 +1015,34 @@ TEST(PackedLayoutTest, HalfBytesAreWhereTheHeaderSays) {
 
 // The byte layout packed.h documents, element by element.
 TEST(PackedLayoutTest, BytesAreWhereTheHeaderSays) {
-  for (DType type : {DType::kQ8_0, DType::kQ4_0}) {
+  for (DType type :
+       {DType::kQ8_0, DType::kQ4_0, DType::kQ4_1, DType::kIQ4_NL}) {
     const TestMatrix m = MakeMatrix(type, 17, 64, 31);
     const bool q8 = type == DType::kQ8_0;
+    const bool q4_1 = type == DType::kQ4_1;
     const int64_t quant_bytes = q8 ? 512 : 256;
-    const int64_t block_bytes = quant_bytes + 32;
+    const int64_t block_bytes = quant_bytes + (q4_1 ? 64 : 32);
     const int64_t groups = q8 ? 8 : 4;
+    const size_t qs = q4_1 ? offsetof(BlockQ4_1, qs) : size_t{2};
     for (int64_t row = 0; row < 32; ++row) {
       const int64_t p = row / 16, r = row % 16;
       for (int64_t b = 0; b < 2; ++b) {
         const uint8_t* block =
             m.packed.data() + p * PackedPanelBytes(type, 64) + b * block_bytes;
         const uint8_t* file_block =
-            row < m.rows ? m.RowView().Row(row) + b * (q8 ? 34 : 18) : nullptr;
+            row < m.rows ? m.RowView().Row(row) + b * BlockBytes(type)
+                         : nullptr;
         uint16_t scale, file_scale = 0;
         std::memcpy(&scale, block + quant_bytes + 2 * r, 2);
         if (file_block != nullptr) std::memcpy(&file_scale, file_block, 2);
         ASSERT_EQ(scale, file_scale) << "row " << row << " block " << b;
+        if (q4_1) {
+          uint16_t min, file_min = 0;
+          std::memcpy(&min, block + quant_bytes + 32 + 2 * r, 2);
+          if (file_block != nullptr)
+            std::memcpy(&file_min, file_block + offsetof(BlockQ4_1, m), 2);
+          ASSERT_EQ(min, file_min) << "row " << row << " block " << b;
+        }
         for (int64_t g = 0; g < groups; ++g) {
           for (int64_t i = 0; i < 4; ++i) {
             const uint8_t byte = block[(g * 16 + r) * 4 + i];
@@ -1032,7 +1053,7 @@ TEST(PackedLayoutTest, BytesAreWhereTheHeaderSays) {
               const auto w = static_cast<int8_t>(file_block[2 + 4 * g + i]);
               want = static_cast<uint8_t>(w + 128);
             } else {
-              want = file_block[2 + 4 * g + i];
+              want = file_block[qs + 4 * g + i];
             }
             ASSERT_EQ(byte, want) << DTypeName(type) << " row " << row
                                   << " block " << b << " group " << g;

@@ -1,6 +1,7 @@
 #include "kernels/packed.h"
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 #include <type_traits>
 
@@ -18,6 +19,10 @@ int64_t PackedBlockBytes(DType type) {
       return PackedBlock<DType::kQ8_0>::kBytes;
     case DType::kQ4_0:
       return PackedBlock<DType::kQ4_0>::kBytes;
+    case DType::kQ4_1:
+      return PackedBlock<DType::kQ4_1>::kBytes;
+    case DType::kIQ4_NL:
+      return PackedBlock<DType::kIQ4_NL>::kBytes;
     case DType::kQ5_0:
       return PackedBlock<DType::kQ5_0>::kBytes;
     case DType::kQ5_1:
@@ -216,15 +221,20 @@ void PackWeights(const WeightView& w, int64_t panel_begin, int64_t panel_end,
     }
     return;
   }
+  // Q8_0, Q4_0, Q4_1 and IQ4_NL: d (and Q4_1's m) then the quants, one
+  // 4-byte lane per group.
   const bool q8 = w.type == DType::kQ8_0;
+  const bool q4_1 = w.type == DType::kQ4_1;
   const int64_t n_blocks = w.cols / kQkBlock;
   const int64_t block_bytes = PackedBlockBytes(w.type);
   const int64_t groups =
       q8 ? kQkBlock / kGroupBytes : kQkBlock / 2 / kGroupBytes;
-  const int64_t file_block_bytes = q8 ? static_cast<int64_t>(sizeof(BlockQ8_0))
-                                      : static_cast<int64_t>(sizeof(BlockQ4_0));
-  // Padding rows: weight 0 (Q8_0 stores w + 128, Q4_0 nibbles w + 8) and
-  // scale 0, so they add exact zeros that the kernels never store anyway.
+  const int64_t file_block_bytes = BlockBytes(w.type);
+  const int64_t qs_offset =
+      q4_1 ? static_cast<int64_t>(offsetof(BlockQ4_1, qs)) : 2;
+  // Padding rows: weight 0 (Q8_0 stores w + 128, Q4_0 nibbles w + 8; Q4_1
+  // and IQ4_NL get the same bytes) and scale (and min) 0, so they add
+  // exact zeros that the kernels never store anyway.
   const uint8_t pad = q8 ? 0x80 : 0x88;
   auto* out = static_cast<uint8_t*>(packed);
   for (int64_t p = panel_begin; p < panel_end; ++p) {
@@ -232,6 +242,7 @@ void PackWeights(const WeightView& w, int64_t panel_begin, int64_t panel_end,
     for (int64_t b = 0; b < n_blocks; ++b) {
       uint8_t* dst = panel + b * block_bytes;
       uint8_t* scales = dst + groups * kPackRows * kGroupBytes;
+      uint8_t* mins = scales + 2 * kPackRows;  // Q4_1 only
       for (int64_t r = 0; r < kPackRows; ++r) {
         const int64_t row = p * kPackRows + r;
         if (row >= w.rows) {
@@ -239,11 +250,13 @@ void PackWeights(const WeightView& w, int64_t panel_begin, int64_t panel_end,
             std::memset(dst + (g * kPackRows + r) * kGroupBytes, pad,
                         kGroupBytes);
           std::memset(scales + 2 * r, 0, 2);
+          if (q4_1) std::memset(mins + 2 * r, 0, 2);
           continue;
         }
         const uint8_t* block = w.Row(row) + b * file_block_bytes;
         std::memcpy(scales + 2 * r, block, 2);  // binary16 d
-        const uint8_t* qs = block + 2;
+        if (q4_1) std::memcpy(mins + 2 * r, block + offsetof(BlockQ4_1, m), 2);
+        const uint8_t* qs = block + qs_offset;
         const uint32_t flip = q8 ? 0x80808080u : 0u;
         for (int64_t g = 0; g < groups; ++g) {
           uint32_t lane;

@@ -1,4 +1,5 @@
-// Q8_0, Q4_0, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, F16 and BF16 weights repacked
+// Q8_0, Q4_0, Q4_1, IQ4_NL, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, F16 and BF16
+// weights repacked
 // into row panels, the layout the AVX-512 products read fastest (as
 // llama.cpp repacks for its AMX/VNNI kernels), and the AVX2 products for
 // every one of these types (x86/matmul_packed_avx2.cc,
@@ -21,6 +22,10 @@
 //   Q4_0: [4 groups][16 rows][4 bytes]: byte i of group g, row r is the
 //         file's byte qs[4g + i] of that row's block: low nibble
 //         w[32b + 4g + i] + 8, high nibble w[32b + 16 + 4g + i] + 8;
+//                                                    256 + 32 = 288 bytes.
+//   Q4_1: Q4_0's bytes (the nibble q, w = d q + m), then the 16 mins m
+//         (binary16, as stored);                     288 + 32 = 320 bytes.
+//   IQ4_NL: Q4_0's bytes (the nibble indexes the IQ4_NL value table);
 //                                                    256 + 32 = 288 bytes.
 //   Q5_0: the low 4 bits as Q4_0's [4 groups][16 rows][4 bytes], then
 //         the fifth bits as one byte mask per operand ([8 groups] u64,
@@ -89,6 +94,21 @@ struct PackedBlock<DType::kQ4_0> {
   static constexpr int64_t kQuantBytes = kQkBlock / 2 * kPackRows;  // 256
   static constexpr int64_t kBytes = kQuantBytes + 2 * kPackRows;    // 288
   static constexpr int32_t kOffset = 8;
+};
+
+template <>
+struct PackedBlock<DType::kQ4_1> {
+  static constexpr int64_t kQuantBytes = kQkBlock / 2 * kPackRows;  // 256
+  static constexpr int64_t kMin = kQuantBytes + 2 * kPackRows;      // 288
+  static constexpr int64_t kBytes = kMin + 2 * kPackRows;           // 320
+  static constexpr int32_t kOffset = 0;
+};
+// The kernels look each nibble up in the value table plus 128 (u8).
+template <>
+struct PackedBlock<DType::kIQ4_NL> {
+  static constexpr int64_t kQuantBytes = kQkBlock / 2 * kPackRows;  // 256
+  static constexpr int64_t kBytes = kQuantBytes + 2 * kPackRows;    // 288
+  static constexpr int32_t kOffset = 128;
 };
 
 template <>

@@ -1061,6 +1061,9 @@ void FillMatMulTable(KernelTable* table) {
   table->matmul_packed[static_cast<int>(DType::kQ4_0)] = &MatMulPackedRowsQ4_0;
   table->matmul_packed[static_cast<int>(DType::kQ5_0)] = &MatMulPackedRowsQ5_0;
   table->matmul_packed[static_cast<int>(DType::kQ5_1)] = &MatMulPackedRowsQ5_1;
+  table->matmul_packed[static_cast<int>(DType::kQ4_1)] = &MatMulPackedRowsQ4_1;
+  table->matmul_packed[static_cast<int>(DType::kIQ4_NL)] =
+      &MatMulPackedRowsIQ4_NL;
   table->matmul_packed[static_cast<int>(DType::kQ4_K)] = &MatMulPackedRowsQ4_K;
   table->matmul_packed[static_cast<int>(DType::kQ5_K)] = &MatMulPackedRowsQ5_K;
   table->matmul_packed[static_cast<int>(DType::kQ6_K)] = &MatMulPackedRowsQ6_K;

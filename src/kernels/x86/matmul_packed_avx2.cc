@@ -1,6 +1,6 @@
-// AVX2 products on packed Q8_0, Q4_0, Q5_0, Q5_1, F16 and BF16 weights (layout:
-// packed.h). Compiled with AVX2 + FMA + F16C flags; reached only through the
-// kernel table.
+// AVX2 products on packed Q8_0, Q4_0, Q4_1, IQ4_NL, Q5_0, Q5_1, F16 and
+// BF16 weights (layout: packed.h). Compiled with AVX2 + FMA + F16C flags;
+// reached only through the kernel table.
 //
 // Why panels on AVX2 too: the row layout's AVX2 tiles spend, per row, block
 // and token, a scalar scale product, a broadcast and (at the end) a
@@ -11,7 +11,7 @@
 // broadcast activation bytes advances 8 rows' dot products at once, and a
 // block's 8 scales are one conversion.
 //
-// Q8_0/Q4_0/Q5_0/Q5_1: a tile is one half panel (8 rows, one ymm lane each) by
+// The block types: a tile is one half panel (8 rows, one ymm lane each) by
 // up to kTileTokens tokens; decode reads whole panels, several in step. The
 // integer block dots are exact (HalfDot and AddBlock say how each type
 // avoids vpmaddubsw's saturation). Then, per block in order, the
@@ -24,7 +24,9 @@
 // same bits, and the same bits as the AVX-512 panels.
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
+#include "kernels/blocks.h"
 #include "kernels/kernel_table.h"
 #include "kernels/packed.h"
 #include "kernels/x86/intrinsics.h"
@@ -35,7 +37,7 @@ namespace {
 constexpr int64_t kQk = 32;
 
 // ---------------------------------------------------------------------------
-// Q8_0, Q4_0, Q5_0 and Q5_1.
+// Q8_0, Q4_0, Q4_1, IQ4_NL, Q5_0 and Q5_1.
 
 constexpr int kGroups = 8;  // 4-byte activation groups per block
 // Tokens per tile: the operands of one half block + 4 accumulators fill
@@ -54,6 +56,16 @@ constexpr int64_t kBlockBytes = PackedBlock<kType>::kBytes;
 // Types whose fifth bits are panel masks (packed.h).
 template <DType kType>
 constexpr bool kFiveBits = kType == DType::kQ5_0 || kType == DType::kQ5_1;
+// Types whose reference scales each half block apart (AddBlock).
+template <DType kType>
+constexpr bool kHalfScaled =
+    kFiveBits<kType> || kType == DType::kQ4_1 || kType == DType::kIQ4_NL;
+// Types with a min per row and block (PackedBlock::kMin).
+template <DType kType>
+constexpr bool kHasMin = kType == DType::kQ4_1 || kType == DType::kQ5_1;
+// Types whose operands are signed weights w with u = |w| (HalfBlock).
+template <DType kType>
+constexpr bool kSigned = kType == DType::kQ8_0 || kType == DType::kIQ4_NL;
 
 #include "kernels/x86/avx2_half_panels.inc"
 #include "kernels/x86/panel_streams.inc"
@@ -74,23 +86,27 @@ inline void PrefetchSpan(const uint8_t* p, int64_t bytes) {
 //         are elements 4g.., high nibbles 16 + 4g..).
 //   Q5_0: u[g] the 5-bit q = w + 16: Q4_0's nibbles, 16 added where the
 //         fifth bit is set.
+//   Q4_1: u[g] the nibbles q (w = d q + m), m the 8 mins as f32.
 //   Q5_1: u[g] the 5-bit q as Q5_0's (w = d q + m), m the 8 mins as f32.
 //   Q8_0: w[g] the signed weights (stored w + 128, flipped back), u[g] = |w|
 //         (<= 128 as u8), for the sign trick: |w| x (x * sign(w)).
-template <DType kType>
-struct HalfBlock {
+//   IQ4_NL: w[g] the table values of the nibbles (one vpshufb), u[g] = |w|
+//         (<= 127), for the same trick.
+struct Unsigned {
   __m256i u[kGroups];
 };
-template <>
-struct HalfBlock<DType::kQ8_0> {
+struct Signed {
   __m256i u[kGroups];
   __m256i w[kGroups];
 };
-template <>
-struct HalfBlock<DType::kQ5_1> {
+struct WithMin {
   __m256i u[kGroups];
   __m256 m;
 };
+template <DType kType>
+using HalfBlock =
+    std::conditional_t<kSigned<kType>, Signed,
+                       std::conditional_t<kHasMin<kType>, WithMin, Unsigned>>;
 
 template <DType kType>
 inline void LoadHalf(const uint8_t* block, int h, HalfBlock<kType>* op) {
@@ -113,6 +129,15 @@ inline void LoadHalf(const uint8_t* block, int h, HalfBlock<kType>* op) {
       op->u[g] = _mm256_and_si256(q, mask);
       op->u[g + 4] = _mm256_and_si256(_mm256_srli_epi16(q, 4), mask);
     }
+    if constexpr (kType == DType::kIQ4_NL) {
+      const __m256i table = _mm256_broadcastsi128_si256(
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4NlValues)));
+#pragma GCC unroll 8
+      for (int g = 0; g < kGroups; ++g) {
+        op->w[g] = _mm256_shuffle_epi8(table, op->u[g]);
+        op->u[g] = _mm256_abs_epi8(op->w[g]);
+      }
+    }
     if constexpr (kFiveBits<kType>) {
       // Bits 32h.. of mask g are one per byte of the half operand
       // (packed.h): each byte takes its mask byte (a shuffle within the
@@ -134,9 +159,9 @@ inline void LoadHalf(const uint8_t* block, int h, HalfBlock<kType>* op) {
             op->u[g], _mm256_and_si256(_mm256_cmpeq_epi8(sel, bit), sixteen));
       }
     }
-    if constexpr (kType == DType::kQ5_1) {
+    if constexpr (kHasMin<kType>) {
       op->m = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(
-          block + PackedBlock<DType::kQ5_1>::kMin + 16 * h)));
+          block + PackedBlock<kType>::kMin + 16 * h)));
     }
   }
 }
@@ -192,35 +217,59 @@ inline __m256 HalfScales(const uint8_t* block, int h) {
 }
 
 // One block of a half panel added to acc, as the reference does
-// (ref/matmul.cc): Q8_0/Q4_0 fma(float(dot), d_w * d_x, acc); Q5_0 and
-// Q5_1 scale each 16-element half's exact dot by d_w apart and add them,
-// Q5_1 then adds m_w x each half's activation sum (those two products
-// added first), and take fma(that, d_x, acc) (MatMulUnpackedRows). x: the
-// activation block, xs its sum, s16 its two 16-element sums; wd the half
-// panel's 8 scales.
+// (ref/matmul.cc): Q8_0/Q4_0 fma(float(dot), d_w * d_x, acc); Q4_1,
+// IQ4_NL, Q5_0 and Q5_1 scale each 16-element half's exact dot by d_w
+// apart and add them, Q4_1 and Q5_1 then add m_w x each half's activation
+// sum (those two products added first), and take fma(that, d_x, acc)
+// (MatMulUnpackedRows). x: the activation block, xs its sum, s16 its two
+// 16-element sums; wd the half panel's 8 scales.
 template <DType kType>
 inline __m256 AddBlock(const HalfBlock<kType>& op, const int8_t* x, int32_t xs,
                        const int32_t* s16, __m256 wd, float xd, __m256 acc) {
-  if constexpr (kFiveBits<kType>) {
-    // Pair sums <= 2 x 31 x 127: a half's four groups add in s16 (<= 31496).
-    constexpr int32_t kOffset = PackedBlock<kType>::kOffset;
+  if constexpr (kHalfScaled<kType>) {
     const __m256i ones = _mm256_set1_epi16(1);
-    __m256i lo = _mm256_maddubs_epi16(op.u[0], Broadcast4(x));
-    __m256i hi = _mm256_maddubs_epi16(op.u[4], Broadcast4(x + 16));
+    __m256i dot_lo, dot_hi;
+    if constexpr (kSigned<kType>) {
+      // IQ4_NL: pair sums reach 2 x 127 x 127, so each widens to s32 alone.
+      dot_lo = _mm256_setzero_si256();
+      dot_hi = _mm256_setzero_si256();
+#pragma GCC unroll 4
+      for (int g = 0; g < 4; ++g) {
+        dot_lo = _mm256_add_epi32(
+            dot_lo,
+            _mm256_madd_epi16(
+                _mm256_maddubs_epi16(
+                    op.u[g], _mm256_sign_epi8(Broadcast4(x + 4 * g), op.w[g])),
+                ones));
+        dot_hi = _mm256_add_epi32(
+            dot_hi,
+            _mm256_madd_epi16(
+                _mm256_maddubs_epi16(
+                    op.u[g + 4],
+                    _mm256_sign_epi8(Broadcast4(x + 16 + 4 * g), op.w[g + 4])),
+                ones));
+      }
+    } else {
+      // Pair sums <= 2 x 31 x 127: a half's four groups add in s16
+      // (<= 31496).
+      constexpr int32_t kOffset = PackedBlock<kType>::kOffset;
+      __m256i lo = _mm256_maddubs_epi16(op.u[0], Broadcast4(x));
+      __m256i hi = _mm256_maddubs_epi16(op.u[4], Broadcast4(x + 16));
 #pragma GCC unroll 3
-    for (int g = 1; g < 4; ++g) {
-      lo = _mm256_add_epi16(
-          lo, _mm256_maddubs_epi16(op.u[g], Broadcast4(x + 4 * g)));
-      hi = _mm256_add_epi16(
-          hi, _mm256_maddubs_epi16(op.u[g + 4], Broadcast4(x + 16 + 4 * g)));
+      for (int g = 1; g < 4; ++g) {
+        lo = _mm256_add_epi16(
+            lo, _mm256_maddubs_epi16(op.u[g], Broadcast4(x + 4 * g)));
+        hi = _mm256_add_epi16(
+            hi, _mm256_maddubs_epi16(op.u[g + 4], Broadcast4(x + 16 + 4 * g)));
+      }
+      dot_lo = _mm256_add_epi32(_mm256_madd_epi16(lo, ones),
+                                _mm256_set1_epi32(-kOffset * s16[0]));
+      dot_hi = _mm256_add_epi32(_mm256_madd_epi16(hi, ones),
+                                _mm256_set1_epi32(-kOffset * s16[1]));
     }
-    const __m256i dot_lo = _mm256_add_epi32(
-        _mm256_madd_epi16(lo, ones), _mm256_set1_epi32(-kOffset * s16[0]));
-    const __m256i dot_hi = _mm256_add_epi32(
-        _mm256_madd_epi16(hi, ones), _mm256_set1_epi32(-kOffset * s16[1]));
     __m256 block = _mm256_add_ps(_mm256_mul_ps(wd, _mm256_cvtepi32_ps(dot_lo)),
                                  _mm256_mul_ps(wd, _mm256_cvtepi32_ps(dot_hi)));
-    if constexpr (kType == DType::kQ5_1) {
+    if constexpr (kHasMin<kType>) {
       block = _mm256_add_ps(
           block,
           _mm256_add_ps(
@@ -563,6 +612,10 @@ void FillPackedMatMulTable(KernelTable* table) {
       &MatMulPackedQuant<DType::kQ5_0>;
   table->matmul_packed[static_cast<int>(DType::kQ5_1)] =
       &MatMulPackedQuant<DType::kQ5_1>;
+  table->matmul_packed[static_cast<int>(DType::kQ4_1)] =
+      &MatMulPackedQuant<DType::kQ4_1>;
+  table->matmul_packed[static_cast<int>(DType::kIQ4_NL)] =
+      &MatMulPackedQuant<DType::kIQ4_NL>;
   table->matmul_packed[static_cast<int>(DType::kF16)] =
       &MatMulPackedHalf<DType::kF16>;
   table->matmul_packed[static_cast<int>(DType::kBF16)] =

@@ -1,24 +1,28 @@
-// AVX-512 VNNI products on packed Q8_0/Q4_0/Q5_0/Q5_1 weights (layout:
-// packed.h). Compiled with AVX-512 flags; reached only through the kernel
-// table.
+// AVX-512 VNNI products on packed Q8_0/Q4_0/Q4_1/IQ4_NL/Q5_0/Q5_1 weights
+// (layout: packed.h). Compiled with AVX-512 flags; reached only through the
+// kernel table.
 //
 // One tile is a panel of 16 rows x T tokens. Per block, the panel's weights
 // become 8 u8 operands of 64 bytes, [16 rows][4 bytes] each; vpdpbusd of
 // operand g against token t's activation bytes 4g..4g+3 (broadcast) adds
 // four products to every row's lane, so 8 of them give the 16 rows' integer
 // block dot products in one register with no horizontal sums. The u8
-// operand is w + 128 (Q8_0), the nibble w + 8 (Q4_0) or the 5-bit value
-// (Q5_0: w + 16; Q5_1: q, where w = d q + m); the offset adds 128 (8, 16)
-// x the block's activation sum, which each lane starts from with the
-// opposite sign, so the integer result is exact.
+// operand is w + 128 (Q8_0), the nibble w + 8 (Q4_0), the nibble q (Q4_1,
+// where w = d q + m), the table value w + 128 (IQ4_NL: one vpshufb per
+// operand) or the 5-bit value (Q5_0: w + 16; Q5_1: q); the offset adds
+// 128 (8, 16) x the block's activation sum, which each lane starts from
+// with the opposite sign, so the integer result is exact.
 //
 // Then, as the reference does (ref/matmul.cc), per block in order:
 // acc = fma(float(dot), d_w * d_x, acc), one fma for 16 rows: outputs are
-// bit-identical to the reference. (Q5_0's and Q5_1's reference scales each
-// half block apart, MatMulUnpackedRows; HalfBlocksQ5 does the same.)
+// bit-identical to the reference. (The reference of Q4_1, IQ4_NL, Q5_0 and
+// Q5_1 scales each half block apart, MatMulUnpackedRows; HalfBlocks does
+// the same.)
+#include <array>
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/blocks.h"
 #include "kernels/kernel_table.h"
 #include "kernels/packed.h"
 #include "kernels/x86/intrinsics.h"
@@ -64,6 +68,21 @@ constexpr int64_t kBlockBytes = PackedBlock<kType>::kBytes;
 // Types whose fifth bits are panel masks (packed.h).
 template <DType kType>
 constexpr bool kFiveBits = kType == DType::kQ5_0 || kType == DType::kQ5_1;
+// Types whose reference scales each half block apart (HalfBlocks).
+template <DType kType>
+constexpr bool kHalfScaled =
+    kFiveBits<kType> || kType == DType::kQ4_1 || kType == DType::kIQ4_NL;
+// Types with a min per row and block (PackedBlock::kMin).
+template <DType kType>
+constexpr bool kHasMin = kType == DType::kQ4_1 || kType == DType::kQ5_1;
+
+// The IQ4_NL value table plus 128, as u8 (every value fits: 1..241).
+constexpr std::array<uint8_t, 16> kIq4NlU8 = [] {
+  std::array<uint8_t, 16> t{};
+  for (int i = 0; i < 16; ++i)
+    t[i] = static_cast<uint8_t>(kIq4NlValues[i] + 128);
+  return t;
+}();
 
 #include "kernels/x86/panel_streams.inc"
 
@@ -88,6 +107,12 @@ inline void LoadBlock(const uint8_t* block, __m512i (&w)[kGroups]) {
       const __m512i q = _mm512_loadu_si512(block + 64 * g);
       w[g] = _mm512_and_si512(q, mask);
       w[g + 4] = _mm512_and_si512(_mm512_srli_epi16(q, 4), mask);
+    }
+    if constexpr (kType == DType::kIQ4_NL) {
+      const __m512i table = _mm512_broadcast_i32x4(
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4NlU8.data())));
+#pragma GCC unroll 8
+      for (int g = 0; g < kGroups; ++g) w[g] = _mm512_shuffle_epi8(table, w[g]);
     }
     if constexpr (kFiveBits<kType>) {
       // Fifth bits: mask g has a bit per byte of operand g (packed.h), so
@@ -121,17 +146,16 @@ inline __m512i BlockDot(const __m512i (&w)[kGroups], const int8_t* x,
   return _mm512_add_epi32(a, b);
 }
 
-// Q5_0 and Q5_1 as the reference sums them (ref/matmul.cc,
+// Q4_1, IQ4_NL, Q5_0 and Q5_1 as the reference sums them (ref/matmul.cc,
 // MatMulUnpackedRows): the exact dot of the values and x over each half
-// block (Q5_0's values are q - 16: each chain starts at -16 x that half's
-// activation sum, Q8Activations::s16), each scaled by d apart and added;
-// Q5_1 then adds m x each half's activation sum, those two products added
-// first. The caller takes fma(result, d_x, acc). Lane-wise the same IEEE
-// operations in the same order: bit-identical.
+// block (an operand of w + kOffset starts each chain at -kOffset x that
+// half's activation sum, Q8Activations::s16), each scaled by d apart and
+// added; Q4_1 and Q5_1 then add m x each half's activation sum, those two
+// products added first. The caller takes fma(result, d_x, acc). Lane-wise
+// the same IEEE operations in the same order: bit-identical.
 template <DType kType>
-inline __m512 HalfBlocksQ5(const __m512i (&w)[kGroups], const int8_t* x,
-                           const int32_t* s16, const uint8_t* block,
-                           __m512 wd) {
+inline __m512 HalfBlocks(const __m512i (&w)[kGroups], const int8_t* x,
+                         const int32_t* s16, const uint8_t* block, __m512 wd) {
   constexpr int32_t kOffset = PackedBlock<kType>::kOffset;
   __m512i lo = _mm512_set1_epi32(-kOffset * s16[0]);
   __m512i hi = _mm512_set1_epi32(-kOffset * s16[1]);
@@ -142,13 +166,11 @@ inline __m512 HalfBlocksQ5(const __m512i (&w)[kGroups], const int8_t* x,
   }
   const __m512 dots = _mm512_add_ps(_mm512_mul_ps(wd, _mm512_cvtepi32_ps(lo)),
                                     _mm512_mul_ps(wd, _mm512_cvtepi32_ps(hi)));
-  if constexpr (kType == DType::kQ5_0) {
+  if constexpr (!kHasMin<kType>) {
     return dots;
   } else {
-    static_assert(kType == DType::kQ5_1);
-    const __m512 wm =
-        _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(
-            block + PackedBlock<DType::kQ5_1>::kMin)));
+    const __m512 wm = _mm512_cvtph_ps(_mm256_loadu_si256(
+        reinterpret_cast<const __m256i*>(block + PackedBlock<kType>::kMin)));
     return _mm512_add_ps(
         dots,
         _mm512_add_ps(
@@ -199,10 +221,10 @@ void PanelTile(const MatMulArgs& a, const uint8_t* panel, int64_t r0,
             block + PackedBlock<kType>::kQuantBytes)));
 #pragma GCC unroll 8
     for (int t = 0; t < T; ++t) {
-      if constexpr (kFiveBits<kType>) {
+      if constexpr (kHalfScaled<kType>) {
         const int32_t* s16 = a.xq.s16 + 2 * (t0 + t) * a.xq.d_stride + 2 * b;
         acc[t] = _mm512_fmadd_ps(
-            HalfBlocksQ5<kType>(w, xq[t] + b * kQk, s16, block, wd),
+            HalfBlocks<kType>(w, xq[t] + b * kQk, s16, block, wd),
             _mm512_set1_ps(xd[t][b]), acc[t]);
         continue;
       }
@@ -265,11 +287,10 @@ void PanelsDecode(const MatMulArgs& a,
       const __m512 wd =
           _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(
               block + PackedBlock<kType>::kQuantBytes)));
-      if constexpr (kFiveBits<kType>) {
-        acc[s] =
-            _mm512_fmadd_ps(HalfBlocksQ5<kType>(w, a.xq.qs + b * kQk,
-                                                a.xq.s16 + 2 * b, block, wd),
-                            xd, acc[s]);
+      if constexpr (kHalfScaled<kType>) {
+        acc[s] = _mm512_fmadd_ps(HalfBlocks<kType>(w, a.xq.qs + b * kQk,
+                                                   a.xq.s16 + 2 * b, block, wd),
+                                 xd, acc[s]);
         continue;
       }
       const __m512i dot = BlockDot(w, a.xq.qs + b * kQk, correction);
@@ -327,6 +348,16 @@ void MatMulPackedRowsQ5_0(const MatMulArgs& args, int64_t row_begin,
 void MatMulPackedRowsQ5_1(const MatMulArgs& args, int64_t row_begin,
                           int64_t row_end) {
   MatMulPackedRows<DType::kQ5_1>(args, row_begin, row_end);
+}
+
+void MatMulPackedRowsQ4_1(const MatMulArgs& args, int64_t row_begin,
+                          int64_t row_end) {
+  MatMulPackedRows<DType::kQ4_1>(args, row_begin, row_end);
+}
+
+void MatMulPackedRowsIQ4_NL(const MatMulArgs& args, int64_t row_begin,
+                            int64_t row_end) {
+  MatMulPackedRows<DType::kIQ4_NL>(args, row_begin, row_end);
 }
 
 void MatMulPackedRowsQ8_0(const MatMulArgs& args, int64_t row_begin,
