@@ -138,6 +138,17 @@ struct BlockQ8_K {
 };
 static_assert(sizeof(BlockQ8_K) == 292);
 
+// The 16 6-bit Q3_K scales of BlockQ3_K::scales, minus their bias of 32.
+// Scale i keeps its low 4 bits in byte i (i < 8, low nibble) or byte i - 8
+// (high nibble), and its top 2 bits in bit pair i / 4 of byte 8 + i % 4.
+inline void ScalesQ3K(const uint8_t* s, int* out) {
+  for (int i = 0; i < 16; ++i) {
+    const int low = i < 8 ? (s[i] & 0xf) : (s[i - 8] >> 4);
+    const int high = (s[8 + i % 4] >> (2 * (i / 4))) & 3;
+    out[i] = (low | (high << 4)) - 32;
+  }
+}
+
 // The IQ4_NL value table (ggml's kvalues_iq4nl).
 inline constexpr int8_t kIq4NlValues[16] = {
     -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};

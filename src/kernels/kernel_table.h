@@ -195,7 +195,12 @@ void MatMulPackedRowsF16(const MatMulArgs& args, int64_t row_begin,
                          int64_t row_end);
 void MatMulPackedRowsBF16(const MatMulArgs& args, int64_t row_begin,
                           int64_t row_end);
-// Products on packed Q4_K/Q5_K/Q6_K weights (x86/matmul_kpacked_avx512.cc).
+// Products on packed Q2_K/Q3_K/Q4_K/Q5_K/Q6_K weights
+// (x86/matmul_kpacked_avx512.cc).
+void MatMulPackedRowsQ2_K(const MatMulArgs& args, int64_t row_begin,
+                          int64_t row_end);
+void MatMulPackedRowsQ3_K(const MatMulArgs& args, int64_t row_begin,
+                          int64_t row_end);
 void MatMulPackedRowsQ4_K(const MatMulArgs& args, int64_t row_begin,
                           int64_t row_end);
 void MatMulPackedRowsQ5_K(const MatMulArgs& args, int64_t row_begin,

@@ -56,12 +56,20 @@ bool HasQuantizer(DType type) {
   return !IsQuantized(type) || type == DType::kQ8_0 || type == DType::kQ4_0;
 }
 
-// Types with packed kernels (packed.h).
+// Types with a packed layout (packed.h).
 bool Packable(DType type) {
   return type == DType::kQ8_0 || type == DType::kQ4_0 || type == DType::kQ4_1 ||
          type == DType::kIQ4_NL || type == DType::kQ5_0 ||
-         type == DType::kQ5_1 || type == DType::kQ4_K || type == DType::kQ5_K ||
-         type == DType::kQ6_K || type == DType::kF16 || type == DType::kBF16;
+         type == DType::kQ5_1 || type == DType::kQ2_K || type == DType::kQ3_K ||
+         type == DType::kQ4_K || type == DType::kQ5_K || type == DType::kQ6_K ||
+         type == DType::kF16 || type == DType::kBF16;
+}
+
+// Whether `isa`'s products read the packed layout of `type`: AVX2 and up,
+// Q2_K and Q3_K on AVX-512 only.
+bool PackedOn(DType type, Isa isa) {
+  if (type == DType::kQ2_K || type == DType::kQ3_K) return isa >= Isa::kAvx512;
+  return Packable(type) && isa >= Isa::kAvx2;
 }
 
 // Where the AVX-512 kernels take the reference's operations in its order
@@ -976,17 +984,19 @@ TEST(PackedLayoutTest, Sizes) {
   EXPECT_EQ(PackedPanelBytes(DType::kQ5_K, 512), 2 * 2880);
   EXPECT_EQ(PackedPanelBytes(DType::kQ4_1, 64), 2 * 320);
   EXPECT_EQ(PackedPanelBytes(DType::kIQ4_NL, 64), 2 * 288);
-  EXPECT_EQ(PackedPanelBytes(DType::kQ3_K, 256), 0);
-  EXPECT_EQ(PackedPanelBytes(DType::kQ2_K, 256), 0);
+  EXPECT_EQ(PackedPanelBytes(DType::kQ2_K, 512), 2 * 1344);
+  EXPECT_EQ(PackedPanelBytes(DType::kQ3_K, 512), 2 * 1824);
+  EXPECT_EQ(PackedPanelBytes(DType::kF32, 256), 0);
 }
 
-// The AVX2, AVX-512 and AMX tables have products on every packed type
-// (packed.h); the scalar table on none, and no table on the other types.
+// The AVX-512 and AMX tables have products on every packed type (packed.h),
+// the AVX2 table on all but Q2_K and Q3_K; the scalar table on none, and no
+// table on the other types.
 TEST(PackedLayoutTest, HelpsOnlyWhereAKernelReadsIt) {
   for (Isa isa : AvailableIsas()) {
     ScopedIsa scoped(isa);
     for (const DType type : kAllDTypes) {
-      EXPECT_EQ(PackedLayoutHelps(type), Packable(type) && isa >= Isa::kAvx2)
+      EXPECT_EQ(PackedLayoutHelps(type), PackedOn(type, isa))
           << IsaName(isa) << " " << DTypeName(type);
     }
   }
@@ -1106,6 +1116,68 @@ TEST(PackedLayoutTest, Q5BytesAreWhereTheHeaderSays) {
         std::memcpy(&got, block + 352 + 2 * r, 2);
         if (file) std::memcpy(&want, file + offsetof(BlockQ5_1, m), 2);
         ASSERT_EQ(got, want) << where << " m";
+      }
+    }
+  }
+}
+
+// Q2_K and Q3_K panels, element by element: every row's qs lanes (and
+// Q3_K's hmask lanes) where packed.h says, Q2_K's scale bytes as stored,
+// Q3_K's scales decoded (6 bits minus 32), the binary16 fields, and padding
+// rows all zero.
+TEST(PackedLayoutTest, LowBitKQuantBytesAreWhereTheHeaderSays) {
+  constexpr int64_t kCols = 512;
+  for (const DType type : {DType::kQ2_K, DType::kQ3_K}) {
+    const bool q3 = type == DType::kQ3_K;
+    const TestMatrix m = MakeMatrix(type, 19, kCols, 43);
+    const int64_t block_bytes = q3 ? 1824 : 1344;
+    const size_t qs = q3 ? offsetof(BlockQ3_K, qs) : offsetof(BlockQ2_K, qs);
+    const int64_t scales_at = q3 ? 1536 : 1024;
+    for (int64_t row = 0; row < 32; ++row) {
+      const int64_t p = row / 16, r = row % 16;
+      for (int64_t i = 0; i < kCols / 256; ++i) {
+        const uint8_t* block = m.packed.data() +
+                               p * PackedPanelBytes(type, kCols) +
+                               i * block_bytes;
+        const uint8_t* file = row < m.rows
+                                  ? m.RowView().Row(row) + i * BlockBytes(type)
+                                  : nullptr;
+        const std::string where = std::string(DTypeName(type)) + " row " +
+                                  std::to_string(row) + " block " +
+                                  std::to_string(i);
+        for (int64_t n = 0; n < 2; ++n) {
+          for (int64_t g = 0; g < 8; ++g) {
+            for (int64_t k = 0; k < 4; ++k) {
+              const uint8_t want = file ? file[qs + 32 * n + 4 * g + k] : 0;
+              ASSERT_EQ(block[((n * 8 + g) * 16 + r) * 4 + k], want) << where;
+              if (!q3 || n == 1) continue;
+              const uint8_t want_h =
+                  file ? file[offsetof(BlockQ3_K, hmask) + 4 * g + k] : 0;
+              ASSERT_EQ(block[1024 + (g * 16 + r) * 4 + k], want_h)
+                  << where << " hmask";
+            }
+          }
+        }
+        int decoded[16] = {};
+        if (file != nullptr && q3)
+          ScalesQ3K(file + offsetof(BlockQ3_K, scales), decoded);
+        for (int64_t k = 0; k < 16; ++k) {
+          const uint8_t got = block[scales_at + k * 16 + r];
+          if (q3) {
+            ASSERT_EQ(static_cast<int8_t>(got), decoded[k]) << where;
+          } else {
+            ASSERT_EQ(got, file ? file[offsetof(BlockQ2_K, scales) + k] : 0)
+                << where;
+          }
+        }
+        for (int f = 0; f < (q3 ? 1 : 2); ++f) {
+          uint16_t got, want = 0;
+          std::memcpy(&got, block + scales_at + 256 + 32 * f + 2 * r, 2);
+          const size_t at =
+              q3 ? offsetof(BlockQ3_K, d) : offsetof(BlockQ2_K, d) + 2 * f;
+          if (file) std::memcpy(&want, file + at, 2);
+          ASSERT_EQ(got, want) << where << (f ? " dmin" : " d");
+        }
       }
     }
   }

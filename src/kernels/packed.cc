@@ -27,6 +27,10 @@ int64_t PackedBlockBytes(DType type) {
       return PackedBlock<DType::kQ5_0>::kBytes;
     case DType::kQ5_1:
       return PackedBlock<DType::kQ5_1>::kBytes;
+    case DType::kQ2_K:
+      return PackedBlock<DType::kQ2_K>::kBytes;
+    case DType::kQ3_K:
+      return PackedBlock<DType::kQ3_K>::kBytes;
     case DType::kQ4_K:
       return PackedBlock<DType::kQ4_K>::kBytes;
     case DType::kQ5_K:
@@ -95,6 +99,39 @@ void PackQ6K(const WeightView& w, int64_t row0, int64_t i, uint8_t* dst) {
     for (int64_t k = 0; k < 16; ++k)
       dst[P::kScales + k * kPackRows + r] = static_cast<uint8_t>(b.scales[k]);
     std::memcpy(dst + P::kD + 2 * r, &b.d, 2);
+  }
+}
+
+// Super-block `i` of panel rows [row0, row0 + 16) as Q2_K or Q3_K panel
+// bytes (see packed.h). Padding rows are all zero bytes (scales 0).
+template <DType kType>
+void PackQ2KQ3K(const WeightView& w, int64_t row0, int64_t i, uint8_t* dst) {
+  using P = PackedBlock<kType>;
+  using Block = std::conditional_t<kType == DType::kQ2_K, BlockQ2_K, BlockQ3_K>;
+  std::memset(dst, 0, P::kBytes);
+  for (int64_t r = 0; r < kPackRows && row0 + r < w.rows; ++r) {
+    Block b;
+    std::memcpy(&b, w.Row(row0 + r) + i * sizeof(Block), sizeof(b));
+    for (int64_t n = 0; n < 2; ++n) {
+      for (int64_t g = 0; g < 8; ++g)
+        PutLane(b.qs + 32 * n + 4 * g, n * 8 + g, r, dst);
+    }
+    if constexpr (kType == DType::kQ2_K) {
+      for (int64_t k = 0; k < 16; ++k)
+        dst[P::kScales + k * kPackRows + r] = b.scales[k];
+      std::memcpy(dst + P::kD + 2 * r, &b.d, 2);
+      std::memcpy(dst + P::kDmin + 2 * r, &b.dmin, 2);
+    } else {
+      for (int64_t g = 0; g < 8; ++g)
+        PutLane(b.hmask + 4 * g, g, r, dst + P::kQh);
+      int scales[16];
+      ScalesQ3K(b.scales, scales);
+      for (int64_t k = 0; k < 16; ++k) {
+        dst[P::kScales + k * kPackRows + r] =
+            static_cast<uint8_t>(static_cast<int8_t>(scales[k]));
+      }
+      std::memcpy(dst + P::kD + 2 * r, &b.d, 2);
+    }
   }
 }
 
@@ -210,7 +247,11 @@ void PackWeights(const WeightView& w, int64_t panel_begin, int64_t panel_end,
       uint8_t* panel = out + p * PackedPanelBytes(w.type, w.cols);
       for (int64_t i = 0; i < n_super; ++i) {
         uint8_t* dst = panel + i * block_bytes;
-        if (w.type == DType::kQ4_K) {
+        if (w.type == DType::kQ2_K) {
+          PackQ2KQ3K<DType::kQ2_K>(w, p * kPackRows, i, dst);
+        } else if (w.type == DType::kQ3_K) {
+          PackQ2KQ3K<DType::kQ3_K>(w, p * kPackRows, i, dst);
+        } else if (w.type == DType::kQ4_K) {
           PackQ4KQ5K<DType::kQ4_K>(w, p * kPackRows, i, dst);
         } else if (w.type == DType::kQ5_K) {
           PackQ4KQ5K<DType::kQ5_K>(w, p * kPackRows, i, dst);

@@ -1,9 +1,9 @@
-// Q8_0, Q4_0, Q4_1, IQ4_NL, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, F16 and BF16
-// weights repacked
-// into row panels, the layout the AVX-512 products read fastest (as
-// llama.cpp repacks for its AMX/VNNI kernels), and the AVX2 products for
-// every one of these types (x86/matmul_packed_avx2.cc,
-// x86/matmul_kpacked_avx2.cc: a 64-byte group is two ymm of 8 rows each).
+// Q8_0, Q4_0, Q4_1, IQ4_NL, Q5_0, Q5_1, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, F16
+// and BF16 weights repacked into row panels, the layout the AVX-512
+// products read fastest (as llama.cpp repacks for its AMX/VNNI kernels),
+// and the AVX2 products for every one of these types but Q2_K and Q3_K
+// (x86/matmul_packed_avx2.cc, x86/matmul_kpacked_avx2.cc: a 64-byte group
+// is two ymm of 8 rows each).
 //
 // Why: in GGUF's row layout a decode step reads each 34- or 18-byte block of
 // one row, and its kernel needs horizontal sums to finish a block's dot
@@ -34,6 +34,21 @@
 //         then the 16 scales;                  256 + 64 + 32 = 352 bytes.
 //   Q5_1: Q5_0's bytes (q = w's 5-bit value, no offset), then the 16
 //         mins m (binary16, as stored);       352 + 32 = 384 bytes.
+//   Q2_K (per 256-element super-block of the 16 rows):
+//         qs [2 halves][8 groups][16 rows][4 bytes]: byte i of half n,
+//            group g, row r is the file's qs[32n + 4g + i], whose bits
+//            2j, 2j + 1 are element 128n + 32j + 4g + i;     1024 bytes;
+//         scales [16 sub-blocks][16 rows] u8, as stored (scale in the low
+//            nibble, min in the high);                         256 bytes;
+//         d, dmin [16 rows] binary16 each, as stored;          64 bytes;
+//                                                  1344 bytes (16 x 84).
+//   Q3_K: Q2_K's qs, then
+//         hmask [8 groups][16 rows][4 bytes]: the file's hmask[4g + i],
+//            whose bit 4n + j is the high bit of element
+//            128n + 32j + 4g + i;                              512 bytes;
+//         scales [16 sub-blocks][16 rows] int8: the 6-bit scales minus
+//            32;                                               256 bytes;
+//         d [16 rows] binary16;               32 bytes; 1824 (16 x 114).
 //   Q4_K (per 256-element super-block of the 16 rows):
 //         qs [4 chunks][8 groups][16 rows][4 bytes]: byte i of chunk j,
 //            group g, row r is the file's qs[32j + 4g + i] of that row's
@@ -60,9 +75,9 @@
 //   F16, BF16 (per column c): the 16 rows' values w[r][c] as stored
 //         (2 bytes each, rows in order; padding rows +0);   32 bytes.
 // The K-quant panels keep the file's bits (no precision is lost) and add
-// only Q4_K's and Q5_K's unpacked scale bytes; the kernels read one stream
-// per panel and need no shuffles (x86/matmul_kpacked_avx512.cc,
-// x86/matmul_kpacked_avx2.cc).
+// only Q3_K's, Q4_K's and Q5_K's unpacked scale bytes; the kernels read one
+// stream per panel and need no shuffles (x86/matmul_kpacked_avx512.cc;
+// x86/matmul_kpacked_avx2.cc for Q4_K, Q5_K and Q6_K).
 // Thread-safety: pure functions; PackWeights calls on disjoint panel ranges
 // may run concurrently.
 #ifndef REDLINE_KERNELS_PACKED_H_
@@ -125,6 +140,21 @@ struct PackedBlock<DType::kQ5_1> {
   static constexpr int64_t kMin = kQuantBytes + 2 * kPackRows;  // 352
   static constexpr int64_t kBytes = kMin + 2 * kPackRows;       // 384
   static constexpr int32_t kOffset = 0;
+};
+template <>
+struct PackedBlock<DType::kQ2_K> {
+  static constexpr int64_t kQuantBytes = kQkSuper / 4 * kPackRows;  // 1024
+  static constexpr int64_t kScales = kQuantBytes;                   // u8
+  static constexpr int64_t kD = kScales + 16 * kPackRows;           // 1280
+  static constexpr int64_t kDmin = kD + 2 * kPackRows;              // 1312
+  static constexpr int64_t kBytes = kDmin + 2 * kPackRows;          // 1344
+};
+template <>
+struct PackedBlock<DType::kQ3_K> {
+  static constexpr int64_t kQh = kQkSuper / 4 * kPackRows;            // 1024
+  static constexpr int64_t kScales = kQh + kQkSuper / 8 * kPackRows;  // 1536
+  static constexpr int64_t kD = kScales + 16 * kPackRows;             // 1792
+  static constexpr int64_t kBytes = kD + 2 * kPackRows;               // 1824
 };
 template <>
 struct PackedBlock<DType::kQ4_K> {

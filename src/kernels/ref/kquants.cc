@@ -48,17 +48,6 @@ void ScaleMinK4(int j, const uint8_t* s, int* scale, int* min) {
   }
 }
 
-// The 16 6-bit Q3_K scales, minus their bias of 32. Scale i keeps its low 4
-// bits in byte i (i < 8, low nibble) or byte i - 8 (high nibble), and its
-// top 2 bits in bit pair i / 4 of byte 8 + i % 4.
-void ScalesQ3K(const uint8_t* s, int* out) {
-  for (int i = 0; i < 16; ++i) {
-    const int low = i < 8 ? (s[i] & 0xf) : (s[i - 8] >> 4);
-    const int high = (s[8 + i % 4] >> (2 * (i / 4))) & 3;
-    out[i] = (low | (high << 4)) - 32;
-  }
-}
-
 void DequantQ8_0(const uint8_t* p, float* y) {
   const auto b = Load<BlockQ8_0>(p);
   const float d = Fp16ToFp32(b.d);

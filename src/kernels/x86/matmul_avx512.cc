@@ -1064,6 +1064,8 @@ void FillMatMulTable(KernelTable* table) {
   table->matmul_packed[static_cast<int>(DType::kQ4_1)] = &MatMulPackedRowsQ4_1;
   table->matmul_packed[static_cast<int>(DType::kIQ4_NL)] =
       &MatMulPackedRowsIQ4_NL;
+  table->matmul_packed[static_cast<int>(DType::kQ2_K)] = &MatMulPackedRowsQ2_K;
+  table->matmul_packed[static_cast<int>(DType::kQ3_K)] = &MatMulPackedRowsQ3_K;
   table->matmul_packed[static_cast<int>(DType::kQ4_K)] = &MatMulPackedRowsQ4_K;
   table->matmul_packed[static_cast<int>(DType::kQ5_K)] = &MatMulPackedRowsQ5_K;
   table->matmul_packed[static_cast<int>(DType::kQ6_K)] = &MatMulPackedRowsQ6_K;

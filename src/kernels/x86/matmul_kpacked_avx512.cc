@@ -1,5 +1,6 @@
-// AVX-512 VNNI products on packed Q4_K/Q5_K/Q6_K weights (layout: packed.h).
-// Compiled with AVX-512 flags; reached only through the kernel table.
+// AVX-512 VNNI products on packed Q2_K/Q3_K/Q4_K/Q5_K/Q6_K weights (layout:
+// packed.h). Compiled with AVX-512 flags; reached only through the kernel
+// table.
 //
 // Why a packed layout: in the file's row layout every super-block of one
 // row is unpacked (shifts, masks, scale bit-fiddling) into a buffer before
@@ -22,6 +23,14 @@
 //         it is sum((q - 32) * x) exactly; isum = sc_2k * dot_0 +
 //         sc_2k+1 * dot_1 (int32, |isum| < 2^26);
 //         sb += float(isum) * d_x,b;  per super-block acc += d * sb.
+//   Q3_K: as Q6_K with q + 4 = (2 bits of qs | the hmask bit << 2) in
+//         [0, 7], each dot_h starting at -4 * xsum16, the scales the 6-bit
+//         ones minus 32 (|isum| < 2^19).
+//   Q2_K: as Q3_K with q = the 2 bits of qs in [0, 3] and no offset, the
+//         4-bit scales and mins of each 16-element half:
+//         misum = m_2k * xsum16_0 + m_2k+1 * xsum16_1 (int32);
+//         mn += float(misum) * d_x,b;  per super-block
+//         acc += d * sb - dmin * mn.
 // The reference (ref/matmul.cc on the row layout) sums the same exact
 // integer terms with the scales applied in another order, so results agree
 // to f32 rounding (kernels test: 1e-5 of the sum of absolute terms).
@@ -50,6 +59,12 @@ constexpr int64_t kSuperBytes = PackedBlock<kType>::kBytes;
 // sub-block's nibbles in one operand's low or high half.
 template <DType kType>
 constexpr bool kScaleMin = kType == DType::kQ4_K || kType == DType::kQ5_K;
+// What each 16-element half's dot starts from, per unit of its activation
+// sum (Q6_K, Q3_K and Q2_K: the other branch of every kScaleMin test).
+template <DType kType>
+constexpr int32_t kHalfOffset = kType == DType::kQ6_K   ? 32
+                                : kType == DType::kQ3_K ? 4
+                                                        : 0;
 
 inline __m512i Broadcast4(const int8_t* p) {
   int32_t v;
@@ -58,6 +73,36 @@ inline __m512i Broadcast4(const int8_t* p) {
 }
 
 inline __m512i Load64(const uint8_t* p) { return _mm512_loadu_si512(p); }
+
+// Q3_K's hmask lane of group g (Q2_K has none: zero).
+template <DType kType>
+inline __m512i HmaskLane(const uint8_t* block, int g) {
+  if constexpr (kType == DType::kQ3_K) {
+    return Load64(block + PackedBlock<DType::kQ3_K>::kQh + g * 64);
+  } else {
+    return _mm512_setzero_si512();
+  }
+}
+
+// Q2_K's or Q3_K's u8 operand of sub-block 4n + j from the group's qs and
+// hmask lanes: bits 2j, 2j + 1 of qs, and Q3_K's hmask bit 4n + j as bit
+// 2. (The 16-bit shifts carry no bit that the masks keep across a byte
+// boundary: qs by at most 6, hmask by at most 5.)
+template <DType kType>
+inline __m512i LowBitsValue(__m512i qs, __m512i hm, int n, int j) {
+  const __m512i low = _mm512_and_si512(
+      j == 0 ? qs : _mm512_srli_epi16(qs, 2 * j), _mm512_set1_epi8(0x03));
+  if constexpr (kType == DType::kQ2_K) {
+    return low;
+  } else {
+    const int bit = 4 * n + j;
+    const __m512i at2 = bit > 2    ? _mm512_srli_epi16(hm, bit - 2)
+                        : bit == 2 ? hm
+                                   : _mm512_slli_epi16(hm, 2 - bit);
+    // low | (at2 & 0x04)
+    return _mm512_ternarylogic_epi32(low, at2, _mm512_set1_epi8(0x04), 0xf8);
+  }
+}
 
 // nibble | (bit k of each byte of qh) << 4: Q5_K's value of sub-block k
 // (k a constant after unrolling). The 16-bit shifts move no bit that the
@@ -84,6 +129,10 @@ inline __m512i WeightGroup(const uint8_t* block, int k, int g) {
     if constexpr (kType == DType::kQ4_K) return nibble;
     return WithFifthBit(
         nibble, Load64(block + PackedBlock<DType::kQ5_K>::kQh + g * 64), k);
+  } else if constexpr (kType == DType::kQ2_K || kType == DType::kQ3_K) {
+    const int n = k / 4;
+    const __m512i qs = Load64(block + (n * kGroups + g) * 64);
+    return LowBitsValue<kType>(qs, HmaskLane<kType>(block, g), n, k % 4);
   } else {
     static_assert(kType == DType::kQ6_K);
     const int n = k / 4, kk = k % 4;
@@ -103,6 +152,43 @@ inline __m512i WeightGroup(const uint8_t* block, int k, int g) {
                                      0xf8);
   }
 }
+
+// Sub-block k's terms for the 16-element scale types (Q6_K, Q3_K, Q2_K):
+// dot[h] the exact dot of half h, xs16 the two halves' activation sums,
+// dx the block's activation scale.
+template <DType kType>
+inline void AddHalves(const uint8_t* block, int k, const __m512i (&dot)[2],
+                      const int32_t* xs16, __m512 dx, __m512* sb, __m512* mn) {
+  using Block = PackedBlock<kType>;
+  const auto scales = [&](int s) {
+    return _mm_loadu_si128(reinterpret_cast<const __m128i*>(
+        block + Block::kScales + s * kPackRows));
+  };
+  if constexpr (kType == DType::kQ2_K) {
+    const __m512i raw0 = _mm512_cvtepu8_epi32(scales(2 * k));
+    const __m512i raw1 = _mm512_cvtepu8_epi32(scales(2 * k + 1));
+    const __m512i low4 = _mm512_set1_epi32(0x0f);
+    const __m512i isum = _mm512_add_epi32(
+        _mm512_mullo_epi32(dot[0], _mm512_and_si512(raw0, low4)),
+        _mm512_mullo_epi32(dot[1], _mm512_and_si512(raw1, low4)));
+    const __m512i misum =
+        _mm512_add_epi32(_mm512_mullo_epi32(_mm512_srli_epi32(raw0, 4),
+                                            _mm512_set1_epi32(xs16[0])),
+                         _mm512_mullo_epi32(_mm512_srli_epi32(raw1, 4),
+                                            _mm512_set1_epi32(xs16[1])));
+    *sb = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), dx, *sb);
+    *mn = _mm512_fmadd_ps(_mm512_cvtepi32_ps(misum), dx, *mn);
+  } else {
+    const __m512i isum = _mm512_add_epi32(
+        _mm512_mullo_epi32(dot[0], _mm512_cvtepi8_epi32(scales(2 * k))),
+        _mm512_mullo_epi32(dot[1], _mm512_cvtepi8_epi32(scales(2 * k + 1))));
+    *sb = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), dx, *sb);
+  }
+}
+
+// Types with a dmin per super-block (acc -= dmin * mn).
+template <DType kType>
+constexpr bool kHasDmin = kScaleMin<kType> || kType == DType::kQ2_K;
 
 // y[t0 + t, rows of P panels] for t < T. Panels p < P start at
 // first_panel + p * panel_bytes and hold rows r0 + 16p ..; rows at or past
@@ -170,10 +256,10 @@ void KPanelTile(const MatMulArgs& a, const uint8_t* first_panel,
       __m512i dot[P][T][2];
 #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) {
-        const __m512i lo = kQ4or5 ? _mm512_setzero_si512()
-                                  : _mm512_set1_epi32(-32 * xs16[t][2 * b]);
-        const __m512i hi = kQ4or5 ? _mm512_setzero_si512()
-                                  : _mm512_set1_epi32(-32 * xs16[t][2 * b + 1]);
+        const __m512i lo =
+            _mm512_set1_epi32(-kHalfOffset<kType> * xs16[t][2 * b]);
+        const __m512i hi =
+            _mm512_set1_epi32(-kHalfOffset<kType> * xs16[t][2 * b + 1]);
 #pragma GCC unroll 4
         for (int p = 0; p < P; ++p) {
           dot[p][t][0] = lo;
@@ -218,19 +304,10 @@ void KPanelTile(const MatMulArgs& a, const uint8_t* first_panel,
             mn[p][t] = _mm512_fmadd_ps(m, dxs, mn[p][t]);
           }
         } else {
-          const __m512i sc0 = _mm512_cvtepi8_epi32(
-              _mm_loadu_si128(reinterpret_cast<const __m128i*>(
-                  block[p] + Block::kScales + 2 * k * kPackRows)));
-          const __m512i sc1 = _mm512_cvtepi8_epi32(
-              _mm_loadu_si128(reinterpret_cast<const __m128i*>(
-                  block[p] + Block::kScales + (2 * k + 1) * kPackRows)));
 #pragma GCC unroll 8
           for (int t = 0; t < T; ++t) {
-            const __m512i isum =
-                _mm512_add_epi32(_mm512_mullo_epi32(dot[p][t][0], sc0),
-                                 _mm512_mullo_epi32(dot[p][t][1], sc1));
-            sb[p][t] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum),
-                                       _mm512_set1_ps(xd[t][b]), sb[p][t]);
+            AddHalves<kType>(block[p], k, dot[p][t], xs16[t] + 2 * b,
+                             _mm512_set1_ps(xd[t][b]), &sb[p][t], &mn[p][t]);
           }
         }
       }
@@ -240,14 +317,14 @@ void KPanelTile(const MatMulArgs& a, const uint8_t* first_panel,
       const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(
           reinterpret_cast<const __m256i*>(block[p] + Block::kD)));
       __m512 dmin = _mm512_setzero_ps();
-      if constexpr (kQ4or5) {
+      if constexpr (kHasDmin<kType>) {
         dmin = _mm512_cvtph_ps(_mm256_loadu_si256(
             reinterpret_cast<const __m256i*>(block[p] + Block::kDmin)));
       }
 #pragma GCC unroll 8
       for (int t = 0; t < T; ++t) {
         acc[p][t] = _mm512_fmadd_ps(d, sb[p][t], acc[p][t]);
-        if constexpr (kQ4or5)
+        if constexpr (kHasDmin<kType>)
           acc[p][t] = _mm512_fnmadd_ps(dmin, mn[p][t], acc[p][t]);
       }
     }
@@ -270,7 +347,8 @@ void KPanelTile(const MatMulArgs& a, const uint8_t* first_panel,
 // panel stream fetched one super-block ahead: the same sums as
 // KPanelTile<kType, P, 1>, but every 64-byte weight operand is loaded once
 // for the two sub-blocks it holds (Q4_K: its two nibbles; Q5_K: those and
-// qh for both; Q6_K: ql's two nibbles, and qh for both), where
+// qh for both; Q6_K: ql's two nibbles, and qh for both; Q2_K and Q3_K:
+// two bit pairs of qs, and Q3_K's hmask for both), where
 // KPanelTile's per-sub-block loop loads it again for each. In decode the
 // loads, not the dot products, limit the kernel: this measured +25-34 % on
 // cold matrices (kernels_bench MatVec .../packed, Q4_K and Q6_K, 2
@@ -287,7 +365,8 @@ void KPanelDecode(const MatMulArgs& a, const uint8_t* first_panel,
   // Q5_K's operand holds sub-blocks 2j, 2j + 1 (its nibbles); Q6_K's ql chunk c
   // of half n holds 4n + c and 4n + c + 2 (qh, shared by all four of the half,
   // is loaded once per pair: a span of four needs 16 accumulators for two
-  // panels and measured slower).
+  // panels and measured slower); Q2_K and Q3_K pair their sub-blocks as
+  // Q6_K does (qs bits 2c and 2c + 4).
   constexpr auto sub = [](int j, int s2) {
     return kQ4or5 ? 2 * j + s2 : 4 * (j / 2) + j % 2 + 2 * s2;
   };
@@ -332,10 +411,9 @@ void KPanelDecode(const MatMulArgs& a, const uint8_t* first_panel,
 #pragma GCC unroll 4
       for (int s2 = 0; s2 < kSpan; ++s2) {
         const int64_t b = i * 8 + sub(j, s2);
-        const __m512i lo = kQ4or5 ? _mm512_setzero_si512()
-                                  : _mm512_set1_epi32(-32 * xs16[2 * b]);
-        const __m512i hi = kQ4or5 ? _mm512_setzero_si512()
-                                  : _mm512_set1_epi32(-32 * xs16[2 * b + 1]);
+        const __m512i lo = _mm512_set1_epi32(-kHalfOffset<kType> * xs16[2 * b]);
+        const __m512i hi =
+            _mm512_set1_epi32(-kHalfOffset<kType> * xs16[2 * b + 1]);
 #pragma GCC unroll 4
         for (int p = 0; p < P; ++p) {
           dot[p][s2][0] = lo;
@@ -361,6 +439,16 @@ void KPanelDecode(const MatMulArgs& a, const uint8_t* first_panel,
               w0 = WithFifthBit(w0, qh, 2 * j);
               w1 = WithFifthBit(w1, qh, 2 * j + 1);
             }
+            dot[p][0][h] = _mm512_dpbusd_epi32(dot[p][0][h], w0, xb[0]);
+            dot[p][1][h] = _mm512_dpbusd_epi32(dot[p][1][h], w1, xb[1]);
+          } else if constexpr (kType == DType::kQ2_K || kType == DType::kQ3_K) {
+            // Sub-blocks 4n + c and 4n + c + 2: bits 2c and 2c + 4 of one
+            // qs lane (Q3_K: hmask bits 4n + c and 4n + c + 2 of one load).
+            const int n = j / 2, c = j % 2;
+            const __m512i qs = Load64(block[p] + (n * kGroups + g) * 64);
+            const __m512i hm = HmaskLane<kType>(block[p], g);
+            const __m512i w0 = LowBitsValue<kType>(qs, hm, n, c);
+            const __m512i w1 = LowBitsValue<kType>(qs, hm, n, c + 2);
             dot[p][0][h] = _mm512_dpbusd_epi32(dot[p][0][h], w0, xb[0]);
             dot[p][1][h] = _mm512_dpbusd_epi32(dot[p][1][h], w1, xb[1]);
           } else {
@@ -404,16 +492,8 @@ void KPanelDecode(const MatMulArgs& a, const uint8_t* first_panel,
             mn[p] = _mm512_fmadd_ps(
                 m, _mm512_set1_ps(xd[b] * static_cast<float>(xs[b])), mn[p]);
           } else {
-            const __m512i sc0 = _mm512_cvtepi8_epi32(
-                _mm_loadu_si128(reinterpret_cast<const __m128i*>(
-                    block[p] + Block::kScales + 2 * k * kPackRows)));
-            const __m512i sc1 = _mm512_cvtepi8_epi32(
-                _mm_loadu_si128(reinterpret_cast<const __m128i*>(
-                    block[p] + Block::kScales + (2 * k + 1) * kPackRows)));
-            const __m512i isum =
-                _mm512_add_epi32(_mm512_mullo_epi32(dot[p][s2][0], sc0),
-                                 _mm512_mullo_epi32(dot[p][s2][1], sc1));
-            sb[p] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), dx, sb[p]);
+            AddHalves<kType>(block[p], k, dot[p][s2], xs16 + 2 * b, dx, &sb[p],
+                             &mn[p]);
           }
         }
       }
@@ -423,7 +503,7 @@ void KPanelDecode(const MatMulArgs& a, const uint8_t* first_panel,
       const __m512 d = _mm512_cvtph_ps(_mm256_loadu_si256(
           reinterpret_cast<const __m256i*>(block[p] + Block::kD)));
       acc[p] = _mm512_fmadd_ps(d, sb[p], acc[p]);
-      if constexpr (kQ4or5) {
+      if constexpr (kHasDmin<kType>) {
         const __m512 dmin = _mm512_cvtph_ps(_mm256_loadu_si256(
             reinterpret_cast<const __m256i*>(block[p] + Block::kDmin)));
         acc[p] = _mm512_fnmadd_ps(dmin, mn[p], acc[p]);
@@ -488,6 +568,16 @@ void KPackedRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
 }
 
 }  // namespace
+
+void MatMulPackedRowsQ2_K(const MatMulArgs& args, int64_t row_begin,
+                          int64_t row_end) {
+  KPackedRows<DType::kQ2_K>(args, row_begin, row_end);
+}
+
+void MatMulPackedRowsQ3_K(const MatMulArgs& args, int64_t row_begin,
+                          int64_t row_end) {
+  KPackedRows<DType::kQ3_K>(args, row_begin, row_end);
+}
 
 void MatMulPackedRowsQ4_K(const MatMulArgs& args, int64_t row_begin,
                           int64_t row_end) {

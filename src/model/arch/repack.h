@@ -1,9 +1,10 @@
 // RepackWeights: copies the matrices that products read out of the file's
 // memory map into anonymous memory on huge pages, at load, as llama.cpp
 // repacks weights for its CPU kernels.
-//   - Q8_0, Q4_0, Q4_1, IQ4_NL, Q5_0, Q5_1, Q4_K, Q5_K, Q6_K, F16 and BF16
+//   - Q8_0, Q4_0, Q4_1, IQ4_NL, Q5_0, Q5_1, Q2_K ... Q6_K, F16 and BF16
 //     where the active kernels have a packed product
-//     (kernels::PackedLayoutHelps: AVX2 and up) go into the panel layout of
+//     (kernels::PackedLayoutHelps: AVX2 and up; Q2_K and Q3_K AVX-512
+//     only) go into the panel layout of
 //     kernels/packed.h, set as WeightView::packed; `data` keeps pointing at
 //     the file's rows (DequantizeRow and other ISAs read those).
 //   - Every other matrix is copied as is and `data` points at the copy.
@@ -13,7 +14,7 @@
 // stream per 16 rows with no horizontal sums (Q8_0/Q4_0 decode 1.3-1.6x,
 // prefill 1.7-2.6x). Results are bit-identical to the file's layout for
 // Q8_0/Q4_0 (and to the scalar reference for Q4_1/IQ4_NL/Q5_0/Q5_1), and
-// equal to f32 rounding for Q4_K/Q5_K/Q6_K, whose panel kernels apply the
+// equal to f32 rounding for Q2_K ... Q6_K, whose panel kernels apply the
 // scales in another order (kernels/packed.h).
 //
 // Ownership: the copies live in one allocation that `weights` then owns
