@@ -167,7 +167,7 @@ void FillMatMulTable(KernelTable* table);
 // The products on packed Q8_0/Q4_0/Q4_1/IQ4_NL/Q5_0/Q5_1/F16/BF16 weights
 // (x86/matmul_packed_avx2.cc).
 void FillPackedMatMulTable(KernelTable* table);
-// The products on packed Q4_K/Q5_K/Q6_K weights
+// The products on packed Q2_K/Q3_K/Q4_K/Q5_K/Q6_K weights
 // (x86/matmul_kpacked_avx2.cc).
 void FillKPackedMatMulTable(KernelTable* table);
 }  // namespace avx2

@@ -65,10 +65,8 @@ bool Packable(DType type) {
          type == DType::kF16 || type == DType::kBF16;
 }
 
-// Whether `isa`'s products read the packed layout of `type`: AVX2 and up,
-// Q2_K and Q3_K on AVX-512 only.
+// Whether `isa`'s products read the packed layout of `type`: AVX2 and up.
 bool PackedOn(DType type, Isa isa) {
-  if (type == DType::kQ2_K || type == DType::kQ3_K) return isa >= Isa::kAvx512;
   return Packable(type) && isa >= Isa::kAvx2;
 }
 
@@ -484,8 +482,9 @@ TEST(PanelsTest, Avx2EqualsAvx512BitForBit) {
   }
   ThreadPool pool(2);
   for (const DType type :
-       {DType::kF16, DType::kBF16, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K,
-        DType::kQ5_1, DType::kQ4_1, DType::kIQ4_NL}) {
+       {DType::kF16, DType::kBF16, DType::kQ2_K, DType::kQ3_K, DType::kQ4_K,
+        DType::kQ5_K, DType::kQ6_K, DType::kQ5_1, DType::kQ4_1,
+        DType::kIQ4_NL}) {
     const std::vector<Shape> shapes =
         BlockElements(type) == kQkSuper
             ? std::vector<Shape>{{37, 768}, {70, 256}, {5, 2304}}
@@ -989,9 +988,8 @@ TEST(PackedLayoutTest, Sizes) {
   EXPECT_EQ(PackedPanelBytes(DType::kF32, 256), 0);
 }
 
-// The AVX-512 and AMX tables have products on every packed type (packed.h),
-// the AVX2 table on all but Q2_K and Q3_K; the scalar table on none, and no
-// table on the other types.
+// The AVX2, AVX-512 and AMX tables have products on every packed type
+// (packed.h); the scalar table on none, and no table on the other types.
 TEST(PackedLayoutTest, HelpsOnlyWhereAKernelReadsIt) {
   for (Isa isa : AvailableIsas()) {
     ScopedIsa scoped(isa);

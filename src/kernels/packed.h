@@ -77,7 +77,7 @@
 // The K-quant panels keep the file's bits (no precision is lost) and add
 // only Q3_K's, Q4_K's and Q5_K's unpacked scale bytes; the kernels read one
 // stream per panel and need no shuffles (x86/matmul_kpacked_avx512.cc;
-// x86/matmul_kpacked_avx2.cc for Q4_K, Q5_K and Q6_K).
+// x86/matmul_kpacked_avx2.cc).
 // Thread-safety: pure functions; PackWeights calls on disjoint panel ranges
 // may run concurrently.
 #ifndef REDLINE_KERNELS_PACKED_H_
@@ -181,6 +181,32 @@ struct PackedBlock<DType::kQ6_K> {
   static constexpr int64_t kD = kScales + 16 * kPackRows;             // 3328
   static constexpr int64_t kBytes = kD + 2 * kPackRows;               // 3360
 };
+
+// What a type's panels hold, for the kernels' compile-time branches.
+// Q5_0, Q5_1: fifth bits as panel masks.
+template <DType kType>
+inline constexpr bool kFiveBits =
+    kType == DType::kQ5_0 || kType == DType::kQ5_1;
+// Q4_1, IQ4_NL and the 5-bit types: the reference scales each half block
+// apart, so the kernels do too.
+template <DType kType>
+inline constexpr bool kHalfScaled =
+    kFiveBits<kType> || kType == DType::kQ4_1 || kType == DType::kIQ4_NL;
+// Q4_1, Q5_1: a min per row and block (PackedBlock::kMin).
+template <DType kType>
+inline constexpr bool kHasMin = kType == DType::kQ4_1 || kType == DType::kQ5_1;
+// Q4_K, Q5_K: one 6-bit scale and min per 32-element sub-block, the
+// sub-block's nibbles in one operand's low or high half.
+template <DType kType>
+inline constexpr bool kScaleMin =
+    kType == DType::kQ4_K || kType == DType::kQ5_K;
+// Q2_K, Q3_K: 2 bits per weight in qs (Q3_K a third in hmask), paired into
+// sub-blocks as Q6_K's nibbles are.
+template <DType kType>
+inline constexpr bool kLowBit = kType == DType::kQ2_K || kType == DType::kQ3_K;
+// Q2_K, Q4_K, Q5_K: a dmin per super-block (acc -= dmin * mn).
+template <DType kType>
+inline constexpr bool kHasDmin = kScaleMin<kType> || kType == DType::kQ2_K;
 
 // Panels of a matrix with `rows` rows: ceil(rows / kPackRows).
 int64_t PackedPanels(int64_t rows);

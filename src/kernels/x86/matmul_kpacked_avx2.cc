@@ -1,4 +1,5 @@
-// AVX2 products on packed Q4_K/Q5_K/Q6_K weights (layout: packed.h). Compiled
+// AVX2 products on packed Q2_K/Q3_K/Q4_K/Q5_K/Q6_K weights (layout:
+// packed.h). Compiled
 // with AVX2 + FMA + F16C flags; reached only through the kernel table.
 //
 // Why panels on AVX2 too: the row layout's AVX2 products unpack every
@@ -25,13 +26,23 @@
 //         their 16-element half; minus 32 * (sc_2k * xsum16_0 + sc_2k+1 *
 //         xsum16_1); sb += float(isum) * d_x,b;  per super-block
 //         acc += d * sb.
-// These are the AVX-512 products' float operations (matmul_kpacked_avx512.cc)
-// on the same exact integers in the same order, sub-blocks included
-// (Q6_K: 0, 2, 1, 3, 4, 6, 5, 7), so the two ISAs give the same bits; and
-// decode (KDecode) takes the batch tiles' (KTile) operations per lane in
-// their order, so a token's outputs are the same whatever the batch.
+//   Q3_K: as Q6_K with q + 4 = (2 bits of qs | the hmask bit << 2) in
+//         [0, 7] and the offset -4 * (...): a pair sum is at most 1778, so
+//         a 16-element half's 4 groups add in s16 (<= 7112).
+//   Q2_K: as Q3_K with q the 2 bits of qs in [0, 3], no offset, and the
+//         4-bit scales and mins of each half: a half's 4 groups add in s16
+//         (<= 3048); misum = m_2k * xsum16_0 + m_2k+1 * xsum16_1 by one
+//         vpmaddwd; mn += float(misum) * d_x,b; per super-block
+//         acc += d * sb - dmin * mn.
+// These are the AVX-512 products' float operations
+// (matmul_kpacked_avx512.cc) on the same exact integers in the same order,
+// sub-blocks included (Q6_K, Q3_K, Q2_K: 0, 2, 1, 3, 4, 6, 5, 7), so the
+// two ISAs give the same bits; and decode (KDecode) takes the batch tiles'
+// (KTile) operations per lane in their order, so a token's outputs are the
+// same whatever the batch.
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "kernels/kernel_table.h"
 #include "kernels/packed.h"
@@ -54,10 +65,6 @@ constexpr int64_t kAheadSupers = 2;
 
 template <DType kType>
 constexpr int64_t kSuperBytes = PackedBlock<kType>::kBytes;
-// Q4_K and Q5_K: one 6-bit scale and min per 32-element sub-block, the
-// sub-block's nibbles in one operand's low or high half.
-template <DType kType>
-constexpr bool kScaleMin = kType == DType::kQ4_K || kType == DType::kQ5_K;
 
 // The kk-th sub-block every tile sums (the AVX-512 products' order).
 template <DType kType>
@@ -94,18 +101,26 @@ inline __m256i Doubled16(__m256i v) {
 // row 8h + r), as the dot products consume them.
 //   Q4_K, Q5_K: sc the 6-bit scale doubled (Doubled16), m the 6-bit min
 //         as f32.
-//   Q6_K: sc[0], sc[1] the scales of the two 16-element halves doubled,
-//         pair = sc_2k in the low and sc_2k+1 in the high 16 bits.
-template <DType kType>
-struct SubScales {
+//   Q6_K, Q3_K: sc[0], sc[1] the scales of the two 16-element halves
+//         doubled, pair = sc_2k in the low and sc_2k+1 in the high 16 bits.
+//   Q2_K: sc[0], sc[1] the halves' 4-bit scales doubled, pair = their
+//         4-bit mins m_2k, m_2k+1 the same way.
+struct ScaleMin {
   __m256i sc;
   __m256 m;
 };
-template <>
-struct SubScales<DType::kQ6_K> {
+struct HalfScales {
   __m256i sc[2];
   __m256i pair;
 };
+template <DType kType>
+using SubScales = std::conditional_t<kScaleMin<kType>, ScaleMin, HalfScales>;
+
+// s32 lanes lo, hi (each in [-32768, 32768)) as one pair of 16-bit halves.
+inline __m256i Pair16(__m256i lo, __m256i hi) {
+  return _mm256_or_si256(_mm256_and_si256(lo, _mm256_set1_epi32(0xffff)),
+                         _mm256_slli_epi32(hi, 16));
+}
 
 template <DType kType>
 inline SubScales<kType> LoadSubScales(const uint8_t* block, int k, int h) {
@@ -117,29 +132,76 @@ inline SubScales<kType> LoadSubScales(const uint8_t* block, int k, int h) {
         Load8(block + Block::kMins + k * kPackRows + kHalfRows * h));
     return {Doubled16(sc), _mm256_cvtepi32_ps(m)};
   } else {
-    static_assert(kType == DType::kQ6_K);
-    const __m256i s0 = _mm256_cvtepi8_epi32(
-        Load8(block + Block::kScales + 2 * k * kPackRows + kHalfRows * h));
-    const __m256i s1 = _mm256_cvtepi8_epi32(Load8(
-        block + Block::kScales + (2 * k + 1) * kPackRows + kHalfRows * h));
-    return {{Doubled16(s0), Doubled16(s1)},
-            _mm256_or_si256(_mm256_and_si256(s0, _mm256_set1_epi32(0xffff)),
-                            _mm256_slli_epi32(s1, 16))};
+    const uint8_t* s = block + Block::kScales + kHalfRows * h;
+    if constexpr (kType == DType::kQ2_K) {
+      const __m256i raw0 = _mm256_cvtepu8_epi32(Load8(s + 2 * k * kPackRows));
+      const __m256i raw1 =
+          _mm256_cvtepu8_epi32(Load8(s + (2 * k + 1) * kPackRows));
+      const __m256i low4 = _mm256_set1_epi32(0x0f);
+      return {{Doubled16(_mm256_and_si256(raw0, low4)),
+               Doubled16(_mm256_and_si256(raw1, low4))},
+              Pair16(_mm256_srli_epi32(raw0, 4), _mm256_srli_epi32(raw1, 4))};
+    } else {
+      const __m256i s0 = _mm256_cvtepi8_epi32(Load8(s + 2 * k * kPackRows));
+      const __m256i s1 =
+          _mm256_cvtepi8_epi32(Load8(s + (2 * k + 1) * kPackRows));
+      return {{Doubled16(s0), Doubled16(s1)}, Pair16(s0, s1)};
+    }
   }
 }
 
-// Q6_K's offset for one token and sub-block: -32 * (sc_2k * xsum16_0 +
-// sc_2k+1 * xsum16_1) per lane, from the block's two 16-element sums at
-// xs16 (|xsum16| <= 2032, so each fits 16 bits).
-inline __m256i Q6Offset(const SubScales<DType::kQ6_K>& sc,
-                        const int32_t* xs16) {
+// sc.pair against a block's two 16-element activation sums at xs16
+// (|xsum16| <= 2032, so each fits 16 bits): per lane pair_lo * xsum16_0 +
+// pair_hi * xsum16_1 (Q2_K's misum; Q6_K's and Q3_K's offset before its
+// factor).
+inline __m256i PairDot(const HalfScales& sc, const int32_t* xs16) {
   const int32_t xs_pair =
       static_cast<int32_t>((static_cast<uint32_t>(xs16[1]) << 16) |
                            (static_cast<uint32_t>(xs16[0]) & 0xffffu));
-  return _mm256_sub_epi32(
-      _mm256_setzero_si256(),
-      _mm256_slli_epi32(_mm256_madd_epi16(sc.pair, _mm256_set1_epi32(xs_pair)),
-                        5));
+  return _mm256_madd_epi16(sc.pair, _mm256_set1_epi32(xs_pair));
+}
+
+// Where a sub-block's integer term starts: Q6_K -32 and Q3_K -4 times
+// (sc_2k * xsum16_0 + sc_2k+1 * xsum16_1), Q2_K zero.
+template <DType kType>
+inline __m256i HalfStart(const HalfScales& sc, const int32_t* xs16) {
+  if constexpr (kType == DType::kQ2_K) {
+    return _mm256_setzero_si256();
+  } else {
+    constexpr int kShift = kType == DType::kQ6_K ? 5 : 2;
+    return _mm256_sub_epi32(_mm256_setzero_si256(),
+                            _mm256_slli_epi32(PairDot(sc, xs16), kShift));
+  }
+}
+
+// Q3_K's hmask lane of group g, half h (Q2_K has none: zero).
+template <DType kType>
+inline __m256i HmaskLane(const uint8_t* block, int g, int h) {
+  if constexpr (kType == DType::kQ3_K) {
+    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(
+        block + PackedBlock<DType::kQ3_K>::kQh + g * 64 + 32 * h));
+  } else {
+    return _mm256_setzero_si256();
+  }
+}
+
+// Q2_K's or Q3_K's u8 operand of sub-block 4n + j from the group's qs and
+// hmask lanes: bits 2j, 2j + 1 of qs, and Q3_K's hmask bit 4n + j as bit
+// 2. (The 16-bit shifts carry no bit that the masks keep across a byte
+// boundary: qs by at most 6, hmask by at most 5.)
+template <DType kType>
+inline __m256i LowBitsValue(__m256i qs, __m256i hm, int n, int j) {
+  const __m256i low = _mm256_and_si256(
+      j == 0 ? qs : _mm256_srli_epi16(qs, 2 * j), _mm256_set1_epi8(0x03));
+  if constexpr (kType == DType::kQ2_K) {
+    return low;
+  } else {
+    const int bit = 4 * n + j;
+    const __m256i at2 = bit > 2    ? _mm256_srli_epi16(hm, bit - 2)
+                        : bit == 2 ? hm
+                                   : _mm256_slli_epi16(hm, 2 - bit);
+    return _mm256_or_si256(low, _mm256_and_si256(at2, _mm256_set1_epi8(0x04)));
+  }
 }
 
 // nibble | (bit k of each byte of qh) << 4: Q5_K's value of sub-block k
@@ -168,6 +230,10 @@ inline __m256i WeightGroup(const uint8_t* block, int k, int g, int h) {
     if constexpr (kType == DType::kQ4_K) return nibble;
     return WithFifthBit(
         nibble, load(block + PackedBlock<DType::kQ5_K>::kQh + g * 64), k);
+  } else if constexpr (kLowBit<kType>) {
+    const int n = k / 4;
+    return LowBitsValue<kType>(load(block + (n * kGroups + g) * 64),
+                               HmaskLane<kType>(block, g, h), n, k % 4);
   } else {
     static_assert(kType == DType::kQ6_K);
     const int n = k / 4, kk = k % 4;
@@ -243,31 +309,44 @@ void KTile(const MatMulArgs& a, const uint8_t* panel, int h, int64_t r0,
           }
         }
       } else {
+        // Groups per s16 sum: Q6_K 2, Q2_K and Q3_K a whole half.
+        constexpr int kSumGroups = kLowBit<kType> ? 4 : 2;
 #pragma GCC unroll 4
-        for (int t = 0; t < T; ++t) term[t] = Q6Offset(sc, x.s16[t] + 2 * b);
+        for (int t = 0; t < T; ++t)
+          term[t] = HalfStart<kType>(sc, x.s16[t] + 2 * b);
 #pragma GCC unroll 4
-        for (int g = 0; g < kGroups; g += 2) {
-          const __m256i w0 = WeightGroup<kType>(block, k, g, h);
-          const __m256i w1 = WeightGroup<kType>(block, k, g + 1, h);
+        for (int g0 = 0; g0 < kGroups; g0 += kSumGroups) {
+          __m256i sum16[T];
+#pragma GCC unroll 4
+          for (int t = 0; t < T; ++t) sum16[t] = _mm256_setzero_si256();
+#pragma GCC unroll 4
+          for (int g = g0; g < g0 + kSumGroups; ++g) {
+            const __m256i w = WeightGroup<kType>(block, k, g, h);
+#pragma GCC unroll 4
+            for (int t = 0; t < T; ++t) {
+              sum16[t] = _mm256_add_epi16(
+                  sum16[t], _mm256_maddubs_epi16(
+                                w, Broadcast4(x.qs[t] + b * kQk + 4 * g)));
+            }
+          }
 #pragma GCC unroll 4
           for (int t = 0; t < T; ++t) {
-            const int8_t* xg = x.qs[t] + b * kQk + 4 * g;
-            const __m256i pair =
-                _mm256_add_epi16(_mm256_maddubs_epi16(w0, Broadcast4(xg)),
-                                 _mm256_maddubs_epi16(w1, Broadcast4(xg + 4)));
-            term[t] = _mm256_add_epi32(term[t],
-                                       _mm256_madd_epi16(pair, sc.sc[g / 4]));
+            term[t] = _mm256_add_epi32(
+                term[t], _mm256_madd_epi16(sum16[t], sc.sc[g0 / 4]));
           }
         }
       }
 #pragma GCC unroll 4
       for (int t = 0; t < T; ++t) {
-        sb[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(term[t]),
-                                _mm256_set1_ps(x.d[t][b]), sb[t]);
+        const __m256 dx = _mm256_set1_ps(x.d[t][b]);
+        sb[t] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(term[t]), dx, sb[t]);
         if constexpr (kQ4or5) {
           mn[t] = _mm256_fmadd_ps(
               sc.m, _mm256_set1_ps(x.d[t][b] * static_cast<float>(x.s[t][b])),
               mn[t]);
+        } else if constexpr (kType == DType::kQ2_K) {
+          mn[t] = _mm256_fmadd_ps(
+              _mm256_cvtepi32_ps(PairDot(sc, x.s16[t] + 2 * b)), dx, mn[t]);
         }
       }
     }
@@ -275,7 +354,7 @@ void KTile(const MatMulArgs& a, const uint8_t* panel, int h, int64_t r0,
         reinterpret_cast<const __m128i*>(block + Block::kD + 16 * h)));
 #pragma GCC unroll 4
     for (int t = 0; t < T; ++t) acc[t] = _mm256_fmadd_ps(d, sb[t], acc[t]);
-    if constexpr (kQ4or5) {
+    if constexpr (kHasDmin<kType>) {
       const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128(
           reinterpret_cast<const __m128i*>(block + Block::kDmin + 16 * h)));
 #pragma GCC unroll 4
@@ -292,11 +371,12 @@ void KTile(const MatMulArgs& a, const uint8_t* panel, int h, int64_t r0,
 // super-block, each half panel in turn: the same operations per lane in the
 // same order as KTile<kType, 1>, but each 32-byte weight load serves the two
 // sub-blocks it holds (Q4_K: its two nibbles; Q5_K: those and qh for both;
-// Q6_K: ql's two nibbles, and qh for both), where KTile loads it again for
-// each. One panel at a time: with two panels in step (a stream each) whole
-// decode steps measured 0.66-0.75x on llama3.2-1b Q4_K_M and 0.83-1.11x on Q6_K
-// (two alternating rounds), and four in step halved Q6_K's kernels_bench MatVec
-// 2048 x 8192.
+// Q6_K: ql's two nibbles, and qh for both; Q2_K and Q3_K: two bit pairs
+// of qs, and Q3_K's hmask for both), where KTile loads it again for each.
+// One panel at a time: with two panels in step (a stream each) whole
+// decode steps measured 0.66-0.75x on llama3.2-1b Q4_K_M and 0.83-1.11x on
+// Q6_K (two alternating rounds), and four in step halved Q6_K's
+// kernels_bench MatVec 2048 x 8192.
 template <DType kType>
 void KDecode(const MatMulArgs& a, const uint8_t* panel, int64_t r0,
              int64_t n_rows) {
@@ -304,7 +384,7 @@ void KDecode(const MatMulArgs& a, const uint8_t* panel, int64_t r0,
   constexpr bool kQ4or5 = kScaleMin<kType>;  // Q4_K or Q5_K
   // Span j's two sub-blocks: Q4_K's and Q5_K's operands j hold sub-blocks
   // 2j, 2j + 1; Q6_K's ql chunk c of half n holds 4n + c and 4n + c + 2
-  // (j = 2n + c).
+  // (j = 2n + c), as do Q2_K's and Q3_K's qs lanes n (bits 2c and 2c + 4).
   // Taken span by span, sub(j, 0) then sub(j, 1), they come in SubBlock's
   // order.
   constexpr auto sub = [](int j, int s2) {
@@ -361,10 +441,38 @@ void KDecode(const MatMulArgs& a, const uint8_t* panel, int64_t r0,
             term0 = _mm256_add_epi32(term0, _mm256_madd_epi16(sum0, sc0.sc));
             term1 = _mm256_add_epi32(term1, _mm256_madd_epi16(sum1, sc1.sc));
           }
+        } else if constexpr (kLowBit<kType>) {
+          // As KTile: a 16-element half's 4 groups per s16 sum.
+          const int n = j / 2, c = j % 2;
+          term0 = HalfStart<kType>(sc0, a.xq.s16 + 2 * (i * 8 + k0));
+          term1 = HalfStart<kType>(sc1, a.xq.s16 + 2 * (i * 8 + k1));
+#pragma GCC unroll 2
+          for (int g0 = 0; g0 < kGroups; g0 += 4) {
+            __m256i s0 = _mm256_setzero_si256();
+            __m256i s1 = _mm256_setzero_si256();
+#pragma GCC unroll 4
+            for (int g = g0; g < g0 + 4; ++g) {
+              const __m256i qs =
+                  _mm256_loadu_si256(reinterpret_cast<const __m256i*>(
+                      block + (n * kGroups + g) * 64 + 32 * h));
+              const __m256i hm = HmaskLane<kType>(block, g, h);
+              s0 = _mm256_add_epi16(
+                  s0, _mm256_maddubs_epi16(LowBitsValue<kType>(qs, hm, n, c),
+                                           Broadcast4(x0 + 4 * g)));
+              s1 = _mm256_add_epi16(
+                  s1,
+                  _mm256_maddubs_epi16(LowBitsValue<kType>(qs, hm, n, c + 2),
+                                       Broadcast4(x1 + 4 * g)));
+            }
+            term0 =
+                _mm256_add_epi32(term0, _mm256_madd_epi16(s0, sc0.sc[g0 / 4]));
+            term1 =
+                _mm256_add_epi32(term1, _mm256_madd_epi16(s1, sc1.sc[g0 / 4]));
+          }
         } else {
           const int n = j / 2, c = j % 2;
-          term0 = Q6Offset(sc0, a.xq.s16 + 2 * (i * 8 + k0));
-          term1 = Q6Offset(sc1, a.xq.s16 + 2 * (i * 8 + k1));
+          term0 = HalfStart<kType>(sc0, a.xq.s16 + 2 * (i * 8 + k0));
+          term1 = HalfStart<kType>(sc1, a.xq.s16 + 2 * (i * 8 + k1));
           const __m256i m30 = _mm256_set1_epi8(0x30);
 #pragma GCC unroll 4
           for (int g = 0; g < kGroups; g += 2) {
@@ -402,19 +510,24 @@ void KDecode(const MatMulArgs& a, const uint8_t* panel, int64_t r0,
 #pragma GCC unroll 2
         for (int s2 = 0; s2 < 2; ++s2) {
           const int64_t b = i * 8 + sub(j, s2);
-          sb = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s2 == 0 ? term0 : term1),
-                               _mm256_set1_ps(a.xq.d[b]), sb);
+          const __m256 dx = _mm256_set1_ps(a.xq.d[b]);
+          sb = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s2 == 0 ? term0 : term1), dx,
+                               sb);
           if constexpr (kQ4or5) {
             mn = _mm256_fmadd_ps(
                 s2 == 0 ? sc0.m : sc1.m,
                 _mm256_set1_ps(a.xq.d[b] * static_cast<float>(a.xq.s[b])), mn);
+          } else if constexpr (kType == DType::kQ2_K) {
+            mn = _mm256_fmadd_ps(_mm256_cvtepi32_ps(PairDot(s2 == 0 ? sc0 : sc1,
+                                                            a.xq.s16 + 2 * b)),
+                                 dx, mn);
           }
         }
       }
       const __m256 d = _mm256_cvtph_ps(_mm_loadu_si128(
           reinterpret_cast<const __m128i*>(block + Block::kD + 16 * h)));
       acc[h] = _mm256_fmadd_ps(d, sb, acc[h]);
-      if constexpr (kQ4or5) {
+      if constexpr (kHasDmin<kType>) {
         const __m256 dmin = _mm256_cvtph_ps(_mm_loadu_si128(
             reinterpret_cast<const __m128i*>(block + Block::kDmin + 16 * h)));
         acc[h] = _mm256_fnmadd_ps(dmin, mn, acc[h]);
@@ -454,6 +567,10 @@ void KPackedRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
 }  // namespace
 
 void FillKPackedMatMulTable(KernelTable* table) {
+  table->matmul_packed[static_cast<int>(DType::kQ2_K)] =
+      &KPackedRows<DType::kQ2_K>;
+  table->matmul_packed[static_cast<int>(DType::kQ3_K)] =
+      &KPackedRows<DType::kQ3_K>;
   table->matmul_packed[static_cast<int>(DType::kQ4_K)] =
       &KPackedRows<DType::kQ4_K>;
   table->matmul_packed[static_cast<int>(DType::kQ5_K)] =

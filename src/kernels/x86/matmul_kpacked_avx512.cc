@@ -55,10 +55,6 @@ constexpr int64_t kAheadSupers = 2;
 
 template <DType kType>
 constexpr int64_t kSuperBytes = PackedBlock<kType>::kBytes;
-// Q4_K and Q5_K: one 6-bit scale and min per 32-element sub-block, the
-// sub-block's nibbles in one operand's low or high half.
-template <DType kType>
-constexpr bool kScaleMin = kType == DType::kQ4_K || kType == DType::kQ5_K;
 // What each 16-element half's dot starts from, per unit of its activation
 // sum (Q6_K, Q3_K and Q2_K: the other branch of every kScaleMin test).
 template <DType kType>
@@ -129,7 +125,7 @@ inline __m512i WeightGroup(const uint8_t* block, int k, int g) {
     if constexpr (kType == DType::kQ4_K) return nibble;
     return WithFifthBit(
         nibble, Load64(block + PackedBlock<DType::kQ5_K>::kQh + g * 64), k);
-  } else if constexpr (kType == DType::kQ2_K || kType == DType::kQ3_K) {
+  } else if constexpr (kLowBit<kType>) {
     const int n = k / 4;
     const __m512i qs = Load64(block + (n * kGroups + g) * 64);
     return LowBitsValue<kType>(qs, HmaskLane<kType>(block, g), n, k % 4);
@@ -185,10 +181,6 @@ inline void AddHalves(const uint8_t* block, int k, const __m512i (&dot)[2],
     *sb = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum), dx, *sb);
   }
 }
-
-// Types with a dmin per super-block (acc -= dmin * mn).
-template <DType kType>
-constexpr bool kHasDmin = kScaleMin<kType> || kType == DType::kQ2_K;
 
 // y[t0 + t, rows of P panels] for t < T. Panels p < P start at
 // first_panel + p * panel_bytes and hold rows r0 + 16p ..; rows at or past
@@ -441,7 +433,7 @@ void KPanelDecode(const MatMulArgs& a, const uint8_t* first_panel,
             }
             dot[p][0][h] = _mm512_dpbusd_epi32(dot[p][0][h], w0, xb[0]);
             dot[p][1][h] = _mm512_dpbusd_epi32(dot[p][1][h], w1, xb[1]);
-          } else if constexpr (kType == DType::kQ2_K || kType == DType::kQ3_K) {
+          } else if constexpr (kLowBit<kType>) {
             // Sub-blocks 4n + c and 4n + c + 2: bits 2c and 2c + 4 of one
             // qs lane (Q3_K: hmask bits 4n + c and 4n + c + 2 of one load).
             const int n = j / 2, c = j % 2;

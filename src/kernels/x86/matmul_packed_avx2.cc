@@ -53,16 +53,6 @@ constexpr int64_t kLoneAheadBytes = 8192;
 
 template <DType kType>
 constexpr int64_t kBlockBytes = PackedBlock<kType>::kBytes;
-// Types whose fifth bits are panel masks (packed.h).
-template <DType kType>
-constexpr bool kFiveBits = kType == DType::kQ5_0 || kType == DType::kQ5_1;
-// Types whose reference scales each half block apart (AddBlock).
-template <DType kType>
-constexpr bool kHalfScaled =
-    kFiveBits<kType> || kType == DType::kQ4_1 || kType == DType::kIQ4_NL;
-// Types with a min per row and block (PackedBlock::kMin).
-template <DType kType>
-constexpr bool kHasMin = kType == DType::kQ4_1 || kType == DType::kQ5_1;
 // Types whose operands are signed weights w with u = |w| (HalfBlock).
 template <DType kType>
 constexpr bool kSigned = kType == DType::kQ8_0 || kType == DType::kIQ4_NL;

@@ -65,16 +65,6 @@ constexpr int64_t kStreamPrefetchBytes = 2048;
 
 template <DType kType>
 constexpr int64_t kBlockBytes = PackedBlock<kType>::kBytes;
-// Types whose fifth bits are panel masks (packed.h).
-template <DType kType>
-constexpr bool kFiveBits = kType == DType::kQ5_0 || kType == DType::kQ5_1;
-// Types whose reference scales each half block apart (HalfBlocks).
-template <DType kType>
-constexpr bool kHalfScaled =
-    kFiveBits<kType> || kType == DType::kQ4_1 || kType == DType::kIQ4_NL;
-// Types with a min per row and block (PackedBlock::kMin).
-template <DType kType>
-constexpr bool kHasMin = kType == DType::kQ4_1 || kType == DType::kQ5_1;
 
 // The IQ4_NL value table plus 128, as u8 (every value fits: 1..241).
 constexpr std::array<uint8_t, 16> kIq4NlU8 = [] {

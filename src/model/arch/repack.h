@@ -3,9 +3,8 @@
 // repacks weights for its CPU kernels.
 //   - Q8_0, Q4_0, Q4_1, IQ4_NL, Q5_0, Q5_1, Q2_K ... Q6_K, F16 and BF16
 //     where the active kernels have a packed product
-//     (kernels::PackedLayoutHelps: AVX2 and up; Q2_K and Q3_K AVX-512
-//     only) go into the panel layout of
-//     kernels/packed.h, set as WeightView::packed; `data` keeps pointing at
+//     (kernels::PackedLayoutHelps: AVX2 and up) go into the panel layout
+//     of kernels/packed.h, set as WeightView::packed; `data` keeps pointing at
 //     the file's rows (DequantizeRow and other ISAs read those).
 //   - Every other matrix is copied as is and `data` points at the copy.
 // Why: a decode step streams every matrix once. In huge pages it takes far
