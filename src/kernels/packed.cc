@@ -50,17 +50,28 @@ void PutLane(const uint8_t* src, int64_t g, int64_t r, uint8_t* run) {
   std::memcpy(run + (g * kPackRows + r) * kGroupBytes, src, kGroupBytes);
 }
 
+// The frame of the super-block packers: zeroes the panel's super-block at
+// dst (padding rows stay all zero bytes: weight 0 with scales 0), then
+// calls put(b, r) with a copy b of super-block `i` of each row r of the
+// panel whose rows start at row0.
+template <DType kType, typename Block, typename Put>
+void PackRows(const WeightView& w, int64_t row0, int64_t i, uint8_t* dst,
+              Put&& put) {
+  std::memset(dst, 0, PackedBlock<kType>::kBytes);
+  for (int64_t r = 0; r < kPackRows && row0 + r < w.rows; ++r) {
+    Block b;
+    std::memcpy(&b, w.Row(row0 + r) + i * sizeof(Block), sizeof(b));
+    put(b, r);
+  }
+}
+
 // Super-block `i` of panel rows [row0, row0 + 16) as Q4_K or Q5_K panel
-// bytes (see packed.h). Padding rows are all zero bytes: weight 0 with
-// scales 0.
+// bytes (see packed.h).
 template <DType kType>
 void PackQ4KQ5K(const WeightView& w, int64_t row0, int64_t i, uint8_t* dst) {
   using P = PackedBlock<kType>;
   using Block = std::conditional_t<kType == DType::kQ4_K, BlockQ4_K, BlockQ5_K>;
-  std::memset(dst, 0, P::kBytes);
-  for (int64_t r = 0; r < kPackRows && row0 + r < w.rows; ++r) {
-    Block b;
-    std::memcpy(&b, w.Row(row0 + r) + i * sizeof(Block), sizeof(b));
+  PackRows<kType, Block>(w, row0, i, dst, [dst](const Block& b, int64_t r) {
     for (int64_t j = 0; j < 4; ++j) {
       for (int64_t g = 0; g < 8; ++g)
         PutLane(b.qs + 32 * j + 4 * g, j * 8 + g, r, dst);
@@ -80,38 +91,35 @@ void PackQ4KQ5K(const WeightView& w, int64_t row0, int64_t i, uint8_t* dst) {
     }
     std::memcpy(dst + P::kD + 2 * r, &b.d, 2);
     std::memcpy(dst + P::kDmin + 2 * r, &b.dmin, 2);
-  }
+  });
 }
 
 void PackQ6K(const WeightView& w, int64_t row0, int64_t i, uint8_t* dst) {
   using P = PackedBlock<DType::kQ6_K>;
-  std::memset(dst, 0, P::kBytes);
-  for (int64_t r = 0; r < kPackRows && row0 + r < w.rows; ++r) {
-    BlockQ6_K b;
-    std::memcpy(&b, w.Row(row0 + r) + i * sizeof(BlockQ6_K), sizeof(b));
-    for (int64_t n = 0; n < 2; ++n) {
-      for (int64_t g = 0; g < 8; ++g) {
-        for (int64_t c = 0; c < 2; ++c)
-          PutLane(b.ql + 64 * n + 32 * c + 4 * g, (n * 2 + c) * 8 + g, r, dst);
-        PutLane(b.qh + 32 * n + 4 * g, n * 8 + g, r, dst + P::kQh);
-      }
-    }
-    for (int64_t k = 0; k < 16; ++k)
-      dst[P::kScales + k * kPackRows + r] = static_cast<uint8_t>(b.scales[k]);
-    std::memcpy(dst + P::kD + 2 * r, &b.d, 2);
-  }
+  PackRows<DType::kQ6_K, BlockQ6_K>(
+      w, row0, i, dst, [dst](const BlockQ6_K& b, int64_t r) {
+        for (int64_t n = 0; n < 2; ++n) {
+          for (int64_t g = 0; g < 8; ++g) {
+            for (int64_t c = 0; c < 2; ++c)
+              PutLane(b.ql + 64 * n + 32 * c + 4 * g, (n * 2 + c) * 8 + g, r,
+                      dst);
+            PutLane(b.qh + 32 * n + 4 * g, n * 8 + g, r, dst + P::kQh);
+          }
+        }
+        for (int64_t k = 0; k < 16; ++k)
+          dst[P::kScales + k * kPackRows + r] =
+              static_cast<uint8_t>(b.scales[k]);
+        std::memcpy(dst + P::kD + 2 * r, &b.d, 2);
+      });
 }
 
 // Super-block `i` of panel rows [row0, row0 + 16) as Q2_K or Q3_K panel
-// bytes (see packed.h). Padding rows are all zero bytes (scales 0).
+// bytes (see packed.h).
 template <DType kType>
 void PackQ2KQ3K(const WeightView& w, int64_t row0, int64_t i, uint8_t* dst) {
   using P = PackedBlock<kType>;
   using Block = std::conditional_t<kType == DType::kQ2_K, BlockQ2_K, BlockQ3_K>;
-  std::memset(dst, 0, P::kBytes);
-  for (int64_t r = 0; r < kPackRows && row0 + r < w.rows; ++r) {
-    Block b;
-    std::memcpy(&b, w.Row(row0 + r) + i * sizeof(Block), sizeof(b));
+  PackRows<kType, Block>(w, row0, i, dst, [dst](const Block& b, int64_t r) {
     for (int64_t n = 0; n < 2; ++n) {
       for (int64_t g = 0; g < 8; ++g)
         PutLane(b.qs + 32 * n + 4 * g, n * 8 + g, r, dst);
@@ -132,7 +140,7 @@ void PackQ2KQ3K(const WeightView& w, int64_t row0, int64_t i, uint8_t* dst) {
       }
       std::memcpy(dst + P::kD + 2 * r, &b.d, 2);
     }
-  }
+  });
 }
 
 // Q5_0 or Q5_1 panels [panel_begin, panel_end). Padding rows: all zero
