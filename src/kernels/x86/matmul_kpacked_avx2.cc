@@ -162,10 +162,10 @@ inline __m256i PairDot(const HalfScales& sc, const int32_t* xs16) {
 }
 
 // Where a sub-block's integer term starts: Q6_K -32 and Q3_K -4 times
-// (sc_2k * xsum16_0 + sc_2k+1 * xsum16_1), Q2_K zero.
+// (sc_2k * xsum16_0 + sc_2k+1 * xsum16_1), the others zero.
 template <DType kType>
-inline __m256i HalfStart(const HalfScales& sc, const int32_t* xs16) {
-  if constexpr (kType == DType::kQ2_K) {
+inline __m256i TermStart(const SubScales<kType>& sc, const int32_t* xs16) {
+  if constexpr (kType != DType::kQ6_K && kType != DType::kQ3_K) {
     return _mm256_setzero_si256();
   } else {
     constexpr int kShift = kType == DType::kQ6_K ? 5 : 2;
@@ -173,6 +173,17 @@ inline __m256i HalfStart(const HalfScales& sc, const int32_t* xs16) {
                             _mm256_slli_epi32(PairDot(sc, xs16), kShift));
   }
 }
+
+// Groups per s16 sum (the bounds in the header): Q4_K all 8, Q5_K, Q3_K
+// and Q2_K 4, Q6_K 2.
+template <DType kType>
+constexpr int kSumGroups = kType == DType::kQ4_K   ? 8
+                           : kType == DType::kQ6_K ? 2
+                                                   : 4;
+
+// The doubled scale of the s16 sum that starts at group g0.
+inline __m256i SumScale(const ScaleMin& sc, int) { return sc.sc; }
+inline __m256i SumScale(const HalfScales& sc, int g0) { return sc.sc[g0 / 4]; }
 
 // Q3_K's hmask lane of group g, half h (Q2_K has none: zero).
 template <DType kType>
@@ -214,42 +225,62 @@ inline __m256i WithFifthBit(__m256i nibble, __m256i qh, int k) {
   return _mm256_or_si256(nibble, _mm256_and_si256(at4, _mm256_set1_epi8(0x10)));
 }
 
-// The u8 operand of group g of sub-block k, half h: lane r holds row
-// 8h + r's values for elements 32k + 4g .. 32k + 4g + 3 (Q6_K: + 32).
+// Group g of half h of span j's two sub-blocks (KDecode's sub(j, 0) and
+// sub(j, 1)) from one set of loads, as u8 operands: lane r holds row
+// 8h + r's values (Q6_K: + 32) of the sub-block's elements 4g .. 4g + 3. Q4_K, Q5_K: the low and high nibbles of operand j (and Q5_K's qh
+// bits 2j, 2j + 1); Q6_K: those of ql chunk c of half n (j = 2n + c) with
+// qh bits 2c, 2c + 1 and 2c + 4, 2c + 5; Q2_K, Q3_K: bits 2c and 2c + 4
+// of qs lane n (and Q3_K's hmask bits 4n + c, 4n + c + 2).
 template <DType kType>
-inline __m256i WeightGroup(const uint8_t* block, int k, int g, int h) {
+inline void SpanOperands(const uint8_t* block, int j, int g, int h,
+                         __m256i (&w)[2]) {
+  using Block = PackedBlock<kType>;
   const __m256i low4 = _mm256_set1_epi8(0x0f);
   auto load = [h](const uint8_t* p) {
     return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32 * h));
   };
   if constexpr (kScaleMin<kType>) {
-    const __m256i raw = load(block + ((k / 2) * kGroups + g) * 64);
-    const __m256i nibble =
-        k % 2 == 0 ? _mm256_and_si256(raw, low4)
-                   : _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
-    if constexpr (kType == DType::kQ4_K) return nibble;
-    return WithFifthBit(
-        nibble, load(block + PackedBlock<DType::kQ5_K>::kQh + g * 64), k);
+    const __m256i raw = load(block + (j * kGroups + g) * 64);
+    w[0] = _mm256_and_si256(raw, low4);
+    w[1] = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
+    if constexpr (kType == DType::kQ5_K) {
+      const __m256i qh = load(block + Block::kQh + g * 64);
+      w[0] = WithFifthBit(w[0], qh, 2 * j);
+      w[1] = WithFifthBit(w[1], qh, 2 * j + 1);
+    }
   } else if constexpr (kLowBit<kType>) {
-    const int n = k / 4;
-    return LowBitsValue<kType>(load(block + (n * kGroups + g) * 64),
-                               HmaskLane<kType>(block, g, h), n, k % 4);
+    const int n = j / 2, c = j % 2;
+    const __m256i qs = load(block + (n * kGroups + g) * 64);
+    const __m256i hm = HmaskLane<kType>(block, g, h);
+    w[0] = LowBitsValue<kType>(qs, hm, n, c);
+    w[1] = LowBitsValue<kType>(qs, hm, n, c + 2);
   } else {
     static_assert(kType == DType::kQ6_K);
-    const int n = k / 4, kk = k % 4;
-    const __m256i ql = load(block + ((n * 2 + kk % 2) * kGroups + g) * 64);
-    const __m256i qh =
-        load(block + PackedBlock<DType::kQ6_K>::kQh + (n * kGroups + g) * 64);
-    const __m256i low = kk < 2
-                            ? _mm256_and_si256(ql, low4)
-                            : _mm256_and_si256(_mm256_srli_epi16(ql, 4), low4);
-    // Bits 2kk, 2kk + 1 of qh to bits 4, 5.
-    const __m256i top = kk == 0   ? _mm256_slli_epi16(qh, 4)
-                        : kk == 1 ? _mm256_slli_epi16(qh, 2)
-                        : kk == 2 ? qh
-                                  : _mm256_srli_epi16(qh, 2);
-    return _mm256_or_si256(low, _mm256_and_si256(top, _mm256_set1_epi8(0x30)));
+    const int n = j / 2, c = j % 2;
+    const __m256i ql = load(block + ((n * 2 + c) * kGroups + g) * 64);
+    const __m256i qh = load(block + Block::kQh + (n * kGroups + g) * 64);
+    const __m256i m30 = _mm256_set1_epi8(0x30);
+    w[0] = _mm256_or_si256(
+        _mm256_and_si256(ql, low4),
+        _mm256_and_si256(
+            c == 0 ? _mm256_slli_epi16(qh, 4) : _mm256_slli_epi16(qh, 2), m30));
+    w[1] = _mm256_or_si256(
+        _mm256_and_si256(_mm256_srli_epi16(ql, 4), low4),
+        _mm256_and_si256(c == 0 ? qh : _mm256_srli_epi16(qh, 2), m30));
   }
+}
+
+// The u8 operand of group g of sub-block k, half h: lane r holds row
+// 8h + r's values for elements 32k + 4g .. 32k + 4g + 3 (Q6_K: + 32). It
+// is the one of the two SpanOperands gives for k's span that k reads (the
+// compiler drops the other).
+template <DType kType>
+inline __m256i WeightGroup(const uint8_t* block, int k, int g, int h) {
+  const int j = kScaleMin<kType> ? k / 2 : k / 4 * 2 + k % 2;
+  const int s2 = kScaleMin<kType> ? k % 2 : k % 4 / 2;
+  __m256i w[2];
+  SpanOperands<kType>(block, j, g, h, w);
+  return w[s2];
 }
 
 // One tile: half h of the panel (rows r0 .. r0 + n_rows - 1 of y) by T
@@ -282,58 +313,28 @@ void KTile(const MatMulArgs& a, const uint8_t* panel, int h, int64_t r0,
       // term[t]: the exact integer the sub-block adds (Q4_K sc_k * dot,
       // Q6_K isum).
       __m256i term[T];
-      if constexpr (kQ4or5) {
-        // Q4_K: all 8 groups in one s16 sum; Q5_K: 4 groups per sum.
-        constexpr int kSumGroups = kType == DType::kQ4_K ? kGroups : 4;
 #pragma GCC unroll 4
-        for (int t = 0; t < T; ++t) term[t] = _mm256_setzero_si256();
-#pragma GCC unroll 2
-        for (int g0 = 0; g0 < kGroups; g0 += kSumGroups) {
-          __m256i sum16[T];
+      for (int t = 0; t < T; ++t)
+        term[t] = TermStart<kType>(sc, x.s16[t] + 2 * b);
 #pragma GCC unroll 4
-          for (int t = 0; t < T; ++t) sum16[t] = _mm256_setzero_si256();
+      for (int g0 = 0; g0 < kGroups; g0 += kSumGroups<kType>) {
+        __m256i sum16[T];
+#pragma GCC unroll 4
+        for (int t = 0; t < T; ++t) sum16[t] = _mm256_setzero_si256();
 #pragma GCC unroll 8
-          for (int g = g0; g < g0 + kSumGroups; ++g) {
-            const __m256i w = WeightGroup<kType>(block, k, g, h);
-#pragma GCC unroll 4
-            for (int t = 0; t < T; ++t) {
-              sum16[t] = _mm256_add_epi16(
-                  sum16[t], _mm256_maddubs_epi16(
-                                w, Broadcast4(x.qs[t] + b * kQk + 4 * g)));
-            }
-          }
+        for (int g = g0; g < g0 + kSumGroups<kType>; ++g) {
+          const __m256i w = WeightGroup<kType>(block, k, g, h);
 #pragma GCC unroll 4
           for (int t = 0; t < T; ++t) {
-            term[t] =
-                _mm256_add_epi32(term[t], _mm256_madd_epi16(sum16[t], sc.sc));
+            sum16[t] = _mm256_add_epi16(
+                sum16[t],
+                _mm256_maddubs_epi16(w, Broadcast4(x.qs[t] + b * kQk + 4 * g)));
           }
         }
-      } else {
-        // Groups per s16 sum: Q6_K 2, Q2_K and Q3_K a whole half.
-        constexpr int kSumGroups = kLowBit<kType> ? 4 : 2;
 #pragma GCC unroll 4
-        for (int t = 0; t < T; ++t)
-          term[t] = HalfStart<kType>(sc, x.s16[t] + 2 * b);
-#pragma GCC unroll 4
-        for (int g0 = 0; g0 < kGroups; g0 += kSumGroups) {
-          __m256i sum16[T];
-#pragma GCC unroll 4
-          for (int t = 0; t < T; ++t) sum16[t] = _mm256_setzero_si256();
-#pragma GCC unroll 4
-          for (int g = g0; g < g0 + kSumGroups; ++g) {
-            const __m256i w = WeightGroup<kType>(block, k, g, h);
-#pragma GCC unroll 4
-            for (int t = 0; t < T; ++t) {
-              sum16[t] = _mm256_add_epi16(
-                  sum16[t], _mm256_maddubs_epi16(
-                                w, Broadcast4(x.qs[t] + b * kQk + 4 * g)));
-            }
-          }
-#pragma GCC unroll 4
-          for (int t = 0; t < T; ++t) {
-            term[t] = _mm256_add_epi32(
-                term[t], _mm256_madd_epi16(sum16[t], sc.sc[g0 / 4]));
-          }
+        for (int t = 0; t < T; ++t) {
+          term[t] = _mm256_add_epi32(
+              term[t], _mm256_madd_epi16(sum16[t], SumScale(sc, g0)));
         }
       }
 #pragma GCC unroll 4
@@ -392,7 +393,6 @@ void KDecode(const MatMulArgs& a, const uint8_t* panel, int64_t r0,
   };
   const int64_t n_super = a.cols / kQkSuper;
   const int8_t* xq = a.xq.qs;
-  const __m256i low4 = _mm256_set1_epi8(0x0f);
   __m256 acc[2] = {_mm256_setzero_ps(), _mm256_setzero_ps()};
   for (int64_t i = 0; i < n_super; ++i) {
     const uint8_t* block = panel + i * kSuperBytes<kType>;
@@ -409,103 +409,25 @@ void KDecode(const MatMulArgs& a, const uint8_t* panel, int64_t r0,
         const SubScales<kType> sc0 = LoadSubScales<kType>(block, k0, h);
         const SubScales<kType> sc1 = LoadSubScales<kType>(block, k1, h);
         __m256i term0, term1;
-        if constexpr (kQ4or5) {
-          // As KTile: Q4_K all 8 groups per s16 sum, Q5_K 4.
-          constexpr int kSumGroups = kType == DType::kQ4_K ? kGroups : 4;
-          term0 = _mm256_setzero_si256();
-          term1 = _mm256_setzero_si256();
-#pragma GCC unroll 2
-          for (int g0 = 0; g0 < kGroups; g0 += kSumGroups) {
-            __m256i sum0 = _mm256_setzero_si256();
-            __m256i sum1 = _mm256_setzero_si256();
+        term0 = TermStart<kType>(sc0, a.xq.s16 + 2 * (i * 8 + k0));
+        term1 = TermStart<kType>(sc1, a.xq.s16 + 2 * (i * 8 + k1));
+#pragma GCC unroll 4
+        for (int g0 = 0; g0 < kGroups; g0 += kSumGroups<kType>) {
+          __m256i sum0 = _mm256_setzero_si256();
+          __m256i sum1 = _mm256_setzero_si256();
 #pragma GCC unroll 8
-            for (int g = g0; g < g0 + kSumGroups; ++g) {
-              const __m256i raw =
-                  _mm256_loadu_si256(reinterpret_cast<const __m256i*>(
-                      block + (j * kGroups + g) * 64 + 32 * h));
-              __m256i w0 = _mm256_and_si256(raw, low4);
-              __m256i w1 = _mm256_and_si256(_mm256_srli_epi16(raw, 4), low4);
-              if constexpr (kType == DType::kQ5_K) {
-                // One qh load serves both sub-blocks (bits 2j, 2j + 1).
-                const __m256i qh =
-                    _mm256_loadu_si256(reinterpret_cast<const __m256i*>(
-                        block + Block::kQh + g * 64 + 32 * h));
-                w0 = WithFifthBit(w0, qh, 2 * j);
-                w1 = WithFifthBit(w1, qh, 2 * j + 1);
-              }
-              sum0 = _mm256_add_epi16(
-                  sum0, _mm256_maddubs_epi16(w0, Broadcast4(x0 + 4 * g)));
-              sum1 = _mm256_add_epi16(
-                  sum1, _mm256_maddubs_epi16(w1, Broadcast4(x1 + 4 * g)));
-            }
-            term0 = _mm256_add_epi32(term0, _mm256_madd_epi16(sum0, sc0.sc));
-            term1 = _mm256_add_epi32(term1, _mm256_madd_epi16(sum1, sc1.sc));
+          for (int g = g0; g < g0 + kSumGroups<kType>; ++g) {
+            __m256i w[2];
+            SpanOperands<kType>(block, j, g, h, w);
+            sum0 = _mm256_add_epi16(
+                sum0, _mm256_maddubs_epi16(w[0], Broadcast4(x0 + 4 * g)));
+            sum1 = _mm256_add_epi16(
+                sum1, _mm256_maddubs_epi16(w[1], Broadcast4(x1 + 4 * g)));
           }
-        } else if constexpr (kLowBit<kType>) {
-          // As KTile: a 16-element half's 4 groups per s16 sum.
-          const int n = j / 2, c = j % 2;
-          term0 = HalfStart<kType>(sc0, a.xq.s16 + 2 * (i * 8 + k0));
-          term1 = HalfStart<kType>(sc1, a.xq.s16 + 2 * (i * 8 + k1));
-#pragma GCC unroll 2
-          for (int g0 = 0; g0 < kGroups; g0 += 4) {
-            __m256i s0 = _mm256_setzero_si256();
-            __m256i s1 = _mm256_setzero_si256();
-#pragma GCC unroll 4
-            for (int g = g0; g < g0 + 4; ++g) {
-              const __m256i qs =
-                  _mm256_loadu_si256(reinterpret_cast<const __m256i*>(
-                      block + (n * kGroups + g) * 64 + 32 * h));
-              const __m256i hm = HmaskLane<kType>(block, g, h);
-              s0 = _mm256_add_epi16(
-                  s0, _mm256_maddubs_epi16(LowBitsValue<kType>(qs, hm, n, c),
-                                           Broadcast4(x0 + 4 * g)));
-              s1 = _mm256_add_epi16(
-                  s1,
-                  _mm256_maddubs_epi16(LowBitsValue<kType>(qs, hm, n, c + 2),
-                                       Broadcast4(x1 + 4 * g)));
-            }
-            term0 =
-                _mm256_add_epi32(term0, _mm256_madd_epi16(s0, sc0.sc[g0 / 4]));
-            term1 =
-                _mm256_add_epi32(term1, _mm256_madd_epi16(s1, sc1.sc[g0 / 4]));
-          }
-        } else {
-          const int n = j / 2, c = j % 2;
-          term0 = HalfStart<kType>(sc0, a.xq.s16 + 2 * (i * 8 + k0));
-          term1 = HalfStart<kType>(sc1, a.xq.s16 + 2 * (i * 8 + k1));
-          const __m256i m30 = _mm256_set1_epi8(0x30);
-#pragma GCC unroll 4
-          for (int g = 0; g < kGroups; g += 2) {
-            __m256i p0 = _mm256_setzero_si256();
-            __m256i p1 = _mm256_setzero_si256();
-#pragma GCC unroll 2
-            for (int e = 0; e < 2; ++e) {
-              const __m256i ql =
-                  _mm256_loadu_si256(reinterpret_cast<const __m256i*>(
-                      block + ((n * 2 + c) * kGroups + g + e) * 64 + 32 * h));
-              const __m256i qh =
-                  _mm256_loadu_si256(reinterpret_cast<const __m256i*>(
-                      block + Block::kQh + (n * kGroups + g + e) * 64 +
-                      32 * h));
-              const __m256i w0 = _mm256_or_si256(
-                  _mm256_and_si256(ql, low4),
-                  _mm256_and_si256(c == 0 ? _mm256_slli_epi16(qh, 4)
-                                          : _mm256_slli_epi16(qh, 2),
-                                   m30));
-              const __m256i w1 = _mm256_or_si256(
-                  _mm256_and_si256(_mm256_srli_epi16(ql, 4), low4),
-                  _mm256_and_si256(c == 0 ? qh : _mm256_srli_epi16(qh, 2),
-                                   m30));
-              p0 = _mm256_add_epi16(
-                  p0, _mm256_maddubs_epi16(w0, Broadcast4(x0 + 4 * (g + e))));
-              p1 = _mm256_add_epi16(
-                  p1, _mm256_maddubs_epi16(w1, Broadcast4(x1 + 4 * (g + e))));
-            }
-            term0 =
-                _mm256_add_epi32(term0, _mm256_madd_epi16(p0, sc0.sc[g / 4]));
-            term1 =
-                _mm256_add_epi32(term1, _mm256_madd_epi16(p1, sc1.sc[g / 4]));
-          }
+          term0 = _mm256_add_epi32(term0,
+                                   _mm256_madd_epi16(sum0, SumScale(sc0, g0)));
+          term1 = _mm256_add_epi32(term1,
+                                   _mm256_madd_epi16(sum1, SumScale(sc1, g0)));
         }
 #pragma GCC unroll 2
         for (int s2 = 0; s2 < 2; ++s2) {
