@@ -1,5 +1,5 @@
 // Chooses the kernel table once: the best ISA this CPU (and OS) supports,
-// unless RL_FORCE_ISA=scalar|avx2|avx512|amx asks for another.
+// unless RL_FORCE_ISA=scalar|avx2|avxvnni|avx512|amx asks for another.
 #include <cpuid.h>
 
 #include <atomic>
@@ -17,6 +17,8 @@ namespace {
 struct CpuFeatures {
   // AVX2 + FMA + F16C, with OS-saved YMM state.
   bool avx2 = false;
+  // AVX-VNNI (VEX vpdpbusd) + the above.
+  bool avx_vnni = false;
   // AVX-512 F/BW/VL/DQ/VNNI + the above, OS-saved ZMM state.
   bool avx512 = false;
   // AMX-TILE + AMX-INT8 + the above, tile state granted.
@@ -54,6 +56,8 @@ CpuFeatures DetectCpu() {
   const bool amx_int8 = edx & (1u << 25);
   const bool os_tiles = (xcr0 & 0x60000) == 0x60000;
   f.avx2 = os_ymm && avx2 && fma && f16c;
+  if (__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx))
+    f.avx_vnni = f.avx2 && (eax & (1u << 4));
   f.avx512 = f.avx2 && os_zmm && avx512f && avx512dq && avx512bw && avx512vl &&
              avx512vnni;
   f.amx = f.avx512 && amx_tile && amx_int8 && os_tiles &&
@@ -68,6 +72,8 @@ bool Supported(Isa isa) {
       return true;
     case Isa::kAvx2:
       return features.avx2;
+    case Isa::kAvxVnni:
+      return features.avx_vnni;
     case Isa::kAvx512:
       return features.avx512;
     case Isa::kAmx:
@@ -84,6 +90,9 @@ KernelTable MakeTable(Isa isa) {
       break;
     case Isa::kAvx2:
       avx2::FillTable(&table);
+      break;
+    case Isa::kAvxVnni:
+      avxvnni::FillTable(&table);
       break;
     case Isa::kAvx512:
       avx512::FillTable(&table);
@@ -105,6 +114,10 @@ const KernelTable* TableFor(Isa isa) {
       static const KernelTable avx2 = MakeTable(Isa::kAvx2);
       return &avx2;
     }
+    case Isa::kAvxVnni: {
+      static const KernelTable avx_vnni = MakeTable(Isa::kAvxVnni);
+      return &avx_vnni;
+    }
     case Isa::kAvx512: {
       static const KernelTable avx512 = MakeTable(Isa::kAvx512);
       return &avx512;
@@ -117,7 +130,8 @@ const KernelTable* TableFor(Isa isa) {
   return &scalar;
 }
 
-constexpr Isa kAllIsas[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kAmx};
+constexpr Isa kAllIsas[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvxVnni,
+                            Isa::kAvx512, Isa::kAmx};
 
 // AMX is opt-in (RL_FORCE_ISA=amx): its products match the reference
 // exactly, but on repacked weights its prefill measured at most ~5 % faster
@@ -125,6 +139,7 @@ constexpr Isa kAllIsas[] = {Isa::kScalar, Isa::kAvx2, Isa::kAvx512, Isa::kAmx};
 // enough to make every default run depend on the OS granting tile state.
 Isa BestIsa() {
   if (Supported(Isa::kAvx512)) return Isa::kAvx512;
+  if (Supported(Isa::kAvxVnni)) return Isa::kAvxVnni;
   if (Supported(Isa::kAvx2)) return Isa::kAvx2;
   return Isa::kScalar;
 }
@@ -141,7 +156,8 @@ Isa InitialIsa() {
     return BestIsa();
   }
   std::fprintf(stderr,
-               "RL_FORCE_ISA=%s: unknown (scalar|avx2|avx512|amx); using %s\n",
+               "RL_FORCE_ISA=%s: unknown (scalar|avx2|avxvnni|avx512|amx); "
+               "using %s\n",
                env, IsaName(BestIsa()).data());
   return BestIsa();
 }
@@ -159,6 +175,8 @@ std::string_view IsaName(Isa isa) {
       return "scalar";
     case Isa::kAvx2:
       return "avx2";
+    case Isa::kAvxVnni:
+      return "avxvnni";
     case Isa::kAvx512:
       return "avx512";
     case Isa::kAmx:

@@ -171,6 +171,12 @@ void FillPackedMatMulTable(KernelTable* table);
 // (x86/matmul_kpacked_avx2.cc).
 void FillKPackedMatMulTable(KernelTable* table);
 }  // namespace avx2
+// The AVX2 table with matmul_packed_avx2.cc's products built for AVX-VNNI
+// (x86/matmul_packed_avxvnni.cc).
+namespace avxvnni {
+void FillTable(KernelTable* table);
+void FillPackedMatMulTable(KernelTable* table);
+}  // namespace avxvnni
 namespace avx512 {
 void FillTable(KernelTable* table);
 void FillMatMulTable(KernelTable* table);

@@ -360,10 +360,10 @@ TEST_P(MatMulTest, MatchesReferenceAndFloatProduct) {
             ASSERT_NEAR(actual[i], expected[i], 1e-5 * mag + 1e-30)
                 << "vs ref, " << where;
             if (AvxExact(type(), packed) &&
-                (isa() >= Isa::kAvx512 || (isa() == Isa::kAvx2 && packed))) {
+                (isa() >= Isa::kAvx512 || (isa() >= Isa::kAvx2 && packed))) {
               ASSERT_EQ(actual[i], expected[i])
-                  << "AVX-512, AMX and the AVX2 32-element panels sum "
-                     "blocks in the reference's order, "
+                  << "AVX-512, AMX and the AVX2 and AVX-VNNI 32-element "
+                     "panels sum blocks in the reference's order, "
                   << where;
             }
             // F16 weights multiply x rounded to binary16 (saturated).
@@ -472,6 +472,8 @@ TEST_P(MatMulTest, EveryBatchEqualsDecodeExactly) {
 // in the same order (matmul_kpacked_avx2.cc); Q4_1's, IQ4_NL's and Q5_1's
 // both take the reference's. So they give the same bits, for decode and
 // batches, where the CPU has both.
+// The AVX-VNNI build of the block-type panels takes the same integers by
+// vpdpbusd chains, so it gives those bits too.
 TEST(PanelsTest, Avx2EqualsAvx512BitForBit) {
   const std::vector<Isa> isas = AvailableIsas();
   const auto has = [&](Isa isa) {
@@ -480,11 +482,13 @@ TEST(PanelsTest, Avx2EqualsAvx512BitForBit) {
   if (!has(Isa::kAvx2) || !has(Isa::kAvx512)) {
     GTEST_SKIP() << "needs a CPU with AVX2 and AVX-512";
   }
+  std::vector<Isa> ymm_isas = {Isa::kAvx2};
+  if (has(Isa::kAvxVnni)) ymm_isas.push_back(Isa::kAvxVnni);
   ThreadPool pool(2);
   for (const DType type :
-       {DType::kF16, DType::kBF16, DType::kQ2_K, DType::kQ3_K, DType::kQ4_K,
-        DType::kQ5_K, DType::kQ6_K, DType::kQ5_1, DType::kQ4_1,
-        DType::kIQ4_NL}) {
+       {DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0, DType::kQ5_0,
+        DType::kQ2_K, DType::kQ3_K, DType::kQ4_K, DType::kQ5_K, DType::kQ6_K,
+        DType::kQ5_1, DType::kQ4_1, DType::kIQ4_NL}) {
     const std::vector<Shape> shapes =
         BlockElements(type) == kQkSuper
             ? std::vector<Shape>{{37, 768}, {70, 256}, {5, 2304}}
@@ -494,16 +498,20 @@ TEST(PanelsTest, Avx2EqualsAvx512BitForBit) {
       const TestMatrix m = MakeMatrix(type, s.rows, s.cols, 11);
       for (const int64_t n_tokens : {1, 2, 3, 7, 13, 40}) {
         const std::vector<float> x = RandomFloats(n_tokens * s.cols, 12);
-        std::vector<float> y[2];
-        for (const int i : {0, 1}) {
-          ScopedIsa scoped(i == 0 ? Isa::kAvx2 : Isa::kAvx512);
-          y[i] = RunMatMul(m, x, n_tokens, pool);
+        std::vector<float> want;
+        {
+          ScopedIsa scoped(Isa::kAvx512);
+          want = RunMatMul(m, x, n_tokens, pool);
         }
-        ASSERT_EQ(
-            std::memcmp(y[0].data(), y[1].data(), y[0].size() * sizeof(float)),
-            0)
-            << DTypeName(type) << " rows=" << s.rows << " cols=" << s.cols
-            << " n_tokens=" << n_tokens;
+        for (const Isa isa : ymm_isas) {
+          ScopedIsa scoped(isa);
+          const std::vector<float> got = RunMatMul(m, x, n_tokens, pool);
+          ASSERT_EQ(
+              std::memcmp(got.data(), want.data(), got.size() * sizeof(float)),
+              0)
+              << IsaName(isa) << " " << DTypeName(type) << " rows=" << s.rows
+              << " cols=" << s.cols << " n_tokens=" << n_tokens;
+        }
       }
     }
   }
@@ -957,6 +965,7 @@ TEST(IsaTest, ScalarAlwaysAvailableAndSelectable) {
   }
   SetActiveIsa(saved);
   EXPECT_EQ(IsaName(Isa::kAvx512), "avx512");
+  EXPECT_EQ(IsaName(Isa::kAvxVnni), "avxvnni");
 }
 
 }  // namespace

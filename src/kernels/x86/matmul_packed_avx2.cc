@@ -1,6 +1,8 @@
 // AVX2 products on packed Q8_0, Q4_0, Q4_1, IQ4_NL, Q5_0, Q5_1, F16 and
 // BF16 weights (layout: packed.h). Compiled with AVX2 + FMA + F16C flags;
-// reached only through the kernel table.
+// reached only through the kernel table. matmul_packed_avxvnni.cc compiles
+// this file again with AVX-VNNI (__AVXVNNI__), into namespace avxvnni: there
+// the block dots are vpdpbusd chains on the stored unsigned values (below).
 //
 // Why panels on AVX2 too: the row layout's AVX2 tiles spend, per row, block
 // and token, a scalar scale product, a broadcast and (at the end) a
@@ -17,11 +19,16 @@
 // avoids vpmaddubsw's saturation). Then, per block in order, the
 // reference's float operations (AddBlock, ref/matmul.cc): outputs are
 // bit-identical to it, and to the AVX-512 products, for any token count.
+// With AVX-VNNI a block dot is vpdpbusd of the stored u8 (the weight plus
+// PackedBlock::kOffset; IQ4_NL's table value plus 128) against the
+// activation bytes, each chain starting at -kOffset x the activation sum,
+// as on AVX-512: the same exact integers, so the same bits.
 //
 // F16/BF16: every output is one f32 FMA chain over the columns in column
 // order from zero, as in the AVX-512 panel products
 // (matmul_half_packed_avx512.cc): decode and batches of any size give the
 // same bits, and the same bits as the AVX-512 panels.
+#include <array>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -31,8 +38,18 @@
 #include "kernels/packed.h"
 #include "kernels/x86/intrinsics.h"
 
+#if defined(__AVXVNNI__)
+namespace redline::kernels::avxvnni {
+#else
 namespace redline::kernels::avx2 {
+#endif
 namespace {
+
+#if defined(__AVXVNNI__)
+constexpr bool kVnni = true;
+#else
+constexpr bool kVnni = false;
+#endif
 
 constexpr int64_t kQk = 32;
 
@@ -53,9 +70,31 @@ constexpr int64_t kLoneAheadBytes = 8192;
 
 template <DType kType>
 constexpr int64_t kBlockBytes = PackedBlock<kType>::kBytes;
-// Types whose operands are signed weights w with u = |w| (HalfBlock).
+// Types whose operands are signed weights w with u = |w| (HalfBlock);
+// none with AVX-VNNI.
 template <DType kType>
-constexpr bool kSigned = kType == DType::kQ8_0 || kType == DType::kIQ4_NL;
+constexpr bool kSigned =
+    !kVnni && (kType == DType::kQ8_0 || kType == DType::kIQ4_NL);
+
+// The IQ4_NL value table plus 128, as u8 (every value fits: 1..241).
+constexpr std::array<uint8_t, 16> kIq4NlU8 = [] {
+  std::array<uint8_t, 16> t{};
+  for (int i = 0; i < 16; ++i)
+    t[i] = static_cast<uint8_t>(kIq4NlValues[i] + 128);
+  return t;
+}();
+
+// acc + the 4-byte dot products of u (u8) and x (s8) per 32-bit lane,
+// exact in s32. Only the AVX-VNNI build may instantiate it.
+template <bool kEnabled = kVnni>
+inline __m256i DotU8(__m256i acc, __m256i u, __m256i x) {
+  static_assert(kEnabled, "DotU8 needs AVX-VNNI");
+#if defined(__AVXVNNI__)
+  return _mm256_dpbusd_avx_epi32(acc, u, x);
+#else
+  return acc;
+#endif
+}
 
 #include "kernels/x86/avx2_half_panels.inc"
 #include "kernels/x86/panel_streams.inc"
@@ -79,9 +118,11 @@ inline void PrefetchSpan(const uint8_t* p, int64_t bytes) {
 //   Q4_1: u[g] the nibbles q (w = d q + m), m the 8 mins as f32.
 //   Q5_1: u[g] the 5-bit q as Q5_0's (w = d q + m), m the 8 mins as f32.
 //   Q8_0: w[g] the signed weights (stored w + 128, flipped back), u[g] = |w|
-//         (<= 128 as u8), for the sign trick: |w| x (x * sign(w)).
+//         (<= 128 as u8), for the sign trick: |w| x (x * sign(w)). With
+//         AVX-VNNI u[g] the stored w + 128.
 //   IQ4_NL: w[g] the table values of the nibbles (one vpshufb), u[g] = |w|
-//         (<= 127), for the same trick.
+//         (<= 127), for the same trick. With AVX-VNNI u[g] the table
+//         values plus 128.
 struct Unsigned {
   __m256i u[kGroups];
 };
@@ -100,7 +141,13 @@ using HalfBlock =
 
 template <DType kType>
 inline void LoadHalf(const uint8_t* block, int h, HalfBlock<kType>* op) {
-  if constexpr (kType == DType::kQ8_0) {
+  if constexpr (kType == DType::kQ8_0 && kVnni) {
+#pragma GCC unroll 8
+    for (int g = 0; g < kGroups; ++g) {
+      op->u[g] = _mm256_loadu_si256(
+          reinterpret_cast<const __m256i*>(block + 64 * g + 32 * h));
+    }
+  } else if constexpr (kType == DType::kQ8_0) {
     const __m256i flip = _mm256_set1_epi8(static_cast<char>(0x80));
 #pragma GCC unroll 8
     for (int g = 0; g < kGroups; ++g) {
@@ -119,7 +166,13 @@ inline void LoadHalf(const uint8_t* block, int h, HalfBlock<kType>* op) {
       op->u[g] = _mm256_and_si256(q, mask);
       op->u[g + 4] = _mm256_and_si256(_mm256_srli_epi16(q, 4), mask);
     }
-    if constexpr (kType == DType::kIQ4_NL) {
+    if constexpr (kType == DType::kIQ4_NL && kVnni) {
+      const __m256i table = _mm256_broadcastsi128_si256(
+          _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4NlU8.data())));
+#pragma GCC unroll 8
+      for (int g = 0; g < kGroups; ++g)
+        op->u[g] = _mm256_shuffle_epi8(table, op->u[g]);
+    } else if constexpr (kType == DType::kIQ4_NL) {
       const __m256i table = _mm256_broadcastsi128_si256(
           _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4NlValues)));
 #pragma GCC unroll 8
@@ -162,7 +215,17 @@ template <DType kType>
 inline __m256i HalfDot(const HalfBlock<kType>& op, const int8_t* x,
                        int32_t xs) {
   const __m256i ones = _mm256_set1_epi16(1);
-  if constexpr (kType == DType::kQ8_0) {
+  if constexpr (kVnni) {
+    // Two chains (even and odd groups), the first from -kOffset x sum(x).
+    __m256i a = _mm256_set1_epi32(-PackedBlock<kType>::kOffset * xs);
+    __m256i b = _mm256_setzero_si256();
+#pragma GCC unroll 4
+    for (int g = 0; g < kGroups; g += 2) {
+      a = DotU8(a, op.u[g], Broadcast4(x + 4 * g));
+      b = DotU8(b, op.u[g + 1], Broadcast4(x + 4 * g + 4));
+    }
+    return _mm256_add_epi32(a, b);
+  } else if constexpr (kType == DType::kQ8_0) {
     // Pair sums reach 2 x 128 x 127, so each widens to s32 alone.
     __m256i a = _mm256_setzero_si256();
     __m256i b = _mm256_setzero_si256();
@@ -219,7 +282,17 @@ inline __m256 AddBlock(const HalfBlock<kType>& op, const int8_t* x, int32_t xs,
   if constexpr (kHalfScaled<kType>) {
     const __m256i ones = _mm256_set1_epi16(1);
     __m256i dot_lo, dot_hi;
-    if constexpr (kSigned<kType>) {
+    if constexpr (kVnni) {
+      // Each half's chain from -kOffset x its activation sum.
+      constexpr int32_t kOffset = PackedBlock<kType>::kOffset;
+      dot_lo = _mm256_set1_epi32(-kOffset * s16[0]);
+      dot_hi = _mm256_set1_epi32(-kOffset * s16[1]);
+#pragma GCC unroll 4
+      for (int g = 0; g < 4; ++g) {
+        dot_lo = DotU8(dot_lo, op.u[g], Broadcast4(x + 4 * g));
+        dot_hi = DotU8(dot_hi, op.u[g + 4], Broadcast4(x + 16 + 4 * g));
+      }
+    } else if constexpr (kSigned<kType>) {
       // IQ4_NL: pair sums reach 2 x 127 x 127, so each widens to s32 alone.
       dot_lo = _mm256_setzero_si256();
       dot_hi = _mm256_setzero_si256();
@@ -612,4 +685,8 @@ void FillPackedMatMulTable(KernelTable* table) {
       &MatMulPackedHalf<DType::kBF16>;
 }
 
+#if defined(__AVXVNNI__)
+}  // namespace redline::kernels::avxvnni
+#else
 }  // namespace redline::kernels::avx2
+#endif
