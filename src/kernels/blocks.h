@@ -8,6 +8,7 @@
 #ifndef REDLINE_KERNELS_BLOCKS_H_
 #define REDLINE_KERNELS_BLOCKS_H_
 
+#include <array>
 #include <cstdint>
 
 namespace redline::kernels {
@@ -152,6 +153,14 @@ inline void ScalesQ3K(const uint8_t* s, int* out) {
 // The IQ4_NL value table (ggml's kvalues_iq4nl).
 inline constexpr int8_t kIq4NlValues[16] = {
     -127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113};
+// The same values plus 128, as u8 (every one fits: 1..241): the unsigned
+// operand of the vpdpbusd panel kernels.
+inline constexpr std::array<uint8_t, 16> kIq4NlValuesU8 = [] {
+  std::array<uint8_t, 16> t{};
+  for (int i = 0; i < 16; ++i)
+    t[i] = static_cast<uint8_t>(kIq4NlValues[i] + 128);
+  return t;
+}();
 
 }  // namespace redline::kernels
 

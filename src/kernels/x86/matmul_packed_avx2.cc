@@ -28,7 +28,6 @@
 // order from zero, as in the AVX-512 panel products
 // (matmul_half_packed_avx512.cc): decode and batches of any size give the
 // same bits, and the same bits as the AVX-512 panels.
-#include <array>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -75,14 +74,6 @@ constexpr int64_t kBlockBytes = PackedBlock<kType>::kBytes;
 template <DType kType>
 constexpr bool kSigned =
     !kVnni && (kType == DType::kQ8_0 || kType == DType::kIQ4_NL);
-
-// The IQ4_NL value table plus 128, as u8 (every value fits: 1..241).
-constexpr std::array<uint8_t, 16> kIq4NlU8 = [] {
-  std::array<uint8_t, 16> t{};
-  for (int i = 0; i < 16; ++i)
-    t[i] = static_cast<uint8_t>(kIq4NlValues[i] + 128);
-  return t;
-}();
 
 // acc + the 4-byte dot products of u (u8) and x (s8) per 32-bit lane,
 // exact in s32. Only the AVX-VNNI build may instantiate it.
@@ -167,8 +158,8 @@ inline void LoadHalf(const uint8_t* block, int h, HalfBlock<kType>* op) {
       op->u[g + 4] = _mm256_and_si256(_mm256_srli_epi16(q, 4), mask);
     }
     if constexpr (kType == DType::kIQ4_NL && kVnni) {
-      const __m256i table = _mm256_broadcastsi128_si256(
-          _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4NlU8.data())));
+      const __m256i table = _mm256_broadcastsi128_si256(_mm_loadu_si128(
+          reinterpret_cast<const __m128i*>(kIq4NlValuesU8.data())));
 #pragma GCC unroll 8
       for (int g = 0; g < kGroups; ++g)
         op->u[g] = _mm256_shuffle_epi8(table, op->u[g]);

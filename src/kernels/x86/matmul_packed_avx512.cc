@@ -18,7 +18,6 @@
 // bit-identical to the reference. (The reference of Q4_1, IQ4_NL, Q5_0 and
 // Q5_1 scales each half block apart, MatMulUnpackedRows; HalfBlocks does
 // the same.)
-#include <array>
 #include <cstdint>
 #include <cstring>
 
@@ -66,14 +65,6 @@ constexpr int64_t kStreamPrefetchBytes = 2048;
 template <DType kType>
 constexpr int64_t kBlockBytes = PackedBlock<kType>::kBytes;
 
-// The IQ4_NL value table plus 128, as u8 (every value fits: 1..241).
-constexpr std::array<uint8_t, 16> kIq4NlU8 = [] {
-  std::array<uint8_t, 16> t{};
-  for (int i = 0; i < 16; ++i)
-    t[i] = static_cast<uint8_t>(kIq4NlValues[i] + 128);
-  return t;
-}();
-
 #include "kernels/x86/panel_streams.inc"
 
 inline __m512i Broadcast4(const int8_t* p) {
@@ -99,8 +90,8 @@ inline void LoadBlock(const uint8_t* block, __m512i (&w)[kGroups]) {
       w[g + 4] = _mm512_and_si512(_mm512_srli_epi16(q, 4), mask);
     }
     if constexpr (kType == DType::kIQ4_NL) {
-      const __m512i table = _mm512_broadcast_i32x4(
-          _mm_loadu_si128(reinterpret_cast<const __m128i*>(kIq4NlU8.data())));
+      const __m512i table = _mm512_broadcast_i32x4(_mm_loadu_si128(
+          reinterpret_cast<const __m128i*>(kIq4NlValuesU8.data())));
 #pragma GCC unroll 8
       for (int g = 0; g < kGroups; ++g) w[g] = _mm512_shuffle_epi8(table, w[g]);
     }
