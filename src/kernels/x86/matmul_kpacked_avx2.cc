@@ -227,10 +227,11 @@ inline __m256i WithFifthBit(__m256i nibble, __m256i qh, int k) {
 
 // Group g of half h of span j's two sub-blocks (KDecode's sub(j, 0) and
 // sub(j, 1)) from one set of loads, as u8 operands: lane r holds row
-// 8h + r's values (Q6_K: + 32) of the sub-block's elements 4g .. 4g + 3. Q4_K, Q5_K: the low and high nibbles of operand j (and Q5_K's qh
-// bits 2j, 2j + 1); Q6_K: those of ql chunk c of half n (j = 2n + c) with
-// qh bits 2c, 2c + 1 and 2c + 4, 2c + 5; Q2_K, Q3_K: bits 2c and 2c + 4
-// of qs lane n (and Q3_K's hmask bits 4n + c, 4n + c + 2).
+// 8h + r's values (Q6_K: + 32) of the sub-block's elements 4g .. 4g + 3.
+// Q4_K, Q5_K: the low and high nibbles of operand j (and Q5_K's qh bits
+// 2j, 2j + 1); Q6_K: those of ql chunk c of half n (j = 2n + c) with qh
+// bits 2c, 2c + 1 and 2c + 4, 2c + 5; Q2_K, Q3_K: bits 2c and 2c + 4 of
+// qs lane n (and Q3_K's hmask bits 4n + c, 4n + c + 2).
 template <DType kType>
 inline void SpanOperands(const uint8_t* block, int j, int g, int h,
                          __m256i (&w)[2]) {
@@ -271,9 +272,8 @@ inline void SpanOperands(const uint8_t* block, int j, int g, int h,
 }
 
 // The u8 operand of group g of sub-block k, half h: lane r holds row
-// 8h + r's values for elements 32k + 4g .. 32k + 4g + 3 (Q6_K: + 32). It
-// is the one of the two SpanOperands gives for k's span that k reads (the
-// compiler drops the other).
+// 8h + r's values for elements 32k + 4g .. 32k + 4g + 3 (Q6_K: + 32):
+// SpanOperands' operand for k (the compiler drops the span's other one).
 template <DType kType>
 inline __m256i WeightGroup(const uint8_t* block, int k, int g, int h) {
   const int j = kScaleMin<kType> ? k / 2 : k / 4 * 2 + k % 2;
