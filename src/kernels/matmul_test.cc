@@ -467,13 +467,13 @@ TEST_P(MatMulTest, EveryBatchEqualsDecodeExactly) {
 }
 
 // The AVX2 and AVX-512 panel products of 16-bit float weights run the same FMA
-// chains (one per output, column order, from zero); those of Q4_K/Q5_K/Q6_K
+// chains (one per output, column order, from zero); those of Q2_K ... Q6_K
 // weights take the same exact integer terms through the same float operations
-// in the same order (matmul_kpacked_avx2.cc); Q4_1's, IQ4_NL's and Q5_1's
-// both take the reference's. So they give the same bits, for decode and
-// batches, where the CPU has both.
-// The AVX-VNNI build of the block-type panels takes the same integers by
-// vpdpbusd chains, so it gives those bits too.
+// in the same order (matmul_kpacked_avx2.cc); those of the 32-element block
+// types both take the reference's. So they give the same bits, for decode and
+// batches, where the CPU has both. The AVX-VNNI build of the block-type
+// panels takes the same integers by vpdpbusd chains, so it gives those bits
+// too.
 TEST(PanelsTest, Avx2EqualsAvx512BitForBit) {
   const std::vector<Isa> isas = AvailableIsas();
   const auto has = [&](Isa isa) {
