@@ -56,11 +56,15 @@ fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 # Flash attention on: newer llama-batched-bench builds take a value
-# (`-fa on`), older ones a bare `-fa`.
+# (`-fa on`), older ones a bare `-fa`. The help text is read whole first:
+# piped into `grep -q`, the tool could die of SIGPIPE once grep matched,
+# and pipefail then read the match as a miss.
 batched_fa=(-fa)
-if ((${#depths[@]})) &&
-  "$llama/llama-batched-bench" --help 2>&1 | grep -q -- '--flash-attn \[on'; then
-  batched_fa=(-fa on)
+if ((${#depths[@]})); then
+  batched_help=$("$llama/llama-batched-bench" --help 2>&1 || true)
+  if [[ $batched_help == *"--flash-attn [on"* ]]; then
+    batched_fa=(-fa on)
+  fi
 fi
 
 echo "llama.cpp: $llama (llama-bench -t $threads -p $prompt -n $tokens -fa 1;" \
