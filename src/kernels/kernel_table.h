@@ -171,11 +171,13 @@ void FillPackedMatMulTable(KernelTable* table);
 // (x86/matmul_kpacked_avx2.cc).
 void FillKPackedMatMulTable(KernelTable* table);
 }  // namespace avx2
-// The AVX2 table with matmul_packed_avx2.cc's products built for AVX-VNNI
-// (x86/matmul_packed_avxvnni.cc).
+// The AVX2 table with the panel products of matmul_packed_avx2.cc and
+// matmul_kpacked_avx2.cc built for AVX-VNNI (x86/matmul_packed_avxvnni.cc,
+// x86/matmul_kpacked_avxvnni.cc).
 namespace avxvnni {
 void FillTable(KernelTable* table);
 void FillPackedMatMulTable(KernelTable* table);
+void FillKPackedMatMulTable(KernelTable* table);
 }  // namespace avxvnni
 namespace avx512 {
 void FillTable(KernelTable* table);

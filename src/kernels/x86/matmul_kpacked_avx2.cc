@@ -1,6 +1,7 @@
 // AVX2 products on packed Q2_K/Q3_K/Q4_K/Q5_K/Q6_K weights (layout:
-// packed.h). Compiled
-// with AVX2 + FMA + F16C flags; reached only through the kernel table.
+// packed.h). Compiled with AVX2 + FMA + F16C flags; reached only through
+// the kernel table. matmul_kpacked_avxvnni.cc compiles this file again with
+// AVX-VNNI (__AVXVNNI__), into namespace avxvnni (below).
 //
 // Why panels on AVX2 too: the row layout's AVX2 products unpack every
 // super-block of every row into a buffer before its dot products, so
@@ -34,6 +35,14 @@
 //         (<= 3048); misum = m_2k * xsum16_0 + m_2k+1 * xsum16_1 by one
 //         vpmaddwd; mn += float(misum) * d_x,b; per super-block
 //         acc += d * sb - dmin * mn.
+// With AVX-VNNI (kVnni) each 16-element half's groups are one vpdpbusd
+// chain in s32 instead (no s16 bound to respect), and the chain times its
+// scale is one vpmulld, as on AVX-512: the same exact integer term per
+// sub-block, so the same bits. Per half and token that is 4 vpdpbusd and a
+// vpmulld where AVX2 takes 4 vpmaddubsw, 4 vpaddw and one or two vpmaddwd
+// with their vpaddd; kernels_bench Prefill, 128 tokens, 2 threads, same
+// process: Q4_K 1.27-1.30x, Q6_K 1.07-1.12x the AVX2 tiles (Zen 5 forced
+// to each ISA); decode, bound by memory, unchanged.
 // These are the AVX-512 products' float operations
 // (matmul_kpacked_avx512.cc) on the same exact integers in the same order,
 // sub-blocks included (Q6_K, Q3_K, Q2_K: 0, 2, 1, 3, 4, 6, 5, 7), so the
@@ -48,8 +57,14 @@
 #include "kernels/packed.h"
 #include "kernels/x86/intrinsics.h"
 
+#if defined(__AVXVNNI__)
+namespace redline::kernels::avxvnni {
+#else
 namespace redline::kernels::avx2 {
+#endif
 namespace {
+
+#include "kernels/x86/avx2_half_panels.inc"
 
 constexpr int64_t kQk = 32;
 constexpr int kGroups = 8;  // 4-byte groups per 32-element sub-block
@@ -60,8 +75,6 @@ constexpr int kTileTokens = 4;
 // decode steps (llama3.2-1b Q4_K_M and Q6_K, alternating), three within
 // the noise of two.
 constexpr int64_t kAheadSupers = 2;
-
-#include "kernels/x86/avx2_half_panels.inc"
 
 template <DType kType>
 constexpr int64_t kSuperBytes = PackedBlock<kType>::kBytes;
@@ -91,20 +104,26 @@ inline __m128i Load8(const uint8_t* p) {
   return _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p));
 }
 
-// s32 lanes v (-32768 <= v < 32768) as v in both 16-bit halves.
-inline __m256i Doubled16(__m256i v) {
-  return _mm256_or_si256(_mm256_and_si256(v, _mm256_set1_epi32(0xffff)),
-                         _mm256_slli_epi32(v, 16));
+// s32 lanes v (-32768 <= v < 32768) as ScaledSum multiplies by them: v in
+// both 16-bit halves for vpmaddwd; v itself for vpmulld (AVX-VNNI).
+inline __m256i ScaleOperand(__m256i v) {
+  if constexpr (kVnni) {
+    return v;
+  } else {
+    return _mm256_or_si256(_mm256_and_si256(v, _mm256_set1_epi32(0xffff)),
+                           _mm256_slli_epi32(v, 16));
+  }
 }
 
 // Sub-block k's scales for half h of a super-block of the panel (lane r:
 // row 8h + r), as the dot products consume them.
-//   Q4_K, Q5_K: sc the 6-bit scale doubled (Doubled16), m the 6-bit min
-//         as f32.
+//   Q4_K, Q5_K: sc the 6-bit scale (ScaleOperand), m the 6-bit min as
+//         f32.
 //   Q6_K, Q3_K: sc[0], sc[1] the scales of the two 16-element halves
-//         doubled, pair = sc_2k in the low and sc_2k+1 in the high 16 bits.
-//   Q2_K: sc[0], sc[1] the halves' 4-bit scales doubled, pair = their
-//         4-bit mins m_2k, m_2k+1 the same way.
+//         (ScaleOperand), pair = sc_2k in the low and sc_2k+1 in the high
+//         16 bits.
+//   Q2_K: sc[0], sc[1] the halves' 4-bit scales (ScaleOperand), pair =
+//         their 4-bit mins m_2k, m_2k+1 the same way.
 struct ScaleMin {
   __m256i sc;
   __m256 m;
@@ -130,7 +149,7 @@ inline SubScales<kType> LoadSubScales(const uint8_t* block, int k, int h) {
         Load8(block + Block::kScales + k * kPackRows + kHalfRows * h));
     const __m256i m = _mm256_cvtepu8_epi32(
         Load8(block + Block::kMins + k * kPackRows + kHalfRows * h));
-    return {Doubled16(sc), _mm256_cvtepi32_ps(m)};
+    return {ScaleOperand(sc), _mm256_cvtepi32_ps(m)};
   } else {
     const uint8_t* s = block + Block::kScales + kHalfRows * h;
     if constexpr (kType == DType::kQ2_K) {
@@ -138,14 +157,14 @@ inline SubScales<kType> LoadSubScales(const uint8_t* block, int k, int h) {
       const __m256i raw1 =
           _mm256_cvtepu8_epi32(Load8(s + (2 * k + 1) * kPackRows));
       const __m256i low4 = _mm256_set1_epi32(0x0f);
-      return {{Doubled16(_mm256_and_si256(raw0, low4)),
-               Doubled16(_mm256_and_si256(raw1, low4))},
+      return {{ScaleOperand(_mm256_and_si256(raw0, low4)),
+               ScaleOperand(_mm256_and_si256(raw1, low4))},
               Pair16(_mm256_srli_epi32(raw0, 4), _mm256_srli_epi32(raw1, 4))};
     } else {
       const __m256i s0 = _mm256_cvtepi8_epi32(Load8(s + 2 * k * kPackRows));
       const __m256i s1 =
           _mm256_cvtepi8_epi32(Load8(s + (2 * k + 1) * kPackRows));
-      return {{Doubled16(s0), Doubled16(s1)}, Pair16(s0, s1)};
+      return {{ScaleOperand(s0), ScaleOperand(s1)}, Pair16(s0, s1)};
     }
   }
 }
@@ -174,16 +193,39 @@ inline __m256i TermStart(const SubScales<kType>& sc, const int32_t* xs16) {
   }
 }
 
-// Groups per s16 sum (the bounds in the header): Q4_K all 8, Q5_K, Q3_K
-// and Q2_K 4, Q6_K 2.
+// Groups per sum (the s16 bounds in the header): Q4_K all 8, Q5_K, Q3_K
+// and Q2_K 4, Q6_K 2; with AVX-VNNI 4 (a 16-element half: its s32 chain
+// is the vpdpbusd latency of 4, and each sum of Q6_K, Q3_K and Q2_K needs
+// one scale).
 template <DType kType>
-constexpr int kSumGroups = kType == DType::kQ4_K   ? 8
+constexpr int kSumGroups = kVnni                   ? 4
+                           : kType == DType::kQ4_K ? 8
                            : kType == DType::kQ6_K ? 2
                                                    : 4;
 
-// The doubled scale of the s16 sum that starts at group g0.
+// The scale operand of the sum that starts at group g0.
 inline __m256i SumScale(const ScaleMin& sc, int) { return sc.sc; }
 inline __m256i SumScale(const HalfScales& sc, int g0) { return sc.sc[g0 / 4]; }
+
+// sum + the dot of group operand w (u8) with activation bytes x (s8): in
+// s16 pair sums (vpmaddubsw; the bounds in the header), or with AVX-VNNI
+// in s32 (vpdpbusd).
+inline __m256i AddGroup(__m256i sum, __m256i w, __m256i x) {
+  if constexpr (kVnni) {
+    return DotU8(sum, w, x);
+  } else {
+    return _mm256_add_epi16(sum, _mm256_maddubs_epi16(w, x));
+  }
+}
+
+// A finished sum times its scale operand, in s32.
+inline __m256i ScaledSum(__m256i sum, __m256i scale) {
+  if constexpr (kVnni) {
+    return _mm256_mullo_epi32(sum, scale);
+  } else {
+    return _mm256_madd_epi16(sum, scale);
+  }
+}
 
 // Q3_K's hmask lane of group g, half h (Q2_K has none: zero).
 template <DType kType>
@@ -318,23 +360,21 @@ void KTile(const MatMulArgs& a, const uint8_t* panel, int h, int64_t r0,
         term[t] = TermStart<kType>(sc, x.s16[t] + 2 * b);
 #pragma GCC unroll 4
       for (int g0 = 0; g0 < kGroups; g0 += kSumGroups<kType>) {
-        __m256i sum16[T];
+        __m256i sum[T];
 #pragma GCC unroll 4
-        for (int t = 0; t < T; ++t) sum16[t] = _mm256_setzero_si256();
+        for (int t = 0; t < T; ++t) sum[t] = _mm256_setzero_si256();
 #pragma GCC unroll 8
         for (int g = g0; g < g0 + kSumGroups<kType>; ++g) {
           const __m256i w = WeightGroup<kType>(block, k, g, h);
 #pragma GCC unroll 4
           for (int t = 0; t < T; ++t) {
-            sum16[t] = _mm256_add_epi16(
-                sum16[t],
-                _mm256_maddubs_epi16(w, Broadcast4(x.qs[t] + b * kQk + 4 * g)));
+            sum[t] = AddGroup(sum[t], w, Broadcast4(x.qs[t] + b * kQk + 4 * g));
           }
         }
 #pragma GCC unroll 4
         for (int t = 0; t < T; ++t) {
-          term[t] = _mm256_add_epi32(
-              term[t], _mm256_madd_epi16(sum16[t], SumScale(sc, g0)));
+          term[t] =
+              _mm256_add_epi32(term[t], ScaledSum(sum[t], SumScale(sc, g0)));
         }
       }
 #pragma GCC unroll 4
@@ -419,15 +459,11 @@ void KDecode(const MatMulArgs& a, const uint8_t* panel, int64_t r0,
           for (int g = g0; g < g0 + kSumGroups<kType>; ++g) {
             __m256i w[2];
             SpanOperands<kType>(block, j, g, h, w);
-            sum0 = _mm256_add_epi16(
-                sum0, _mm256_maddubs_epi16(w[0], Broadcast4(x0 + 4 * g)));
-            sum1 = _mm256_add_epi16(
-                sum1, _mm256_maddubs_epi16(w[1], Broadcast4(x1 + 4 * g)));
+            sum0 = AddGroup(sum0, w[0], Broadcast4(x0 + 4 * g));
+            sum1 = AddGroup(sum1, w[1], Broadcast4(x1 + 4 * g));
           }
-          term0 = _mm256_add_epi32(term0,
-                                   _mm256_madd_epi16(sum0, SumScale(sc0, g0)));
-          term1 = _mm256_add_epi32(term1,
-                                   _mm256_madd_epi16(sum1, SumScale(sc1, g0)));
+          term0 = _mm256_add_epi32(term0, ScaledSum(sum0, SumScale(sc0, g0)));
+          term1 = _mm256_add_epi32(term1, ScaledSum(sum1, SumScale(sc1, g0)));
         }
 #pragma GCC unroll 2
         for (int s2 = 0; s2 < 2; ++s2) {
@@ -501,4 +537,8 @@ void FillKPackedMatMulTable(KernelTable* table) {
       &KPackedRows<DType::kQ6_K>;
 }
 
+#if defined(__AVXVNNI__)
+}  // namespace redline::kernels::avxvnni
+#else
 }  // namespace redline::kernels::avx2
+#endif

@@ -44,11 +44,8 @@ namespace redline::kernels::avx2 {
 #endif
 namespace {
 
-#if defined(__AVXVNNI__)
-constexpr bool kVnni = true;
-#else
-constexpr bool kVnni = false;
-#endif
+#include "kernels/x86/avx2_half_panels.inc"
+#include "kernels/x86/panel_streams.inc"
 
 constexpr int64_t kQk = 32;
 
@@ -74,21 +71,6 @@ constexpr int64_t kBlockBytes = PackedBlock<kType>::kBytes;
 template <DType kType>
 constexpr bool kSigned =
     !kVnni && (kType == DType::kQ8_0 || kType == DType::kIQ4_NL);
-
-// acc + the 4-byte dot products of u (u8) and x (s8) per 32-bit lane,
-// exact in s32. Only the AVX-VNNI build may instantiate it.
-template <bool kEnabled = kVnni>
-inline __m256i DotU8(__m256i acc, __m256i u, __m256i x) {
-  static_assert(kEnabled, "DotU8 needs AVX-VNNI");
-#if defined(__AVXVNNI__)
-  return _mm256_dpbusd_avx_epi32(acc, u, x);
-#else
-  return acc;
-#endif
-}
-
-#include "kernels/x86/avx2_half_panels.inc"
-#include "kernels/x86/panel_streams.inc"
 
 // Fetches the lines that start within [p, p + bytes), kAhead bytes on.
 template <int64_t kAhead>
