@@ -207,6 +207,13 @@ inline constexpr bool kLowBit = kType == DType::kQ2_K || kType == DType::kQ3_K;
 // Q2_K, Q4_K, Q5_K: a dmin per super-block (acc -= dmin * mn).
 template <DType kType>
 inline constexpr bool kHasDmin = kScaleMin<kType> || kType == DType::kQ2_K;
+// Q6_K, Q3_K: the panels hold q + 32 (q + 4) as u8, so each 16-element
+// half's dot of them with the activations is kHalfOffset x that half's
+// activation sum too much; zero for the other K-quants.
+template <DType kType>
+inline constexpr int32_t kHalfOffset = kType == DType::kQ6_K   ? 32
+                                       : kType == DType::kQ3_K ? 4
+                                                               : 0;
 
 // Panels of a matrix with `rows` rows: ceil(rows / kPackRows).
 int64_t PackedPanels(int64_t rows);

@@ -36,13 +36,15 @@
 //         vpmaddwd; mn += float(misum) * d_x,b; per super-block
 //         acc += d * sb - dmin * mn.
 // With AVX-VNNI (kVnni) each 16-element half's groups are one vpdpbusd
-// chain in s32 instead (no s16 bound to respect), and the chain times its
-// scale is one vpmulld, as on AVX-512: the same exact integer term per
-// sub-block, so the same bits. Per half and token that is 4 vpdpbusd and a
+// chain in s32 instead (no s16 bound to respect), Q6_K's and Q3_K's from
+// -32 (-4) x the half's activation sum, and the chain times its scale is
+// one vpmulld, as on AVX-512: the same exact integer term per sub-block,
+// so the same bits. Per half and token that is 4 vpdpbusd and a
 // vpmulld where AVX2 takes 4 vpmaddubsw, 4 vpaddw and one or two vpmaddwd
-// with their vpaddd; kernels_bench Prefill, 128 tokens, 2 threads, same
-// process: Q4_K 1.27-1.30x, Q6_K 1.07-1.12x the AVX2 tiles (Zen 5 forced
-// to each ISA); decode, bound by memory, unchanged.
+// with their vpaddd (and Q6_K, Q3_K their offsets' TermStart);
+// kernels_bench Prefill, 128 tokens, 2 threads, the same process forced to
+// each ISA on Zen 5: Q4_K 1.27-1.42x, Q6_K 1.18-1.26x the AVX2 tiles (Q6_K
+// 1.07-1.12x with TermStart's offsets); decode, bound by memory, unchanged.
 // These are the AVX-512 products' float operations
 // (matmul_kpacked_avx512.cc) on the same exact integers in the same order,
 // sub-blocks included (Q6_K, Q3_K, Q2_K: 0, 2, 1, 3, 4, 6, 5, 7), so the
@@ -181,13 +183,15 @@ inline __m256i PairDot(const HalfScales& sc, const int32_t* xs16) {
 }
 
 // Where a sub-block's integer term starts: Q6_K -32 and Q3_K -4 times
-// (sc_2k * xsum16_0 + sc_2k+1 * xsum16_1), the others zero.
+// (sc_2k * xsum16_0 + sc_2k+1 * xsum16_1), the others zero; zero with
+// AVX-VNNI, whose sums start from the offsets instead (SumStart).
 template <DType kType>
 inline __m256i TermStart(const SubScales<kType>& sc, const int32_t* xs16) {
-  if constexpr (kType != DType::kQ6_K && kType != DType::kQ3_K) {
+  if constexpr (kHalfOffset<kType> == 0 || kVnni) {
     return _mm256_setzero_si256();
   } else {
     constexpr int kShift = kType == DType::kQ6_K ? 5 : 2;
+    static_assert(1 << kShift == kHalfOffset<kType>);
     return _mm256_sub_epi32(_mm256_setzero_si256(),
                             _mm256_slli_epi32(PairDot(sc, xs16), kShift));
   }
@@ -206,6 +210,19 @@ constexpr int kSumGroups = kVnni                   ? 4
 // The scale operand of the sum that starts at group g0.
 inline __m256i SumScale(const ScaleMin& sc, int) { return sc.sc; }
 inline __m256i SumScale(const HalfScales& sc, int g0) { return sc.sc[g0 / 4]; }
+
+// Where the sum of groups g0 .. g0 + kSumGroups - 1 starts: with AVX-VNNI
+// (one 16-element half per sum) -kHalfOffset x that half's activation sum
+// (xs16: the sub-block's two), so that its vpmulld scales the offset in as
+// AVX-512 does; otherwise zero (TermStart takes the offsets).
+template <DType kType>
+inline __m256i SumStart(const int32_t* xs16, int g0) {
+  if constexpr (kHalfOffset<kType> == 0 || !kVnni) {
+    return _mm256_setzero_si256();
+  } else {
+    return _mm256_set1_epi32(-kHalfOffset<kType> * xs16[g0 / 4]);
+  }
+}
 
 // sum + the dot of group operand w (u8) with activation bytes x (s8): in
 // s16 pair sums (vpmaddubsw; the bounds in the header), or with AVX-VNNI
@@ -362,7 +379,8 @@ void KTile(const MatMulArgs& a, const uint8_t* panel, int h, int64_t r0,
       for (int g0 = 0; g0 < kGroups; g0 += kSumGroups<kType>) {
         __m256i sum[T];
 #pragma GCC unroll 4
-        for (int t = 0; t < T; ++t) sum[t] = _mm256_setzero_si256();
+        for (int t = 0; t < T; ++t)
+          sum[t] = SumStart<kType>(x.s16[t] + 2 * b, g0);
 #pragma GCC unroll 8
         for (int g = g0; g < g0 + kSumGroups<kType>; ++g) {
           const __m256i w = WeightGroup<kType>(block, k, g, h);
@@ -453,8 +471,8 @@ void KDecode(const MatMulArgs& a, const uint8_t* panel, int64_t r0,
         term1 = TermStart<kType>(sc1, a.xq.s16 + 2 * (i * 8 + k1));
 #pragma GCC unroll 4
         for (int g0 = 0; g0 < kGroups; g0 += kSumGroups<kType>) {
-          __m256i sum0 = _mm256_setzero_si256();
-          __m256i sum1 = _mm256_setzero_si256();
+          __m256i sum0 = SumStart<kType>(a.xq.s16 + 2 * (i * 8 + k0), g0);
+          __m256i sum1 = SumStart<kType>(a.xq.s16 + 2 * (i * 8 + k1), g0);
 #pragma GCC unroll 8
           for (int g = g0; g < g0 + kSumGroups<kType>; ++g) {
             __m256i w[2];

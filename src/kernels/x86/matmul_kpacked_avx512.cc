@@ -55,12 +55,6 @@ constexpr int64_t kAheadSupers = 2;
 
 template <DType kType>
 constexpr int64_t kSuperBytes = PackedBlock<kType>::kBytes;
-// What each 16-element half's dot starts from, per unit of its activation
-// sum (Q6_K, Q3_K and Q2_K: the other branch of every kScaleMin test).
-template <DType kType>
-constexpr int32_t kHalfOffset = kType == DType::kQ6_K   ? 32
-                                : kType == DType::kQ3_K ? 4
-                                                        : 0;
 
 inline __m512i Broadcast4(const int8_t* p) {
   int32_t v;
