@@ -1,10 +1,12 @@
 // Prompt-lookup speculative decoding: the drafter and its controller, and
 // the property that matters: the tokens are those plain decoding gives, for
-// greedy and seeded sampling, every small preset and weight type, with
-// prompts that repeat (drafts accepted) and prompts that do not.
+// greedy and seeded sampling, every small preset and weight type and every
+// kernel ISA this CPU runs, with prompts that repeat (drafts accepted) and
+// prompts that do not.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <filesystem>
 #include <memory>
 #include <random>
@@ -18,6 +20,7 @@
 #include "engine/engine_test_model.h"
 #include "engine/generator.h"
 #include "engine/prompt_lookup.h"
+#include "kernels/dtype.h"
 #include "kernels/isa.h"
 #include "model/arch/model.h"
 #include "model/arch/synthetic.h"
@@ -292,12 +295,31 @@ CycleModel LoadCycleModel(ThreadPool& pool) {
 struct Case {
   std::string preset;
   kernels::DType type;
+  kernels::Isa isa;
+};
+
+// Dispatches to `isa` for the scope (the weights' layout is chosen at
+// load, so a model is loaded inside it), then back to the ISA before.
+class IsaScope {
+ public:
+  explicit IsaScope(kernels::Isa isa)
+      : saved_(kernels::ActiveIsa()), ok_(kernels::SetActiveIsa(isa)) {}
+  ~IsaScope() { kernels::SetActiveIsa(saved_); }
+  IsaScope(const IsaScope&) = delete;
+  IsaScope& operator=(const IsaScope&) = delete;
+  bool ok() const { return ok_; }
+
+ private:
+  kernels::Isa saved_;
+  bool ok_;
 };
 
 class SpeculativeEqualsPlainTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(SpeculativeEqualsPlainTest, TokensAreThoseOfPlainDecoding) {
   const Case& c = GetParam();
+  IsaScope isa(c.isa);
+  ASSERT_TRUE(isa.ok()) << kernels::IsaName(c.isa);
   ThreadPool pool(2);
   auto spec = model::SyntheticPreset(c.preset);
   ASSERT_TRUE(spec.ok());
@@ -370,14 +392,31 @@ TEST_P(SpeculativeEqualsPlainTest, TokensAreThoseOfPlainDecoding) {
   EXPECT_GT(accepted, 0);
 }
 
+std::vector<Case> SpeculativeCases() {
+  using kernels::DType;
+  std::vector<Case> cases;
+  for (const kernels::Isa isa : kernels::AvailableIsas()) {
+    for (const DType t :
+         {DType::kF32, DType::kF16, DType::kBF16, DType::kQ8_0, DType::kQ4_0}) {
+      cases.push_back({"tiny", t, isa});
+    }
+    for (const DType t : {DType::kQ8_0, DType::kF16})
+      cases.push_back({"tiny-qwen2", t, isa});
+  }
+  return cases;
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Presets, SpeculativeEqualsPlainTest,
-    ::testing::Values(Case{"tiny", kernels::DType::kF32},
-                      Case{"tiny", kernels::DType::kF16},
-                      Case{"tiny", kernels::DType::kQ8_0},
-                      Case{"tiny", kernels::DType::kQ4_0},
-                      Case{"tiny-qwen2", kernels::DType::kQ8_0},
-                      Case{"tiny-qwen2", kernels::DType::kF16}));
+    ::testing::ValuesIn(SpeculativeCases()), [](const auto& info) {
+      std::string name = info.param.preset + "_" +
+                         std::string(kernels::DTypeName(info.param.type)) +
+                         "_" + std::string(kernels::IsaName(info.param.isa));
+      for (char& ch : name) {
+        if (!std::isalnum(static_cast<unsigned char>(ch))) ch = '_';
+      }
+      return name;
+    });
 
 // A cycle model (make-model --cycle) follows one cycle through its word
 // pieces; quoting a passage it wrote makes an answer that echoes the prompt
@@ -556,35 +595,76 @@ TEST(SpeculativeTest, EchoesRunToTheEndOfTheContext) {
       << refused.status().ToString();
 }
 
-TEST(SpeculativeTest, TrainedModelEchoesAreAcceptedAndEqual) {
-  const std::string path =
-      std::string(RL_SHARED_DIR) + "/testdata/models/stories260K.gguf";
-  if (!std::filesystem::exists(path)) GTEST_SKIP() << "no " << path;
+// A trained model's greedy answers, plain and speculative, to two prompts
+// that repeat themselves: a passage written twice, and the model's own
+// story after "Once upon a time" given back with that start again (which
+// it continues with the story: drafts are made and accepted). The tokens
+// must be plain decoding's. Returns the second prompt's stats.
+SpeculativeStats CheckTrainedEcho(const std::string& path) {
+  SpeculativeStats echo_stats;
   auto m = model::Model::Load(path);
-  ASSERT_TRUE(m.ok()) << m.status().ToString();
-  ASSERT_NE((*m)->tokenizer(), nullptr);
-  std::vector<int32_t> prompt = (*m)->tokenizer()->Encode(
-      "Once upon a time there was a little girl named Lily. She loved to "
-      "play outside. Once upon a time there was a little girl named Lily.",
-      /*add_special=*/true, /*parse_special=*/false);
+  EXPECT_TRUE(m.ok()) << m.status().ToString();
+  if (!m.ok() || (*m)->tokenizer() == nullptr) return echo_stats;
+  const model::Tokenizer& tok = *(*m)->tokenizer();
   ThreadPool pool(2);
   model::SamplingParams p;
   p.temperature = 0;
   p.max_tokens = 64;
-  Generator g1(**m, pool, 512);
-  auto base =
-      g1.Generate(prompt, p, [](std::string_view, int32_t) { return true; });
-  ASSERT_TRUE(base.ok());
-  Generator g2(**m, pool, 512);
-  SpeculativeOptions so;
-  so.enabled = true;
-  so.pace_by_cost = false;  // counts below must not depend on timing
-  auto fast = g2.Generate(
-      prompt, p, [](std::string_view, int32_t) { return true; }, so);
-  ASSERT_TRUE(fast.ok());
-  EXPECT_EQ(fast->tokens, base->tokens);
-  EXPECT_GT(fast->speculative.accepted_tokens, 0);
-  EXPECT_GT(fast->speculative.tokens_per_pass(), 1.0);
+  auto answer = [&](const std::vector<int32_t>& prompt, bool speculative) {
+    Generator g(**m, pool, 512);
+    SpeculativeOptions so;
+    so.enabled = speculative;
+    so.pace_by_cost = false;  // counts below must not depend on timing
+    auto r = g.Generate(
+        prompt, p, [](std::string_view, int32_t) { return true; }, so);
+    EXPECT_TRUE(r.ok());
+    return r.ok() ? std::move(r).value() : GenerationResult{};
+  };
+  const std::vector<int32_t> start =
+      tok.Encode("Once upon a time", /*add_special=*/true,
+                 /*parse_special=*/false);
+  std::vector<int32_t> echo = start;
+  for (const int32_t t : answer(start, false).tokens) echo.push_back(t);
+  const std::vector<int32_t> again =
+      tok.Encode("Once upon a time", /*add_special=*/false,
+                 /*parse_special=*/false);
+  echo.insert(echo.end(), again.begin(), again.end());
+  const std::vector<int32_t> twice = tok.Encode(
+      "Once upon a time there was a little girl named Lily. She loved to "
+      "play outside. Once upon a time there was a little girl named Lily.",
+      /*add_special=*/true, /*parse_special=*/false);
+  const std::vector<int32_t>* const prompts[] = {&twice, &echo};
+  for (const std::vector<int32_t>* prompt : prompts) {
+    const GenerationResult base = answer(*prompt, false);
+    const GenerationResult fast = answer(*prompt, true);
+    EXPECT_EQ(fast.tokens, base.tokens) << (prompt == &echo ? "echo" : "twice");
+    EXPECT_LE(fast.speculative.accepted_tokens,
+              fast.speculative.drafted_tokens);
+    if (prompt == &echo) echo_stats = fast.speculative;
+  }
+  return echo_stats;
+}
+
+TEST(SpeculativeTest, TrainedModelEchoesAreAcceptedAndEqual) {
+  const std::string dir = std::string(RL_SHARED_DIR) + "/testdata/models/";
+  int checked = 0;
+  for (const char* file :
+       {"stories260K.gguf", "TinyStories-656K.f16.gguf",
+        "TinyStories-656K-Q8_0.gguf", "TinyStories-656K.Q2_K.gguf"}) {
+    const std::string path = dir + file;
+    if (!std::filesystem::exists(path)) continue;
+    for (const kernels::Isa isa : kernels::AvailableIsas()) {
+      SCOPED_TRACE(std::string(file) + " " +
+                   std::string(kernels::IsaName(isa)));
+      IsaScope scope(isa);
+      ASSERT_TRUE(scope.ok());
+      const SpeculativeStats s = CheckTrainedEcho(path);
+      EXPECT_GT(s.accepted_tokens, 0);
+      EXPECT_GT(s.tokens_per_pass(), 1.0);
+    }
+    ++checked;
+  }
+  if (checked == 0) GTEST_SKIP() << "no trained model in " << dir;
 }
 
 }  // namespace
@@ -598,9 +678,7 @@ namespace {
 // budget to cut drafts), with some requests opting out; every stream equals
 // plain sequential generation, and the prefix cache afterwards holds only
 // accepted tokens (a repeated request reuses them and still matches).
-TEST(SpeculativeEngineTest, BatchedSpeculationEqualsPlainDecoding) {
-  const model::Model& m = testing::TinyTestModel();
-  ThreadPool pool(2);
+void CheckBatchedSpeculation(const model::Model& m, ThreadPool& pool) {
   auto prompt = [](int i) {
     std::vector<int32_t> p;
     for (int r = 0; r < 3; ++r)
@@ -666,6 +744,22 @@ TEST(SpeculativeEngineTest, BatchedSpeculationEqualsPlainDecoding) {
     }
     EXPECT_LE(engine.Stats().spec_accepted_tokens,
               engine.Stats().spec_draft_tokens);
+  }
+}
+
+// The engine's tiny Q8_0 model (testing::TinyTestModel's preset and seed),
+// loaded under each ISA this CPU runs.
+TEST(SpeculativeEngineTest, BatchedSpeculationEqualsPlainDecoding) {
+  ThreadPool pool(2);
+  auto spec = model::SyntheticPreset("tiny");
+  ASSERT_TRUE(spec.ok());
+  for (const kernels::Isa isa : kernels::AvailableIsas()) {
+    SCOPED_TRACE(kernels::IsaName(isa));
+    IsaScope scope(isa);
+    ASSERT_TRUE(scope.ok());
+    auto m = LoadSynthetic(*spec, kernels::DType::kQ8_0, 11, pool);
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    CheckBatchedSpeculation(**m, pool);
   }
 }
 
