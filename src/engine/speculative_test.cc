@@ -314,6 +314,26 @@ class IsaScope {
   bool ok_;
 };
 
+// `prompt`'s answer from a fresh Generator (n_ctx 256, batches of 64), with
+// speculation as `so` says (plain where it is disabled).
+Result<GenerationResult> Answer(const model::Model& m, ThreadPool& pool,
+                                const std::vector<int32_t>& prompt,
+                                const model::SamplingParams& p,
+                                const SpeculativeOptions& so) {
+  Generator g(m, pool, 256, 64);
+  return g.Generate(
+      prompt, p, [](std::string_view, int32_t) { return true; }, so);
+}
+
+// Speculation as the tests want it by default: on, not paced by the
+// measured pass cost (counts must not depend on timing).
+SpeculativeOptions Speculative() {
+  SpeculativeOptions so;
+  so.enabled = true;
+  so.pace_by_cost = false;
+  return so;
+}
+
 class SpeculativeEqualsPlainTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(SpeculativeEqualsPlainTest, TokensAreThoseOfPlainDecoding) {
@@ -346,16 +366,9 @@ TEST_P(SpeculativeEqualsPlainTest, TokensAreThoseOfPlainDecoding) {
         p.temperature = 0.9f;
         p.seed = 1234;
       }
-      Generator g1(**m, pool, 256, 64);
-      auto base = g1.Generate(prompt, p,
-                              [](std::string_view, int32_t) { return true; });
+      auto base = Answer(**m, pool, prompt, p, SpeculativeOptions{});
       ASSERT_TRUE(base.ok());
-      Generator g2(**m, pool, 256, 64);
-      SpeculativeOptions so;
-      so.enabled = true;
-      so.pace_by_cost = false;  // counts below must not depend on timing
-      auto fast = g2.Generate(
-          prompt, p, [](std::string_view, int32_t) { return true; }, so);
+      auto fast = Answer(**m, pool, prompt, p, Speculative());
       ASSERT_TRUE(fast.ok());
       EXPECT_EQ(fast->tokens, base->tokens)
           << c.preset << " greedy=" << greedy << " isa "
@@ -364,20 +377,16 @@ TEST_P(SpeculativeEqualsPlainTest, TokensAreThoseOfPlainDecoding) {
       EXPECT_EQ(fast->finish, base->finish);
       // Paced by the measured pass cost (drafts vary with timing; the
       // tokens may not).
-      Generator g3(**m, pool, 256, 64);
-      so.pace_by_cost = true;
-      auto paced = g3.Generate(
-          prompt, p, [](std::string_view, int32_t) { return true; }, so);
+      SpeculativeOptions paced_so = Speculative();
+      paced_so.pace_by_cost = true;
+      auto paced = Answer(**m, pool, prompt, p, paced_so);
       ASSERT_TRUE(paced.ok());
       EXPECT_EQ(paced->tokens, base->tokens) << c.preset << " paced";
-      so.pace_by_cost = false;
       // Verification passes of up to 41 tokens: past every kernel's
       // small-batch tiles (MatMulTest.EveryBatchEqualsDecodeExactly).
-      Generator g4(**m, pool, 256, 64);
-      SpeculativeOptions wide = so;
+      SpeculativeOptions wide = Speculative();
       wide.max_draft_tokens = 40;
-      auto long_drafts = g4.Generate(
-          prompt, p, [](std::string_view, int32_t) { return true; }, wide);
+      auto long_drafts = Answer(**m, pool, prompt, p, wide);
       ASSERT_TRUE(long_drafts.ok());
       EXPECT_EQ(long_drafts->tokens, base->tokens) << c.preset << " k=40";
       const SpeculativeStats& s = fast->speculative;
@@ -611,12 +620,8 @@ SpeculativeStats CheckTrainedEcho(const std::string& path) {
   p.temperature = 0;
   p.max_tokens = 64;
   auto answer = [&](const std::vector<int32_t>& prompt, bool speculative) {
-    Generator g(**m, pool, 512);
-    SpeculativeOptions so;
-    so.enabled = speculative;
-    so.pace_by_cost = false;  // counts below must not depend on timing
-    auto r = g.Generate(
-        prompt, p, [](std::string_view, int32_t) { return true; }, so);
+    auto r = Answer(**m, pool, prompt, p,
+                    speculative ? Speculative() : SpeculativeOptions{});
     EXPECT_TRUE(r.ok());
     return r.ok() ? std::move(r).value() : GenerationResult{};
   };
