@@ -608,12 +608,16 @@ TEST(SpeculativeTest, EchoesRunToTheEndOfTheContext) {
 // that repeat themselves: a passage written twice, and the model's own
 // story after "Once upon a time" given back with that start again (which
 // it continues with the story: drafts are made and accepted). The tokens
-// must be plain decoding's. Returns the second prompt's stats.
-SpeculativeStats CheckTrainedEcho(const std::string& path) {
-  SpeculativeStats echo_stats;
+// must be plain decoding's. Returns the speculative runs' stats.
+struct EchoStats {
+  SpeculativeStats twice;  // the passage written twice
+  SpeculativeStats echo;   // the model's own story given back
+};
+EchoStats CheckTrainedEcho(const std::string& path) {
+  EchoStats stats;
   auto m = model::Model::Load(path);
   EXPECT_TRUE(m.ok()) << m.status().ToString();
-  if (!m.ok() || (*m)->tokenizer() == nullptr) return echo_stats;
+  if (!m.ok() || (*m)->tokenizer() == nullptr) return stats;
   const model::Tokenizer& tok = *(*m)->tokenizer();
   ThreadPool pool(2);
   model::SamplingParams p;
@@ -645,9 +649,9 @@ SpeculativeStats CheckTrainedEcho(const std::string& path) {
     EXPECT_EQ(fast.tokens, base.tokens) << (prompt == &echo ? "echo" : "twice");
     EXPECT_LE(fast.speculative.accepted_tokens,
               fast.speculative.drafted_tokens);
-    if (prompt == &echo) echo_stats = fast.speculative;
+    (prompt == &echo ? stats.echo : stats.twice) = fast.speculative;
   }
-  return echo_stats;
+  return stats;
 }
 
 TEST(SpeculativeTest, TrainedModelEchoesAreAcceptedAndEqual) {
@@ -663,9 +667,14 @@ TEST(SpeculativeTest, TrainedModelEchoesAreAcceptedAndEqual) {
                    std::string(kernels::IsaName(isa)));
       IsaScope scope(isa);
       ASSERT_TRUE(scope.ok());
-      const SpeculativeStats s = CheckTrainedEcho(path);
-      EXPECT_GT(s.accepted_tokens, 0);
-      EXPECT_GT(s.tokens_per_pass(), 1.0);
+      const EchoStats s = CheckTrainedEcho(path);
+      EXPECT_GT(s.echo.accepted_tokens, 0);
+      EXPECT_GT(s.echo.tokens_per_pass(), 1.0);
+      // stories260K also continues the passage written twice with it.
+      if (std::string_view(file) == "stories260K.gguf") {
+        EXPECT_GT(s.twice.accepted_tokens, 0);
+        EXPECT_GT(s.twice.tokens_per_pass(), 1.0);
+      }
     }
     ++checked;
   }

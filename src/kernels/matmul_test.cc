@@ -471,9 +471,9 @@ TEST_P(MatMulTest, EveryBatchEqualsDecodeExactly) {
 // weights take the same exact integer terms through the same float operations
 // in the same order (matmul_kpacked_avx2.cc); those of the 32-element block
 // types both take the reference's. So they give the same bits, for decode and
-// batches, where the CPU has both. The AVX-VNNI build of the block-type
-// panels takes the same integers by vpdpbusd chains, so it gives those bits
-// too.
+// batches, where the CPU has both. The AVX-VNNI build of the panels takes
+// the same integers by vpdpbusd chains (the K-quants' times their scales by
+// vpmulld), so it gives those bits too.
 TEST(PanelsTest, Avx2EqualsAvx512BitForBit) {
   const std::vector<Isa> isas = AvailableIsas();
   const auto has = [&](Isa isa) {
