@@ -412,9 +412,9 @@ std::vector<Case> SpeculativeCases() {
     for (const DType t : {DType::kQ8_0, DType::kF16})
       cases.push_back({"tiny-qwen2", t, isa});
     // A real model's shape: 30 layers, head_dim 64, three query heads per KV
-    // head, 49152 pieces. Not on the scalar ISA (48 s on this machine; the
-    // tiny presets cover its arithmetic), and the larger presets' shapes
-    // take minutes.
+    // head, 49152 pieces. Not on the scalar ISA, where it takes tens of
+    // seconds (the tiny presets cover that arithmetic); the larger presets'
+    // shapes would take minutes.
     if (isa != kernels::Isa::kScalar)
       cases.push_back({"smollm2-135m", DType::kQ8_0, isa});
   }
