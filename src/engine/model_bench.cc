@@ -81,6 +81,11 @@ Result<ModelBenchResult> RunModelBench(const model::Model& m, ThreadPool& pool,
         max_depth, n_ctx - max_depth, c.context_length_train));
   }
   RL_RETURN_IF_ERROR(model::CheckKvType(c, o.kv_type));
+  if (o.bandwidth_array_bytes < 0)
+    return Status::InvalidArgument("bandwidth array bytes must be >= 0");
+  const int64_t array_bytes = o.bandwidth_array_bytes > 0
+                                  ? o.bandwidth_array_bytes
+                                  : StreamArrayBytes();
   // Prefill chunks of at most 512 tokens, as a server's batch would be.
   model::Transformer tf(
       c, m.weights(), pool,
@@ -148,7 +153,7 @@ Result<ModelBenchResult> RunModelBench(const model::Model& m, ThreadPool& pool,
         test.tok_per_s.push_back(static_cast<double>(o.decode_tokens) /
                                  Seconds(start));
         if (paired) {
-          const BandwidthResult b = MeasureMemoryBandwidth(pool);
+          const BandwidthResult b = MeasureMemoryBandwidth(pool, array_bytes);
           if (b.best_gbps() > 0) {
             r.paired_gbps.push_back(b.best_gbps());
             r.paired_shares.push_back(
@@ -161,7 +166,7 @@ Result<ModelBenchResult> RunModelBench(const model::Model& m, ThreadPool& pool,
     }
   }
   if (o.measure_bandwidth) {
-    r.bandwidth = MeasureMemoryBandwidth(pool);
+    r.bandwidth = MeasureMemoryBandwidth(pool, array_bytes);
     const ModelBenchTest* tg = r.RooflineTest();
     if (tg != nullptr && r.bandwidth.best_gbps() > 0) {
       r.roofline_share = static_cast<double>(r.decode_bytes_per_token) *

@@ -26,6 +26,10 @@ struct ModelBenchOptions {
   std::vector<int64_t> depths = {0};
   int repeats = 5;
   bool measure_bandwidth = true;
+  // Bytes per array of each bandwidth pass; 0: StreamArrayBytes(), four
+  // times the last-level cache (three such arrays: 6 GiB on a host that
+  // reports a 508 MiB L3). Tests of the pairing logic set a few MiB.
+  int64_t bandwidth_array_bytes = 0;
   model::KvType kv_type = model::KvType::kF16;
 };
 

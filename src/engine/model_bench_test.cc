@@ -123,6 +123,9 @@ TEST(ModelBenchDepthTest, EachDepthRunsEveryTestAfterThatMuchContext) {
   o.depths = {0, 64};
   o.repeats = 2;
   o.measure_bandwidth = true;
+  // Small arrays: this tests the pairing, not the figure (the default
+  // arrays are gigabytes on hosts with a large L3).
+  o.bandwidth_array_bytes = int64_t{8} << 20;
   auto measured = RunModelBench(**m, pool, o);
   ASSERT_TRUE(measured.ok()) << measured.status().ToString();
   ASSERT_EQ(measured->paired_shares.size(), 2u);
@@ -138,6 +141,9 @@ TEST(ModelBenchDepthTest, EachDepthRunsEveryTestAfterThatMuchContext) {
   EXPECT_NE(too_deep.status().ToString().find("context"), std::string::npos)
       << too_deep.status().ToString();
   o.depths = {-1};
+  EXPECT_FALSE(RunModelBench(**m, pool, o).ok());
+  o.depths = {0};
+  o.bandwidth_array_bytes = -1;
   EXPECT_FALSE(RunModelBench(**m, pool, o).ok());
 }
 
