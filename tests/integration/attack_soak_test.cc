@@ -20,6 +20,7 @@
 #include <mutex>
 #include <thread>
 
+#include "base/sanitizers.h"
 #include "base/thread_pool.h"
 #include "model/arch/synthetic.h"
 #include "server/server.h"
@@ -28,20 +29,9 @@
 namespace redline::server {
 namespace {
 
-// Sanitizer builds run the same attack for its races and leaks; their
-// slowdown (5-15x) and shadow memory make the latency and RSS bounds
-// meaningless there.
-#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-constexpr bool kSanitized = true;
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer) || __has_feature(address_sanitizer)
-constexpr bool kSanitized = true;
-#else
-constexpr bool kSanitized = false;
-#endif
-#else
-constexpr bool kSanitized = false;
-#endif
+// Sanitizer builds (kSanitized) run the same attack for its races and
+// leaks; their slowdown (5-15x) and shadow memory make the latency and RSS
+// bounds meaningless there.
 
 using testing::Http;
 using testing::HttpResponse;

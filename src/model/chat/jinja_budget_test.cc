@@ -15,6 +15,7 @@
 #include <string>
 #include <thread>
 
+#include "base/sanitizers.h"
 #include "model/chat/chat_template.h"
 #include "model/chat/jinja_interpreter.h"
 
@@ -23,22 +24,10 @@ namespace {
 
 // Sanitizers slow the code down several times and keep freed memory in
 // quarantine, so their builds get more time and skip the RSS bound.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define RL_JINJA_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
-    __has_feature(memory_sanitizer)
-#define RL_JINJA_SANITIZED 1
-#endif
-#endif
-#ifdef RL_JINJA_SANITIZED
-constexpr double kMaxSeconds = 10.0;
-constexpr bool kCheckRss = false;
-#else
-// Generous: the machines running the tests are shared and may be slow.
-constexpr double kMaxSeconds = 1.0;
-constexpr bool kCheckRss = true;
-#endif
+// Otherwise generous: the machines running the tests are shared and may be
+// slow.
+constexpr double kMaxSeconds = kSanitized ? 10.0 : 1.0;
+constexpr bool kCheckRss = !kSanitized;
 constexpr size_t kBig = size_t{16} << 20;
 constexpr int64_t kMaxRssGrowthBytes = int64_t{200} << 20;
 
