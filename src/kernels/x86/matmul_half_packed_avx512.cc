@@ -11,13 +11,11 @@
 //
 // Order of the sums (documented because tests and users compare results):
 // each output y[t, r] is one f32 FMA chain over the columns in column
-// order, started at zero. Decode and batches of up to kTileTokens tokens
-// run the chain in one go; larger batches run it kChunkCols columns at a
-// time, each chunk's tile starting from the value the previous chunk
-// stored. So every token's outputs equal its decode's bit for bit whatever
-// the number of tokens, the tile, the thread count or the other sequences
-// in the batch: speculative verification and batched decoding see plain
-// decoding's logits.
+// order, started at zero, in one go (decode and batches alike). So every
+// token's outputs equal its decode's bit for bit whatever the number of
+// tokens, the tile, the thread count or the other sequences in the batch:
+// speculative verification and batched decoding see plain decoding's
+// logits.
 #include <array>
 #include <cstdint>
 #include <utility>
@@ -34,16 +32,9 @@ constexpr int kPanels = 2;  // panels converted and multiplied at once
 // Tokens per tile: kPanels x kTileTokens = 24 accumulators plus the two
 // weight vectors fit the 32 zmm registers.
 constexpr int kTileTokens = 12;
-// Batches of up to this many tokens take the direct tiles four panels at a
-// time (more take two).
-constexpr int kDirectFewTokens = 4;
-// Columns per converted chunk: 256 x 2 panels x 64 bytes = 32 KiB of f32,
-// which stays in L1 while every token tile passes over it.
-constexpr int64_t kChunkCols = 256;
-// 64-byte lines of one panel's chunk: the next chunk's weights are fetched
-// a line per column while the current one is multiplied.
-constexpr int64_t kChunkLines = kChunkCols * kColumnBytes / 64;
-static_assert(kChunkCols / kChunkLines == kPanels);
+// Batches of up to this many tokens take the tiles four panels at a time
+// (more take two).
+constexpr int kFewTokens = 4;
 // Decode: panels in step, each stream fetched this far ahead (the row
 // layout's decode measured four streams 2 KiB ahead best on Zen 5; a lone
 // stream goes further ahead to hide the same latency).
@@ -149,111 +140,32 @@ void PanelsDecode(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
   }
 }
 
-// Converts columns [c0, c0 + n_cols) of one panel to f32 into buf:
-// buf[c * stride + lane] = row lane of column c0 + c.
-template <DType kType>
-void ConvertChunk(const uint8_t* panel, int64_t c0, int64_t n_cols, float* buf,
-                  int64_t stride) {
-  for (int64_t c = 0; c < n_cols; ++c) {
-    _mm512_store_ps(buf + c * stride,
-                    LoadColumn<kType>(panel + (c0 + c) * kColumnBytes));
-  }
-}
-
-// y[t0 + t, r0 + 16p + lane] = its chain continued over the chunk's n_cols
-// columns (from the stored value when continue_chain, else from zero), for
-// t < T, p < P: buf column c (panel p) times x[t0 + t, c0 + c].
-// next: when not null, the first weight byte of the next chunk to convert
-// (its panel q at next + q * panel_bytes); one of its lines is fetched per
-// column, so the next conversion finds them in cache.
-template <int P, int T>
-void TileChunk(const MatMulArgs& a, const float* buf, int64_t n_cols,
-               int64_t r0, const __mmask16 (&rows)[P], int64_t t0, int64_t c0,
-               bool continue_chain, const uint8_t* next, int64_t panel_bytes) {
-  const float* x[T];
-#pragma GCC unroll 12
-  for (int t = 0; t < T; ++t) x[t] = a.x + (t0 + t) * a.x_stride + c0;
-  __m512 acc[P][T];
-#pragma GCC unroll 2
-  for (int p = 0; p < P; ++p) {
-#pragma GCC unroll 12
-    for (int t = 0; t < T; ++t) {
-      acc[p][t] =
-          continue_chain
-              ? _mm512_maskz_loadu_ps(
-                    rows[p], a.y + (t0 + t) * a.y_stride + r0 + p * kPackRows)
-              : _mm512_setzero_ps();
-    }
-  }
-  for (int64_t c = 0; c < n_cols; ++c) {
-    if (next != nullptr) {
-      _mm_prefetch(
-          reinterpret_cast<const char*>(next + (c / kChunkLines) * panel_bytes +
-                                        (c % kChunkLines) * 64),
-          _MM_HINT_T1);
-    }
-    __m512 w[P];
-#pragma GCC unroll 2
-    for (int p = 0; p < P; ++p)
-      w[p] = _mm512_load_ps(buf + (c * P + p) * kPackRows);
-    FmaColumn<P, T>(w, x, c, acc);
-  }
-#pragma GCC unroll 12
-  for (int t = 0; t < T; ++t) {
-    float* y = a.y + (t0 + t) * a.y_stride + r0;
-#pragma GCC unroll 2
-    for (int p = 0; p < P; ++p)
-      _mm512_mask_storeu_ps(y + p * kPackRows, rows[p], acc[p][t]);
-  }
-}
-
-template <int P>
-using TileFn = void (*)(const MatMulArgs&, const float*, int64_t, int64_t,
-                        const __mmask16 (&)[P], int64_t, int64_t, bool,
-                        const uint8_t*, int64_t);
-
-// kTailTiles<P>[n - 1] is the tile of n tokens, n < kTileTokens.
-template <int P, int... kN>
-constexpr std::array<TileFn<P>, sizeof...(kN)> TailTiles(
-    std::integer_sequence<int, kN...>) {
-  return {&TileChunk<P, kN + 1>...};
-}
-template <int P>
-constexpr auto kTailTiles =
-    TailTiles<P>(std::make_integer_sequence<int, kTileTokens - 1>{});
-
-template <int P>
-void TokenTiles(const MatMulArgs& a, const float* buf, int64_t n_cols,
-                int64_t r0, const __mmask16 (&rows)[P], int64_t c0,
-                bool continue_chain, const uint8_t* next, int64_t panel_bytes) {
-  int64_t t0 = 0;
-  for (; t0 + kTileTokens <= a.n_tokens; t0 += kTileTokens) {
-    TileChunk<P, kTileTokens>(a, buf, n_cols, r0, rows, t0, c0, continue_chain,
-                              t0 == 0 ? next : nullptr, panel_bytes);
-  }
-  // The last tile, of fewer than kTileTokens tokens.
-  const int64_t left = a.n_tokens - t0;
-  if (left > 0) {
-    kTailTiles<P>[left - 1](a, buf, n_cols, r0, rows, t0, c0, continue_chain,
-                            t0 == 0 ? next : nullptr, panel_bytes);
-  }
-}
-
-// Batches of up to kTileTokens tokens, one tile: y[t, r0 + 16p + lane]
-// for t < T, p < P, each the whole chain over all columns, the weights
-// converted as they are loaded: with one tile per panel a converted copy
-// would be read once. Measured against the row layout's 4 x 4 tiles
-// (kernels_bench SmallBatch, 2 threads, two alternating rounds): cold
-// 4864 x 896 and 8192 x 2048 1.5-2.2x with 2, 4 and 9 tokens (four panels
-// at once for up to 4 tokens: 1.1-1.4x over two); weights in L2
-// (SmallBatchHot, 256 x 2048) 0.51x with 2 tokens, 0.81x with 4, 1.33x
-// with 9, where a conversion per weight and use weighs against few FMAs.
+// One tile: y[t0 + t, r0 + 16p + lane] for t < T, p < P, each the whole
+// chain over all columns, the weights converted as they are loaded.
+//
+// Why no converted copy of the weights: on Zen 5 a conversion per weight
+// vector and tile costs no FMA throughput (a loop of 24 independent FMA
+// chains ran 220 GFLOP/s on one core with 0 or 2 conversions per 24 FMAs).
+// Converting 256 columns of two panels once into an f32 buffer in L1 for
+// the 12-token tiles to pass over, as this file did before, measured
+// slower: kernels_bench Prefill/f16/avx512 packed, 2 threads, two
+// alternating rounds, 0.95-1.16x per round for these tiles on the six
+// shapes, above 1 in 10 of 12; whole llama3.2-1b F16 prefill of 128 tokens
+// 1.06-1.15x in 5 alternating rounds (median 1.10x). Published port tables
+// put Intel's zmm conversion on the FMA ports, where the 2 per 24 FMAs
+// would take FMA slots; no such CPU was at hand to measure.
+// Few tokens: measured against the row layout's 4 x 4 tiles (kernels_bench
+// SmallBatch, 2 threads, two alternating rounds): cold 4864 x 896 and
+// 8192 x 2048 1.5-2.2x with 2, 4 and 9 tokens (four panels at once for up
+// to 4 tokens: 1.1-1.4x over two); weights in L2 (SmallBatchHot,
+// 256 x 2048) 0.51x with 2 tokens, 0.81x with 4, 1.33x with 9, where a
+// conversion per weight and use weighs against few FMAs.
 template <DType kType, int P, int T>
-void DirectTile(const MatMulArgs& a, const uint8_t* panel, int64_t panel_bytes,
-                int64_t r0, const __mmask16 (&rows)[P]) {
+void Tile(const MatMulArgs& a, const uint8_t* panel, int64_t panel_bytes,
+          int64_t r0, const __mmask16 (&rows)[P], int64_t t0) {
   const float* x[T];
 #pragma GCC unroll 12
-  for (int t = 0; t < T; ++t) x[t] = a.x + t * a.x_stride;
+  for (int t = 0; t < T; ++t) x[t] = a.x + (t0 + t) * a.x_stride;
   __m512 acc[P][T];
 #pragma GCC unroll 4
   for (int p = 0; p < P; ++p) {
@@ -277,88 +189,74 @@ void DirectTile(const MatMulArgs& a, const uint8_t* panel, int64_t panel_bytes,
   for (int t = 0; t < T; ++t) {
 #pragma GCC unroll 4
     for (int p = 0; p < P; ++p) {
-      _mm512_mask_storeu_ps(a.y + t * a.y_stride + r0 + p * kPackRows, rows[p],
-                            acc[p][t]);
+      _mm512_mask_storeu_ps(a.y + (t0 + t) * a.y_stride + r0 + p * kPackRows,
+                            rows[p], acc[p][t]);
     }
   }
 }
 
 template <int P>
-using DirectFn = void (*)(const MatMulArgs&, const uint8_t*, int64_t, int64_t,
-                          const __mmask16 (&)[P]);
+using TileFn = void (*)(const MatMulArgs&, const uint8_t*, int64_t, int64_t,
+                        const __mmask16 (&)[P], int64_t);
 
-// kDirectTiles<kType, P, kMaxT>[n - 1] is the direct tile of n tokens.
+// kTiles<kType, P, kMaxT>[n - 1] is the tile of n tokens.
 template <DType kType, int P, int... kN>
-constexpr std::array<DirectFn<P>, sizeof...(kN)> DirectTiles(
+constexpr std::array<TileFn<P>, sizeof...(kN)> Tiles(
     std::integer_sequence<int, kN...>) {
-  return {&DirectTile<kType, P, kN + 1>...};
+  return {&Tile<kType, P, kN + 1>...};
 }
 template <DType kType, int P, int kMaxT>
-constexpr auto kDirectTiles =
-    DirectTiles<kType, P>(std::make_integer_sequence<int, kMaxT>{});
+constexpr auto kTiles =
+    Tiles<kType, P>(std::make_integer_sequence<int, kMaxT>{});
 
-// P panels at a time, then the panels left one at a time. Each output is
-// one chain whatever P is.
+// Panels [p, p + P) of the range (lanes past row_end not stored), tokens
+// [t0, t0 + n): one tile.
 template <DType kType, int P, int kMaxT>
-void PanelsDirect(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
+void RunTile(const MatMulArgs& a, int64_t row_begin, int64_t row_end, int64_t p,
+             int64_t t0, int64_t n) {
   const int64_t panel_bytes = a.cols * kColumnBytes;
-  const int64_t panels = (row_end - row_begin + kPackRows - 1) / kPackRows;
-  const int64_t first = row_begin / kPackRows;
-  int64_t p = 0;
-  for (; p + P <= panels; p += P) {
-    __mmask16 rows[P];
-    for (int q = 0; q < P; ++q)
-      rows[q] = FirstLanes(row_end - row_begin - (p + q) * kPackRows);
-    kDirectTiles<kType, P, kMaxT>[a.n_tokens - 1](
-        a, a.w + (first + p) * panel_bytes, panel_bytes,
-        row_begin + p * kPackRows, rows);
-  }
-  for (; p < panels; ++p) {
-    const __mmask16 rows[1] = {FirstLanes(row_end - row_begin - p * kPackRows)};
-    kDirectTiles<kType, 1, kMaxT>[a.n_tokens - 1](
-        a, a.w + (first + p) * panel_bytes, panel_bytes,
-        row_begin + p * kPackRows, rows);
-  }
+  __mmask16 rows[P];
+  for (int q = 0; q < P; ++q)
+    rows[q] = FirstLanes(row_end - row_begin - (p + q) * kPackRows);
+  kTiles<kType, P, kMaxT>[n - 1](
+      a, a.w + (row_begin / kPackRows + p) * panel_bytes, panel_bytes,
+      row_begin + p * kPackRows, rows, t0);
 }
 
-// Batches: each thread converts a chunk of two panels once into an f32
-// buffer laid out column by column ([col][32 rows], 32 KiB, in L1), then
-// every token tile passes over it with two aligned loads and
-// 2 x kTileTokens FMAs per column.
+// Up to kMaxT tokens: P panels at a time, then the panels left one at a
+// time. Each output is one chain whatever P is.
+template <DType kType, int P, int kMaxT>
+void PanelsFewTokens(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
+  const int64_t panels = (row_end - row_begin + kPackRows - 1) / kPackRows;
+  int64_t p = 0;
+  for (; p + P <= panels; p += P)
+    RunTile<kType, P, kMaxT>(a, row_begin, row_end, p, 0, a.n_tokens);
+  for (; p < panels; ++p)
+    RunTile<kType, 1, kMaxT>(a, row_begin, row_end, p, 0, a.n_tokens);
+}
+
+// Batches: each pair of panels takes every token tile in turn, so its
+// weights (2 x 32 bytes a column) are read from memory by the first tile
+// and from L2 by the others. Tried and not kept: groups of up to 4 pairs
+// (512 KiB of weights) passed over by each tile in turn, so a tile's
+// activations are read from L3 once per group: llama3.2-1b F16 prefill
+// of 128 tokens, 5 alternating rounds, 0.96-1.01x.
 template <DType kType>
 void PanelsBatch(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
-  constexpr int64_t kPairRows = kPanels * kPackRows;
-  const int64_t panel_bytes = a.cols * kColumnBytes;
-  alignas(64) float buf[kChunkCols * kPairRows];
-  for (int64_t r0 = row_begin; r0 < row_end; r0 += kPairRows) {
-    const int64_t n_rows = row_end - r0;
-    const uint8_t* panel = a.w + r0 / kPackRows * panel_bytes;
-    for (int64_t c0 = 0; c0 < a.cols; c0 += kChunkCols) {
-      const int64_t n_cols =
-          a.cols - c0 < kChunkCols ? a.cols - c0 : kChunkCols;
-      // The chunk converted after this one: the next columns, else the
-      // next rows' first columns.
-      const uint8_t* next = nullptr;
-      if (c0 + kChunkCols < a.cols) {
-        next = panel + (c0 + kChunkCols) * kColumnBytes;
-      } else if (r0 + kPairRows < row_end) {
-        next = panel + kPanels * panel_bytes;
-      }
-      const bool continue_chain = c0 > 0;
-      if (n_rows > kPackRows) {
-        ConvertChunk<kType>(panel, c0, n_cols, buf, kPairRows);
-        ConvertChunk<kType>(panel + panel_bytes, c0, n_cols, buf + kPackRows,
-                            kPairRows);
-        const __mmask16 rows[2] = {FirstLanes(kPackRows),
-                                   FirstLanes(n_rows - kPackRows)};
-        TokenTiles<2>(a, buf, n_cols, r0, rows, c0, continue_chain, next,
-                      panel_bytes);
-      } else {
-        ConvertChunk<kType>(panel, c0, n_cols, buf, kPackRows);
-        const __mmask16 rows[1] = {FirstLanes(n_rows)};
-        TokenTiles<1>(a, buf, n_cols, r0, rows, c0, continue_chain, next,
-                      panel_bytes);
-      }
+  const int64_t panels = (row_end - row_begin + kPackRows - 1) / kPackRows;
+  int64_t p = 0;
+  for (; p + kPanels <= panels; p += kPanels) {
+    for (int64_t t0 = 0; t0 < a.n_tokens; t0 += kTileTokens) {
+      RunTile<kType, kPanels, kTileTokens>(
+          a, row_begin, row_end, p, t0,
+          a.n_tokens - t0 < kTileTokens ? a.n_tokens - t0 : kTileTokens);
+    }
+  }
+  for (; p < panels; ++p) {
+    for (int64_t t0 = 0; t0 < a.n_tokens; t0 += kTileTokens) {
+      RunTile<kType, 1, kTileTokens>(
+          a, row_begin, row_end, p, t0,
+          a.n_tokens - t0 < kTileTokens ? a.n_tokens - t0 : kTileTokens);
     }
   }
 }
@@ -368,10 +266,10 @@ void HalfPackedRows(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
   if (a.n_tokens == 1) return PanelsDecode<kType>(a, row_begin, row_end);
   // Up to 4 tokens, four panels at once: at least 8 independent FMA
   // chains, as many as the two FMA pipes' latency needs.
-  if (a.n_tokens <= kDirectFewTokens)
-    return PanelsDirect<kType, 4, kDirectFewTokens>(a, row_begin, row_end);
+  if (a.n_tokens <= kFewTokens)
+    return PanelsFewTokens<kType, 4, kFewTokens>(a, row_begin, row_end);
   if (a.n_tokens <= kTileTokens)
-    return PanelsDirect<kType, 2, kTileTokens>(a, row_begin, row_end);
+    return PanelsFewTokens<kType, 2, kTileTokens>(a, row_begin, row_end);
   PanelsBatch<kType>(a, row_begin, row_end);
 }
 
