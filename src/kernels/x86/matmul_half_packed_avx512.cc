@@ -154,6 +154,7 @@ void PanelsDecode(const MatMulArgs& a, int64_t row_begin, int64_t row_end) {
 // 1.06-1.15x in 5 alternating rounds (median 1.10x). Published port tables
 // put Intel's zmm conversion on the FMA ports, where the 2 per 24 FMAs
 // would take FMA slots; no such CPU was at hand to measure.
+//
 // Few tokens: measured against the row layout's 4 x 4 tiles (kernels_bench
 // SmallBatch, 2 threads, two alternating rounds): cold 4864 x 896 and
 // 8192 x 2048 1.5-2.2x with 2, 4 and 9 tokens (four panels at once for up
