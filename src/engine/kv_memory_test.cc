@@ -59,8 +59,8 @@ TEST(KvMemoryTest, CachePagesAreWholeAlignedHugePages) {
   constexpr int64_t kHuge = int64_t{2} << 20;
   EXPECT_EQ(cache.SizeBytes(), 2 * kHuge);  // a tiny model: one page each
 #if !defined(__SANITIZE_ADDRESS__)
-  EXPECT_EQ(reinterpret_cast<uintptr_t>(cache.KBytes(0, 0)) % kHuge, 0u);
-  EXPECT_EQ(reinterpret_cast<uintptr_t>(cache.VBytes(0, 0)) % kHuge, 0u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(cache.KHead(0, 0, 0)) % kHuge, 0u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(cache.VHead(0, 0, 0)) % kHuge, 0u);
 #endif
 }
 

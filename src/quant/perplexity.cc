@@ -26,12 +26,12 @@ class ChunkRunner {
   ChunkRunner(const model::Model& m, ThreadPool& pool, int64_t n_ctx,
               model::KvType kv_type)
       : tf_(m.config(), m.weights(), pool, n_ctx),
-        // llama.cpp's default KV cache is F16; match its rounding.
-        cache_(tf_.NewCache(n_ctx, kv_type)),
-        n_vocab_(m.config().vocab_size) {
-    // And its attention arithmetic, so perplexities compare to 0.1 %.
-    tf_.set_ggml_f16_attention(true);
-  }
+        // llama.cpp's default KV cache is F16; match its rounding, and its
+        // attention arithmetic, so perplexities compare to 0.1 % (set
+        // before the cache is made: that arithmetic needs the rows layout).
+        cache_(
+            (tf_.set_ggml_f16_attention(true), tf_.NewCache(n_ctx, kv_type))),
+        n_vocab_(m.config().vocab_size) {}
 
   // Logits of every position of `tokens` into logits_ (rows in order).
   Status Run(std::span<const int32_t> tokens, double* seconds) {

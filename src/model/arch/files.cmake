@@ -8,6 +8,7 @@ list(APPEND MODEL_SOURCES
   ${CMAKE_CURRENT_SOURCE_DIR}/arch/repack.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/arch/synthetic.cc)
 set(ARCH_TEST_SOURCES
+  ${CMAKE_CURRENT_SOURCE_DIR}/arch/kv_cache_test.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/arch/transformer_test.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/arch/repack_test.cc
   ${CMAKE_CURRENT_SOURCE_DIR}/arch/quant_oracle_test.cc)

@@ -16,6 +16,9 @@
 
 namespace redline::model {
 
+// An attention chunk (transformer.cc) is one block of a head-blocks cache.
+static_assert(kKvBlockPositions == kernels::kAttentionChunkKeys);
+
 std::string_view KvTypeName(KvType type) {
   switch (type) {
     case KvType::kF32:
@@ -60,11 +63,15 @@ Status CheckKvType(const ModelConfig& config, KvType type) {
 
 namespace {
 
-// K's (or V's) bytes of n_layer x n_ctx rows in whole huge pages; INT64_MAX
-// on overflow, 0 when a factor is not positive.
+// K's (or V's) bytes of n_layer x n_ctx rows, n_ctx rounded up to whole
+// kKvBlockPositions, in whole huge pages; INT64_MAX on overflow, 0 when a
+// factor is not positive.
 int64_t HalfBytes(int64_t n_layer, int64_t n_ctx, int64_t row_bytes) {
+  if (n_ctx <= 0) return 0;
+  const int64_t blocks =
+      n_ctx / kKvBlockPositions + (n_ctx % kKvBlockPositions != 0 ? 1 : 0);
   int64_t bytes = 1;
-  for (int64_t f : {n_layer, n_ctx, row_bytes}) {
+  for (int64_t f : {n_layer, blocks, kKvBlockPositions, row_bytes}) {
     if (f <= 0) return 0;
     if (__builtin_mul_overflow(bytes, f, &bytes)) return INT64_MAX;
   }
@@ -121,45 +128,72 @@ void KvCache::Release::operator()(std::byte* p) const {
   }
 }
 
-KvCache::KvCache(int64_t n_layer, int64_t n_ctx, int64_t kv_dim, KvType type)
+KvCache::KvCache(int64_t n_layer, int64_t n_ctx, int64_t kv_dim, KvType type,
+                 KvLayout layout, int64_t n_head_kv)
     : n_layer_(n_layer),
       n_ctx_(n_ctx),
       kv_dim_(kv_dim),
       type_(type),
+      layout_(layout),
+      n_head_kv_(n_head_kv),
+      n_alloc_((n_ctx + kKvBlockPositions - 1) / kKvBlockPositions *
+               kKvBlockPositions),
       row_bytes_(KvRowBytes(type, kv_dim)),
-      k_(AllocatePages(n_layer * n_ctx * row_bytes_)),
-      v_(AllocatePages(n_layer * n_ctx * row_bytes_)) {
-  RL_CHECK(type != KvType::kQ8_0 || kv_dim % kernels::kQkBlock == 0)
-      << "kv_dim=" << kv_dim;
+      head_bytes_(KvRowBytes(type, kv_dim / std::max<int64_t>(n_head_kv, 1))),
+      k_(AllocatePages(n_layer * n_alloc_ * row_bytes_)),
+      v_(AllocatePages(n_layer * n_alloc_ * row_bytes_)) {
+  RL_CHECK(n_head_kv >= 1 && kv_dim % n_head_kv == 0)
+      << "kv_dim=" << kv_dim << " n_head_kv=" << n_head_kv;
+  RL_CHECK(type != KvType::kQ8_0 || kv_dim / n_head_kv % kernels::kQkBlock == 0)
+      << "kv_dim=" << kv_dim << " n_head_kv=" << n_head_kv;
 }
 
 void KvCache::Store(int64_t layer, int64_t pos, const float* k,
                     const float* v) {
   RL_DCHECK(layer >= 0 && layer < n_layer_ && pos >= 0 && pos < n_ctx_);
-  const int64_t offset = Offset(layer, pos);
-  if (type_ == KvType::kF32) {
-    std::copy_n(k, kv_dim_, reinterpret_cast<float*>(k_.get()) + offset);
-    std::copy_n(v, kv_dim_, reinterpret_cast<float*>(v_.get()) + offset);
-    return;
+  // Rows store a position's heads as one; head blocks one head at a time
+  // (q8_0 blocks never straddle heads, so the bytes per head are the same).
+  const bool rows = layout_ == KvLayout::kRows;
+  const int64_t heads = rows ? 1 : n_head_kv_;
+  const int64_t n = kv_dim_ / heads;
+  for (int64_t g = 0; g < heads; ++g) {
+    const int64_t at = HeadOffset(layer, pos, g);
+    const float* kg = k + g * n;
+    const float* vg = v + g * n;
+    std::byte* kd = k_.get() + at;
+    std::byte* vd = v_.get() + at;
+    switch (type_) {
+      case KvType::kF32:
+        std::copy_n(kg, n, reinterpret_cast<float*>(kd));
+        std::copy_n(vg, n, reinterpret_cast<float*>(vd));
+        break;
+      case KvType::kQ8_0:
+        kernels::QuantizeRow(kernels::DType::kQ8_0, kg, n, kd);
+        kernels::QuantizeRow(kernels::DType::kQ8_0, vg, n, vd);
+        break;
+      case KvType::kF16:
+        kernels::ToF16(kg, n, reinterpret_cast<uint16_t*>(kd));
+        kernels::ToF16(vg, n, reinterpret_cast<uint16_t*>(vd));
+        break;
+    }
   }
-  if (type_ == KvType::kQ8_0) {
-    const int64_t at = (layer * n_ctx_ + pos) * row_bytes_;
-    kernels::QuantizeRow(kernels::DType::kQ8_0, k, kv_dim_, k_.get() + at);
-    kernels::QuantizeRow(kernels::DType::kQ8_0, v, kv_dim_, v_.get() + at);
-    return;
-  }
-  kernels::ToF16(k, kv_dim_, reinterpret_cast<uint16_t*>(k_.get()) + offset);
-  kernels::ToF16(v, kv_dim_, reinterpret_cast<uint16_t*>(v_.get()) + offset);
 }
 
 void KvCache::CopyPrefixFrom(const KvCache& other, int64_t n) {
   RL_CHECK(other.n_layer_ == n_layer_ && other.kv_dim_ == kv_dim_ &&
-           other.type_ == type_ && n <= n_ctx_ && n <= other.n_ctx_);
+           other.type_ == type_ && other.layout_ == layout_ &&
+           other.n_head_kv_ == n_head_kv_ && n <= n_ctx_ && n <= other.n_ctx_);
+  // Rows: n rows per layer. Head blocks: the blocks n reaches, whole (past
+  // n they hold positions neither cache has valid yet).
+  const int64_t bytes = layout_ == KvLayout::kRows
+                            ? n * row_bytes_
+                            : (n + kKvBlockPositions - 1) / kKvBlockPositions *
+                                  kKvBlockPositions * row_bytes_;
   for (int64_t l = 0; l < n_layer_; ++l) {
-    std::memcpy(k_.get() + l * n_ctx_ * row_bytes_,
-                other.k_.get() + l * other.n_ctx_ * row_bytes_, n * row_bytes_);
-    std::memcpy(v_.get() + l * n_ctx_ * row_bytes_,
-                other.v_.get() + l * other.n_ctx_ * row_bytes_, n * row_bytes_);
+    std::memcpy(k_.get() + l * n_alloc_ * row_bytes_,
+                other.k_.get() + l * other.n_alloc_ * row_bytes_, bytes);
+    std::memcpy(v_.get() + l * n_alloc_ * row_bytes_,
+                other.v_.get() + l * other.n_alloc_ * row_bytes_, bytes);
   }
   n_used_ = n;
 }

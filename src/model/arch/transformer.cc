@@ -42,7 +42,14 @@ Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights,
 }
 
 KvCache Transformer::NewCache(int64_t n_ctx, KvType type) const {
-  return KvCache(config_.block_count, n_ctx, config_.kv_dim(), type);
+  return KvCache(config_.block_count, n_ctx, config_.kv_dim(), type,
+                 ChunkedCache(type) ? KvLayout::kHeadBlocks : KvLayout::kRows,
+                 config_.head_count_kv);
+}
+
+bool Transformer::ChunkedCache(KvType type) const {
+  return type == KvType::kQ8_0 ||
+         (type == KvType::kF16 && !ggml_f16_attention_);
 }
 
 void Transformer::MatMul(const kernels::WeightView& w, const float* x,
@@ -125,7 +132,7 @@ int64_t ChunkThreadFloats(int64_t group, int64_t head_dim) {
 void Transformer::Attention(std::span<const BatchToken> batch, int64_t layer) {
   const ModelConfig& c = config_;
   const KvType type = batch.front().cache->type();
-  if (type == KvType::kQ8_0 || (type == KvType::kF16 && !ggml_f16_attention_)) {
+  if (ChunkedCache(type)) {
     ChunkedAttention(batch, layer);
     return;
   }
@@ -152,6 +159,10 @@ void Transformer::Attention(std::span<const BatchToken> batch, int64_t layer) {
           const float* q = q_.data() + t * c.q_dim() + h * head_dim;
           float* out = attn_.data() + t * c.q_dim() + h * head_dim;
           const KvCache& cache = *bt.cache;
+          // These kernels step one stride over every position: rows only.
+          // NewCache gives rows wherever ChunkedCache is false; a cache made
+          // before set_ggml_f16_attention(true) is a caller's bug.
+          RL_CHECK(cache.layout() == KvLayout::kRows);
           if (cache.type() == KvType::kF16) {
             kernels::AttentionHeadF16(q, cache.KHalf(layer, 0) + g * head_dim,
                                       cache.VHalf(layer, 0) + g * head_dim,
@@ -261,8 +272,7 @@ void Transformer::ChunkedAttentionPass(std::span<const BatchToken> batch,
       const BatchToken& bt = batch[begin + unit.token];
       const KvCache& cache = *bt.cache;
       RL_DCHECK(cache.type() != KvType::kF32);
-      const int64_t row = cache.RowBytes();
-      const int64_t head_bytes = row / n_kv_heads;
+      const int64_t stride = cache.PositionStrideBytes();
       const int64_t first = unit.chunk * kernels::kAttentionChunkKeys;
       const int64_t n_kv =
           std::min(kernels::kAttentionChunkKeys, bt.pos + 1 - first);
@@ -275,19 +285,18 @@ void Transformer::ChunkedAttentionPass(std::span<const BatchToken> batch,
         return q_.data() + (begin + j) * c.q_dim() + g * heads;
       };
       if (unit.n_tokens == 1) {
-        kernels::AttentionChunk(element, q_of(unit.token), group,
-                                cache.KBytes(layer, first) + g * head_bytes,
-                                cache.VBytes(layer, first) + g * head_bytes,
-                                n_kv, head_dim, row, scale, work,
-                                slot(unit.token, g, unit.chunk));
+        kernels::AttentionChunk(
+            element, q_of(unit.token), group, cache.KHead(layer, first, g),
+            cache.VHead(layer, first, g), n_kv, head_dim, stride, scale, work,
+            slot(unit.token, g, unit.chunk));
       } else {
         const int64_t n_q = unit.n_tokens * group;
         for (int64_t i = 0; i < unit.n_tokens; ++i)
           std::copy_n(q_of(unit.token + i), heads, group_q + i * heads);
-        kernels::AttentionChunk(
-            element, group_q, n_q, cache.KBytes(layer, first) + g * head_bytes,
-            cache.VBytes(layer, first) + g * head_bytes, n_kv, head_dim, row,
-            scale, work, group_partial);
+        kernels::AttentionChunk(element, group_q, n_q,
+                                cache.KHead(layer, first, g),
+                                cache.VHead(layer, first, g), n_kv, head_dim,
+                                stride, scale, work, group_partial);
         // Each token's share into its own slot: acc rows, max, sum.
         const float* max = group_partial + n_q * head_dim;
         const float* sum = max + n_q;

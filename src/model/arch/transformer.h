@@ -69,7 +69,9 @@ class Transformer {
   // of the chunked f32 kernels (kernels::AttentionChunk): logits then equal
   // llama.cpp's to rounding, at several times the attention cost at depth.
   // `redline eval` turns it on so perplexities compare with
-  // llama-perplexity's. Off by default; q8_0 caches are unaffected.
+  // llama-perplexity's. Off by default; q8_0 caches are unaffected. Set it
+  // before NewCache: that arithmetic reads f16 caches laid out in rows,
+  // which NewCache then makes (Forward CHECKs the layout).
   void set_ggml_f16_attention(bool on) { ggml_f16_attention_ = on; }
 
   // Accumulates stage times into `profile` during Forward (null: off).
@@ -78,6 +80,10 @@ class Transformer {
 
  private:
   Status ForwardChunk(std::span<const BatchToken> batch, float* logits);
+  // Whether attention over a cache of `type` runs chunked (AttentionChunk,
+  // whose chunks NewCache lays out as head blocks) rather than one head over
+  // every position (rows).
+  bool ChunkedCache(KvType type) const;
   void MatMul(const kernels::WeightView& w, const float* x, int64_t n,
               float* y);
   void Attention(std::span<const BatchToken> batch, int64_t layer);

@@ -265,12 +265,14 @@ std::string TempModel(const std::string& preset, DType type) {
                                .string();
   if (!std::filesystem::exists(path)) {
     ThreadPool pool(2);
-    // tiny-hd32: tiny with two heads of 32 sharing one KV head.
-    auto spec = SyntheticPreset(preset == "tiny-hd32" ? "tiny" : preset);
+    // tiny-hd32: tiny with two heads of 32 sharing one KV head;
+    // tiny-hd32-kv2: the same with a KV head each.
+    const bool hd32 = preset == "tiny-hd32" || preset == "tiny-hd32-kv2";
+    auto spec = SyntheticPreset(hd32 ? "tiny" : preset);
     EXPECT_TRUE(spec.ok());
-    if (preset == "tiny-hd32") {
+    if (hd32) {
       spec->head_count = 2;
-      spec->head_count_kv = 1;
+      spec->head_count_kv = preset == "tiny-hd32" ? 1 : 2;
     }
     EXPECT_TRUE(WriteSyntheticModel(*spec, type, 7, path, pool).ok());
     WrittenModels().paths.push_back(path);
@@ -542,6 +544,59 @@ TEST(TransformerTest, AMultiTokenPassAtDepthEqualsDecodingEachToken) {
     }
   }
   kernels::SetActiveIsa(kernels::AvailableIsas().back());
+}
+
+// NewCache lays f16 and q8_0 caches out in head blocks for the chunked
+// attention; the same attention over a cache in rows must give the same
+// logits bit for bit, across chunks, and a prefix copied into a cache of
+// another length must carry on as the original does.
+TEST(TransformerTest, HeadBlocksCacheEqualsRowsCache) {
+  auto m = Model::Load(TempModel("tiny-hd32-kv2", DType::kQ8_0));
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  const ModelConfig& c = (*m)->config();
+  ASSERT_EQ(c.head_count_kv, 2);
+  std::vector<int32_t> tokens(606);
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    tokens[i] = int32_t((i * 4099 + 3) % c.vocab_size);
+  }
+  const int64_t prefill = 600;
+  ThreadPool pool(2);
+  Transformer tf(c, (*m)->weights(), pool, 128);
+  EXPECT_EQ(tf.NewCache(8, KvType::kF32).layout(), KvLayout::kRows);
+  for (KvType type : {KvType::kF16, KvType::kQ8_0}) {
+    KvCache blocks = tf.NewCache(700, type);
+    ASSERT_EQ(blocks.layout(), KvLayout::kHeadBlocks);
+    KvCache rows(c.block_count, 700, c.kv_dim(), type, KvLayout::kRows,
+                 c.head_count_kv);
+    std::vector<float> a(c.vocab_size), b(c.vocab_size);
+    const auto head = std::span(tokens).first(prefill);
+    ASSERT_TRUE(tf.ForwardSequence(head, 0, blocks, a).ok());
+    ASSERT_TRUE(tf.ForwardSequence(head, 0, rows, b).ok());
+    EXPECT_EQ(a, b) << KvTypeName(type) << " prefill";
+    std::vector<std::vector<float>> decoded;
+    for (int64_t t = prefill; t < int64_t(tokens.size()); ++t) {
+      ASSERT_TRUE(
+          tf.ForwardSequence(std::span(&tokens[t], 1), t, blocks, a).ok());
+      ASSERT_TRUE(
+          tf.ForwardSequence(std::span(&tokens[t], 1), t, rows, b).ok());
+      EXPECT_EQ(a, b) << KvTypeName(type) << " position " << t;
+      decoded.push_back(a);
+    }
+    // Positions [0, 602) into a longer cache: its blocks lie elsewhere.
+    const int64_t kept = prefill + 2;
+    KvCache copy = tf.NewCache(1000, type);
+    copy.CopyPrefixFrom(blocks, kept);
+    for (int64_t t = kept; t < int64_t(tokens.size()); ++t) {
+      ASSERT_TRUE(
+          tf.ForwardSequence(std::span(&tokens[t], 1), t, copy, a).ok());
+      EXPECT_EQ(a, decoded[t - prefill]) << KvTypeName(type) << " copy " << t;
+    }
+  }
+  // Attention in ggml's arithmetic reads one head over all positions with
+  // one stride: its f16 caches stay in rows.
+  tf.set_ggml_f16_attention(true);
+  EXPECT_EQ(tf.NewCache(8, KvType::kF16).layout(), KvLayout::kRows);
+  EXPECT_EQ(tf.NewCache(8, KvType::kQ8_0).layout(), KvLayout::kHeadBlocks);
 }
 
 TEST(TransformerTest, Q8KvCacheNeedsHeadsOfWholeBlocks) {
