@@ -45,6 +45,22 @@ void StoreAll(KvCache& cache) {
   }
 }
 
+// Whether every head's K and V entry at (layer, pos) has the same bytes in
+// a and b.
+::testing::AssertionResult SameEntries(const KvCache& a, const KvCache& b,
+                                       int64_t layer, int64_t pos) {
+  for (int64_t g = 0; g < kHeads; ++g) {
+    if (std::memcmp(a.KHead(layer, pos, g), b.KHead(layer, pos, g),
+                    a.HeadBytes()) != 0 ||
+        std::memcmp(a.VHead(layer, pos, g), b.VHead(layer, pos, g),
+                    a.HeadBytes()) != 0) {
+      return ::testing::AssertionFailure()
+             << "layer " << layer << " position " << pos << " head " << g;
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
 TEST(KvCacheTest, EachHeadReadsBackWhatStoreWroteInBothLayouts) {
   for (KvLayout layout : {KvLayout::kRows, KvLayout::kHeadBlocks}) {
     KvCache cache(kLayers, kCtx, kKvDim, KvType::kF32, layout, kHeads);
@@ -105,15 +121,7 @@ TEST(KvCacheTest, HalfAndQ8HeadsHoldTheRowsBytes) {
     StoreAll(blocks);
     for (int64_t l = 0; l < kLayers; ++l) {
       for (int64_t p : Positions()) {
-        for (int64_t g = 0; g < kHeads; ++g) {
-          ASSERT_EQ(std::memcmp(rows.KHead(l, p, g), blocks.KHead(l, p, g),
-                                rows.HeadBytes()),
-                    0)
-              << KvTypeName(type) << " " << l << " " << p << " " << g;
-          ASSERT_EQ(std::memcmp(rows.VHead(l, p, g), blocks.VHead(l, p, g),
-                                rows.HeadBytes()),
-                    0);
-        }
+        ASSERT_TRUE(SameEntries(rows, blocks, l, p)) << KvTypeName(type);
       }
     }
   }
@@ -132,15 +140,8 @@ TEST(KvCacheTest, CopyPrefixBetweenLengthsKeepsEveryEntry) {
       for (int64_t l = 0; l < kLayers; ++l) {
         for (int64_t p : Positions()) {
           if (p >= n) continue;
-          for (int64_t g = 0; g < kHeads; ++g) {
-            ASSERT_EQ(std::memcmp(to.KHead(l, p, g), from.KHead(l, p, g),
-                                  from.HeadBytes()),
-                      0)
-                << int(layout) << " n_ctx=" << n_ctx << " " << l << " " << p;
-            ASSERT_EQ(std::memcmp(to.VHead(l, p, g), from.VHead(l, p, g),
-                                  from.HeadBytes()),
-                      0);
-          }
+          ASSERT_TRUE(SameEntries(to, from, l, p))
+              << int(layout) << " n_ctx=" << n_ctx;
         }
       }
     }
