@@ -63,15 +63,18 @@ Status CheckKvType(const ModelConfig& config, KvType type) {
 
 namespace {
 
+// Blocks of kKvBlockPositions that n >= 0 positions reach (no overflow).
+int64_t BlocksOf(int64_t n) {
+  return n / kKvBlockPositions + (n % kKvBlockPositions != 0 ? 1 : 0);
+}
+
 // K's (or V's) bytes of n_layer x n_ctx rows, n_ctx rounded up to whole
 // kKvBlockPositions, in whole huge pages; INT64_MAX on overflow, 0 when a
 // factor is not positive.
 int64_t HalfBytes(int64_t n_layer, int64_t n_ctx, int64_t row_bytes) {
   if (n_ctx <= 0) return 0;
-  const int64_t blocks =
-      n_ctx / kKvBlockPositions + (n_ctx % kKvBlockPositions != 0 ? 1 : 0);
   int64_t bytes = 1;
-  for (int64_t f : {n_layer, blocks, kKvBlockPositions, row_bytes}) {
+  for (int64_t f : {n_layer, BlocksOf(n_ctx), kKvBlockPositions, row_bytes}) {
     if (f <= 0) return 0;
     if (__builtin_mul_overflow(bytes, f, &bytes)) return INT64_MAX;
   }
@@ -136,8 +139,7 @@ KvCache::KvCache(int64_t n_layer, int64_t n_ctx, int64_t kv_dim, KvType type,
       type_(type),
       layout_(layout),
       n_head_kv_(n_head_kv),
-      n_alloc_((n_ctx + kKvBlockPositions - 1) / kKvBlockPositions *
-               kKvBlockPositions),
+      n_alloc_(BlocksOf(n_ctx) * kKvBlockPositions),
       row_bytes_(KvRowBytes(type, kv_dim)),
       head_bytes_(KvRowBytes(type, kv_dim / std::max<int64_t>(n_head_kv, 1))),
       k_(AllocatePages(n_layer * n_alloc_ * row_bytes_)),
@@ -185,10 +187,9 @@ void KvCache::CopyPrefixFrom(const KvCache& other, int64_t n) {
            other.n_head_kv_ == n_head_kv_ && n <= n_ctx_ && n <= other.n_ctx_);
   // Rows: n rows per layer. Head blocks: the blocks n reaches, whole (past
   // n they hold positions neither cache has valid yet).
-  const int64_t bytes = layout_ == KvLayout::kRows
-                            ? n * row_bytes_
-                            : (n + kKvBlockPositions - 1) / kKvBlockPositions *
-                                  kKvBlockPositions * row_bytes_;
+  const int64_t bytes =
+      (layout_ == KvLayout::kRows ? n : BlocksOf(n) * kKvBlockPositions) *
+      row_bytes_;
   for (int64_t l = 0; l < n_layer_; ++l) {
     std::memcpy(k_.get() + l * n_alloc_ * row_bytes_,
                 other.k_.get() + l * other.n_alloc_ * row_bytes_, bytes);

@@ -136,6 +136,11 @@ void Transformer::Attention(std::span<const BatchToken> batch, int64_t layer) {
     ChunkedAttention(batch, layer);
     return;
   }
+  // These kernels step one stride over every position: rows only. NewCache
+  // gives rows wherever ChunkedCache is false; a cache made before
+  // set_ggml_f16_attention(true) is a caller's bug.
+  for (const BatchToken& t : batch)
+    RL_CHECK(t.cache->layout() == KvLayout::kRows);
   const int64_t n = static_cast<int64_t>(batch.size());
   const int64_t head_dim = c.head_dim;
   const int64_t group = c.head_count / c.head_count_kv;
@@ -159,10 +164,6 @@ void Transformer::Attention(std::span<const BatchToken> batch, int64_t layer) {
           const float* q = q_.data() + t * c.q_dim() + h * head_dim;
           float* out = attn_.data() + t * c.q_dim() + h * head_dim;
           const KvCache& cache = *bt.cache;
-          // These kernels step one stride over every position: rows only.
-          // NewCache gives rows wherever ChunkedCache is false; a cache made
-          // before set_ggml_f16_attention(true) is a caller's bug.
-          RL_CHECK(cache.layout() == KvLayout::kRows);
           if (cache.type() == KvType::kF16) {
             kernels::AttentionHeadF16(q, cache.KHalf(layer, 0) + g * head_dim,
                                       cache.VHalf(layer, 0) + g * head_dim,
