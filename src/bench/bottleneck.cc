@@ -13,6 +13,7 @@
 #include <map>
 #include <optional>
 
+#include "bench/capacity.h"
 #include "bench/report.h"
 #include "bench/units.h"
 
@@ -379,10 +380,12 @@ std::vector<Knee> FindKnees(const CapacityResult& capacity) {
   for (const std::string& t : order) {
     Knee k;
     k.threshold = t;
+    std::vector<double> pass_rps, fail_rps;
     for (const auto& [rate, v] : by[t]) {
-      if (v == StepVerdict::kFail && (k.breaks_rps == 0 || rate < k.breaks_rps))
-        k.breaks_rps = rate;
+      if (v == StepVerdict::kPass) pass_rps.push_back(rate);
+      if (v == StepVerdict::kFail) fail_rps.push_back(rate);
     }
+    k.breaks_rps = KneeRate(pass_rps, fail_rps);
     for (const auto& [rate, v] : by[t]) {
       if (v == StepVerdict::kPass && (k.breaks_rps == 0 || rate < k.breaks_rps))
         k.holds_rps = std::max(k.holds_rps, rate);

@@ -107,7 +107,9 @@ struct Finding {
 struct Knee {
   std::string threshold;  // as written
   double holds_rps = 0;   // highest rate below the break where it passed
-  double breaks_rps = 0;  // lowest rate where it failed (0: never)
+  // Lowest rate where it failed with no pass at that rate or above
+  // (KneeRate; 0: never).
+  double breaks_rps = 0;
 };
 
 struct BottleneckReport {

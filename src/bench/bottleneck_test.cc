@@ -7,6 +7,7 @@
 #include <cmath>
 #include <vector>
 
+#include "bench/capacity.h"
 #include "bench/report.h"
 
 namespace redline::bench {
@@ -205,6 +206,44 @@ TEST(BottleneckTest, KneesPerThreshold) {
   EXPECT_EQ(knees[0].breaks_rps, 7.5);
   EXPECT_EQ(knees[1].holds_rps, 2.5);
   EXPECT_EQ(knees[1].breaks_rps, 5);
+}
+
+TEST(BottleneckTest, AFailureBelowARateThatHeldIsNotTheKnee) {
+  // A stall of the host fails the step at 3 req/s; 6 held, 8 failed.
+  CapacityResult c;
+  auto point = [](double rate, StepVerdict e2e) {
+    CapacityPoint p;
+    p.offered_rps = rate;
+    PercentileCheck a;
+    a.threshold = "e2e: p(99)<1s";
+    a.verdict = e2e;
+    p.checks = {a};
+    return p;
+  };
+  using V = StepVerdict;
+  c.curve = {point(10, V::kFail), point(5, V::kPass),
+             point(3, V::kFail),  point(8, V::kFail),
+             point(6, V::kPass),  point(7, V::kInconclusive)};
+  std::vector<Knee> knees = FindKnees(c);
+  ASSERT_EQ(knees.size(), 1u);
+  EXPECT_EQ(knees[0].holds_rps, 6);
+  EXPECT_EQ(knees[0].breaks_rps, 8);
+  // Every failure below a pass: it never broke where it was measured.
+  c.curve = {point(5, V::kPass), point(3, V::kFail), point(6, V::kPass)};
+  knees = FindKnees(c);
+  ASSERT_EQ(knees.size(), 1u);
+  EXPECT_EQ(knees[0].holds_rps, 6);
+  EXPECT_EQ(knees[0].breaks_rps, 0);
+}
+
+TEST(BottleneckTest, KneeRateIsTheLowestFailureAboveEveryPass) {
+  const std::vector<double> none;
+  EXPECT_EQ(KneeRate(none, none), 0);
+  EXPECT_EQ(KneeRate(none, std::vector<double>{9, 4, 7}), 4);
+  EXPECT_EQ(KneeRate(std::vector<double>{5}, std::vector<double>{9, 4, 7}), 7);
+  // A rate that both passed and failed (a re-measurement) is not the knee.
+  EXPECT_EQ(KneeRate(std::vector<double>{7}, std::vector<double>{9, 7}), 9);
+  EXPECT_EQ(KneeRate(std::vector<double>{9}, std::vector<double>{4, 7}), 0);
 }
 
 TEST(BottleneckTest, KneesOfThresholdsJudgedOnThePoint) {

@@ -412,6 +412,17 @@ CapacityPoint JudgeStep(const RunResult& run,
   return p;
 }
 
+double KneeRate(std::span<const double> pass_rps,
+                std::span<const double> fail_rps) {
+  double top_pass = 0;
+  for (double r : pass_rps) top_pass = std::max(top_pass, r);
+  double knee = 0;
+  for (double r : fail_rps) {
+    if (r > top_pass && (knee == 0 || r < knee)) knee = r;
+  }
+  return knee;
+}
+
 CapacitySearch RangeFromSteps(const std::vector<CapacityPoint>& steps,
                               double ceiling_rps) {
   struct Agg {
@@ -504,6 +515,9 @@ Result<CapacityRun> FindMaxRate(const RunConfig& base, Workload& workload,
 
   const int repeats = std::max(1, options.repeat);
   std::vector<std::pair<double, RunResult>> passes;
+  // The failed steps of every search above every pass so far: the knee is
+  // chosen among them once all passes are known.
+  std::vector<std::pair<double, RunResult>> failed;
   std::optional<RunResult> last;
   for (int rep = 0; rep < repeats; ++rep) {
     RunConfig b = base;
@@ -592,12 +606,11 @@ Result<CapacityRun> FindMaxRate(const RunConfig& base, Workload& workload,
           p.tail_s, p.drain_s, p.drained ? "" : " (not idle)",
           StepVerdictName(p.verdict),
           p.reason.empty() ? "" : " (" + p.reason + ")"));
-      if (p.verdict == StepVerdict::kFail &&
-          (out.knee_rps == 0 || rate < out.knee_rps)) {
-        out.knee_rps = rate;
-        out.knee_run = run;
-      }
+      if (p.verdict == StepVerdict::kFail) failed.emplace_back(rate, run);
       if (p.pass()) {
+        // A failure at or below a rate that held can no longer be the knee.
+        std::erase_if(failed,
+                      [rate](const auto& f) { return f.first <= rate; });
         passes.emplace_back(rate, std::move(run));
       } else {
         last = std::move(run);
@@ -729,6 +742,21 @@ Result<CapacityRun> FindMaxRate(const RunConfig& base, Workload& workload,
     if (res.capacity_high_rps > 0)
       res.replicas_optimistic = static_cast<int64_t>(
           std::ceil(res.peak_rps / res.capacity_high_rps - 1e-9));
+  }
+
+  {
+    std::vector<double> pass_rps, fail_rps;
+    for (const CapacityPoint& p : res.curve) {
+      if (p.pass()) pass_rps.push_back(p.offered_rps);
+    }
+    for (const auto& f : failed) fail_rps.push_back(f.first);
+    out.knee_rps = KneeRate(pass_rps, fail_rps);
+    for (auto& [rate, run] : failed) {
+      if (out.knee_rps > 0 && rate == out.knee_rps) {
+        out.knee_run = std::move(run);
+        break;
+      }
+    }
   }
 
   // The report's main run: a passing step at the low end, else the last.

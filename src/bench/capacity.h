@@ -28,6 +28,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -62,8 +63,8 @@ struct CapacityOptions {
 struct CapacityRun {
   CapacityResult result;
   RunResult best_run;  // the run at the capacity rate (or the last step)
-  // The step that failed at the lowest rate (what breaks first: the
-  // bottleneck finder reads it); empty when no step failed.
+  // The step at the knee (KneeRate over every step: what breaks first, the
+  // bottleneck finder reads it); empty when no step failed there.
   RunResult knee_run;
   double knee_rps = 0;
   bool found = false;
@@ -98,6 +99,13 @@ bool IsLoadGauge(std::string_view name);
 // lowest rate whose every measurement failed, above low.
 CapacitySearch RangeFromSteps(const std::vector<CapacityPoint>& steps,
                               double ceiling_rps);
+
+// The knee of a search: the lowest rate that failed with no pass at that
+// rate or above. A failure below a rate that held is noise (a stall of the
+// client or the host), not what breaks first. 0 when every failure lies
+// below some pass, or none failed. Cost O(passes + fails).
+double KneeRate(std::span<const double> pass_rps,
+                std::span<const double> fail_rps);
 
 }  // namespace redline::bench
 

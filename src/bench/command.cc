@@ -639,7 +639,7 @@ int RunBenchCommand(const BenchCommandOptions& o,
   RunResult run;
   std::vector<EventRecord> event_records;
   std::optional<CapacityResult> capacity;
-  // A search's bottleneck is read at the knee: the lowest rate that failed.
+  // A search's bottleneck is read at the knee (KneeRate in capacity.h).
   RunResult knee_run;
   double knee_rps = 0;
   if (o.find_max_rate) {
@@ -756,7 +756,8 @@ int RunBenchCommand(const BenchCommandOptions& o,
                 : std::vector<ScrapeSeries>();
     AttachBottleneck(
         report, knee_run, series, o.max_connections,
-        fmt::format("the step at {:.2f} req/s, the lowest rate that failed",
+        fmt::format("the step at {:.2f} req/s, the lowest rate that failed "
+                    "above every rate that held",
                     knee_rps));
   } else {
     AttachBottleneck(report, run, report.scrape, o.max_connections,
