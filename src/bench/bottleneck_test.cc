@@ -27,6 +27,17 @@ BottleneckInput WithShares(PartArray p50, PartArray p99) {
   return in;
 }
 
+// A capacity step judged on one percentile SLO.
+CapacityPoint E2eStep(double rate, StepVerdict e2e) {
+  CapacityPoint p;
+  p.offered_rps = rate;
+  PercentileCheck a;
+  a.threshold = "e2e: p(99)<1s";
+  a.verdict = e2e;
+  p.checks = {a};
+  return p;
+}
+
 TEST(BottleneckTest, QueueShareGrowingIntoTheTailIsQueueing) {
   BottleneckInput in =
       WithShares({0, 0.02, 0, 0.1, 0.2, 0.68}, {0, 0.01, 0, 0.7, 0.05, 0.24});
@@ -211,25 +222,16 @@ TEST(BottleneckTest, KneesPerThreshold) {
 TEST(BottleneckTest, AFailureBelowARateThatHeldIsNotTheKnee) {
   // A stall of the host fails the step at 3 req/s; 6 held, 8 failed.
   CapacityResult c;
-  auto point = [](double rate, StepVerdict e2e) {
-    CapacityPoint p;
-    p.offered_rps = rate;
-    PercentileCheck a;
-    a.threshold = "e2e: p(99)<1s";
-    a.verdict = e2e;
-    p.checks = {a};
-    return p;
-  };
   using V = StepVerdict;
-  c.curve = {point(10, V::kFail), point(5, V::kPass),
-             point(3, V::kFail),  point(8, V::kFail),
-             point(6, V::kPass),  point(7, V::kInconclusive)};
+  c.curve = {E2eStep(10, V::kFail), E2eStep(5, V::kPass),
+             E2eStep(3, V::kFail),  E2eStep(8, V::kFail),
+             E2eStep(6, V::kPass),  E2eStep(7, V::kInconclusive)};
   std::vector<Knee> knees = FindKnees(c);
   ASSERT_EQ(knees.size(), 1u);
   EXPECT_EQ(knees[0].holds_rps, 6);
   EXPECT_EQ(knees[0].breaks_rps, 8);
   // Every failure below a pass: it never broke where it was measured.
-  c.curve = {point(5, V::kPass), point(3, V::kFail), point(6, V::kPass)};
+  c.curve = {E2eStep(5, V::kPass), E2eStep(3, V::kFail), E2eStep(6, V::kPass)};
   knees = FindKnees(c);
   ASSERT_EQ(knees.size(), 1u);
   EXPECT_EQ(knees[0].holds_rps, 6);
@@ -251,12 +253,7 @@ TEST(BottleneckTest, KneesOfThresholdsJudgedOnThePoint) {
   // that never breaks.
   CapacityResult c;
   auto point = [](double rate, StepVerdict e2e, StepVerdict errors) {
-    CapacityPoint p;
-    p.offered_rps = rate;
-    PercentileCheck a;
-    a.threshold = "e2e: p(99)<1s";
-    a.verdict = e2e;
-    p.checks = {a};
+    CapacityPoint p = E2eStep(rate, e2e);
     p.point_checks = {{"errors: rate<1%", 0, "", errors},
                       {"requests: rate>0.5", rate, "", StepVerdict::kPass}};
     return p;
