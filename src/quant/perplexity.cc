@@ -26,12 +26,17 @@ class ChunkRunner {
   ChunkRunner(const model::Model& m, ThreadPool& pool, int64_t n_ctx,
               model::KvType kv_type)
       : tf_(m.config(), m.weights(), pool, n_ctx),
-        // llama.cpp's default KV cache is F16; match its rounding, and its
-        // attention arithmetic, so perplexities compare to 0.1 % (set
-        // before the cache is made: that arithmetic needs the rows layout).
-        cache_(
-            (tf_.set_ggml_f16_attention(true), tf_.NewCache(n_ctx, kv_type))),
+        cache_(GgmlCache(tf_, n_ctx, kv_type)),
         n_vocab_(m.config().vocab_size) {}
+
+  // llama.cpp's default KV cache is F16; match its rounding, and its
+  // attention arithmetic, so perplexities compare to 0.1 %. The arithmetic
+  // is set first: it needs the rows layout, which NewCache then gives.
+  static model::KvCache GgmlCache(model::Transformer& tf, int64_t n_ctx,
+                                  model::KvType kv_type) {
+    tf.set_ggml_f16_attention(true);
+    return tf.NewCache(n_ctx, kv_type);
+  }
 
   // Logits of every position of `tokens` into logits_ (rows in order).
   Status Run(std::span<const int32_t> tokens, double* seconds) {
